@@ -1,0 +1,126 @@
+#include "runtime/comm/bucketed_reducer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace hptrain::comm {
+namespace {
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
+BucketedReducer::BucketedReducer(std::vector<size_t> tensor_sizes, size_t bucket_bytes,
+                                 ReduceFn reduce)
+    : sizes_(std::move(tensor_sizes)), reduce_(std::move(reduce)) {
+  const int n = static_cast<int>(sizes_.size());
+  offsets_.resize(n);
+  size_t total = 0;
+  for (int t = 0; t < n; ++t) {
+    offsets_[t] = total;
+    total += sizes_[t];
+  }
+  flat_.assign(total, 0.0f);
+  bucket_of_.assign(n, 0);
+  ready_.assign(n, false);
+  const size_t cap = std::max<size_t>(1, bucket_bytes / sizeof(float));
+  int t = n - 1;
+  while (t >= 0) {
+    Bucket bucket;
+    bucket.end = offsets_[t] + sizes_[t];
+    size_t elements = 0;
+    while (t >= 0 && (elements == 0 || elements + sizes_[t] <= cap)) {
+      elements += sizes_[t];
+      bucket_of_[t] = static_cast<int>(buckets_.size());
+      ++bucket.pending;
+      --t;
+    }
+    bucket.begin = bucket.end - elements;
+    buckets_.push_back(bucket);
+  }
+  thread_ = std::thread([this] { CommLoop(); });
+}
+
+BucketedReducer::~BucketedReducer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void BucketedReducer::BeginStep() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::fill(ready_.begin(), ready_.end(), false);
+  for (Bucket& b : buckets_) b.pending = 0;
+  for (size_t t = 0; t < sizes_.size(); ++t) ++buckets_[bucket_of_[t]].pending;
+  next_bucket_ = 0;
+  step_status_ = absl::OkStatus();
+  comm_seconds_acc_ = 0;
+  step_active_ = true;
+  ++step_;
+}
+
+void BucketedReducer::MarkReady(int tensor) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!step_active_ || ready_[tensor]) return;
+    ready_[tensor] = true;
+    --buckets_[bucket_of_[tensor]].pending;
+  }
+  cv_.notify_all();
+}
+
+void BucketedReducer::CommLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] {
+      return stop_ || (step_active_ && next_bucket_ < num_buckets() &&
+                       buckets_[next_bucket_].pending == 0);
+    });
+    if (stop_) return;
+    const int k = next_bucket_;
+    const Bucket bucket = buckets_[k];
+    const bool skip = !step_status_.ok();  // after a failure, let the step drain
+    lock.unlock();
+    absl::Status status;
+    auto start = std::chrono::steady_clock::now();
+    if (!skip) {
+      status = reduce_(k, flat_.data() + bucket.begin, bucket.end - bucket.begin);
+    }
+    double spent = SecondsSince(start);
+    lock.lock();
+    comm_seconds_acc_ += spent;
+    if (!status.ok() && step_status_.ok()) {
+      step_status_ = absl::Status(status.code(), absl::StrCat("gradient bucket ", k, " of ",
+                                                              num_buckets(), ": ",
+                                                              status.message()));
+    }
+    ++next_bucket_;
+    cv_.notify_all();
+  }
+}
+
+absl::Status BucketedReducer::FinishStep() {
+  auto start = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  for (size_t t = 0; t < sizes_.size(); ++t) {
+    if (!ready_[t]) {
+      std::memset(flat_.data() + offsets_[t], 0, sizes_[t] * sizeof(float));
+      ready_[t] = true;
+      --buckets_[bucket_of_[t]].pending;
+    }
+  }
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return next_bucket_ == num_buckets(); });
+  step_active_ = false;
+  last_comm_seconds_ = comm_seconds_acc_;
+  last_exposed_seconds_ = SecondsSince(start);
+  return step_status_;
+}
+
+}  // namespace hptrain::comm

@@ -1,0 +1,88 @@
+// BucketedReducer: overlaps gradient communication with backward (DDP's reducer, on flat buffers).
+//
+// The gradients of all parameters live in one flat float buffer, tensor t at offset(t), in
+// registration (forward) order. Buckets are runs of consecutive tensors of at most `bucket_bytes`
+// (a larger tensor gets a bucket of its own), formed from the LAST tensor backwards, because
+// backward produces the last layer's gradients first. Bucket 0 therefore holds the output layer.
+//
+// One step:
+//   1. BeginStep() clears the ready marks.
+//   2. During backward, autograd hooks copy each gradient into data_for(t) and call MarkReady(t).
+//   3. When every tensor of bucket k is ready and buckets 0..k-1 have been handed off, the
+//      communication thread calls reduce(k, bucket data, count): buckets are reduced strictly in
+//      index order, so every rank issues the same collectives in the same order.
+//   4. FinishStep() zero-fills tensors that got no gradient (unused parameters), lets their
+//      buckets go, waits for all reductions and returns the first error.
+//
+// Thread-safety: MarkReady may be called from any thread; the other methods from one thread.
+#ifndef HPTRAIN_RUNTIME_COMM_BUCKETED_REDUCER_H_
+#define HPTRAIN_RUNTIME_COMM_BUCKETED_REDUCER_H_
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace hptrain::comm {
+
+class BucketedReducer {
+ public:
+  using ReduceFn = std::function<absl::Status(int bucket, float* data, size_t count)>;
+
+  BucketedReducer(std::vector<size_t> tensor_sizes, size_t bucket_bytes, ReduceFn reduce);
+  ~BucketedReducer();
+  BucketedReducer(const BucketedReducer&) = delete;
+  BucketedReducer& operator=(const BucketedReducer&) = delete;
+
+  float* data() { return flat_.data(); }
+  size_t size() const { return flat_.size(); }
+  float* data_for(int tensor) { return flat_.data() + offsets_[tensor]; }
+  size_t offset(int tensor) const { return offsets_[tensor]; }
+  int num_buckets() const { return static_cast<int>(buckets_.size()); }
+
+  void BeginStep();
+  void MarkReady(int tensor);
+  absl::Status FinishStep();
+
+  // Seconds the communication thread spent inside reduce() during the last step, and seconds
+  // FinishStep() waited for it (the communication backward did not hide).
+  double last_comm_seconds() const { return last_comm_seconds_; }
+  double last_exposed_seconds() const { return last_exposed_seconds_; }
+
+ private:
+  struct Bucket {
+    size_t begin = 0;  // element range in flat_
+    size_t end = 0;
+    int pending = 0;   // tensors not yet ready this step
+  };
+
+  void CommLoop();
+
+  std::vector<float> flat_;
+  std::vector<size_t> offsets_;
+  std::vector<size_t> sizes_;
+  std::vector<int> bucket_of_;
+  std::vector<Bucket> buckets_;
+  ReduceFn reduce_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<bool> ready_;
+  int next_bucket_ = 0;      // next bucket the comm thread reduces
+  int step_ = 0;             // incremented by BeginStep; the comm thread works on this step
+  bool step_active_ = false;
+  bool stop_ = false;
+  absl::Status step_status_;
+  double comm_seconds_acc_ = 0;
+  double last_comm_seconds_ = 0;
+  double last_exposed_seconds_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace hptrain::comm
+
+#endif  // HPTRAIN_RUNTIME_COMM_BUCKETED_REDUCER_H_

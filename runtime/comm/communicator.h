@@ -1,0 +1,64 @@
+// Communicator: the collectives a strategy uses, on flat buffers, with byte accounting.
+//
+// Back ends: CPU (collectives over a Transport: Gloo TCP in jobs, loopback in tests) and NCCL
+// (GPU buffers; nccl/nccl_communicator.h). Strategies see only this interface; which back end a
+// worker uses is chosen by name in comm_registry.h from the job's device.
+//
+// Thread-safety: collectives are issued from one thread at a time (the bucketed reducer's
+// communication thread during backward, the trainer thread otherwise; never both at once).
+// The byte counters may be read from any thread.
+#ifndef HPTRAIN_RUNTIME_COMM_COMMUNICATOR_H_
+#define HPTRAIN_RUNTIME_COMM_COMMUNICATOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "runtime/comm/transport.h"
+
+namespace hptrain::comm {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // In-place sum of `count` floats over every rank; all ranks end bit-identical.
+  virtual absl::Status AllReduceSum(float* data, size_t count) = 0;
+  // `recv` (size() * block_bytes) receives every rank's block of `send`, in rank order.
+  virtual absl::Status AllGather(const void* send, void* recv, size_t block_bytes) = 0;
+  // Copies `bytes` of `data` on `root` to every rank.
+  virtual absl::Status Broadcast(void* data, size_t bytes, int root) = 0;
+  // Returns once every rank has called Barrier.
+  virtual absl::Status Barrier() = 0;
+
+  // Payload bytes handed to / taken from the transport since construction.
+  virtual int64_t bytes_sent() const = 0;
+  virtual int64_t bytes_received() const = 0;
+};
+
+// A Communicator over a point-to-point Transport (CPU back ends).
+class TransportCommunicator : public Communicator {
+ public:
+  explicit TransportCommunicator(std::unique_ptr<Transport> transport);
+
+  int rank() const override { return transport_->rank(); }
+  int size() const override { return transport_->size(); }
+  absl::Status AllReduceSum(float* data, size_t count) override;
+  absl::Status AllGather(const void* send, void* recv, size_t block_bytes) override;
+  absl::Status Broadcast(void* data, size_t bytes, int root) override;
+  absl::Status Barrier() override;
+  int64_t bytes_sent() const override { return transport_->counters().sent.load(); }
+  int64_t bytes_received() const override { return transport_->counters().received.load(); }
+
+ private:
+  std::unique_ptr<Transport> transport_;
+  uint64_t next_tag_ = 1;  // every collective gets its own tag, in call order (same on all ranks)
+};
+
+}  // namespace hptrain::comm
+
+#endif  // HPTRAIN_RUNTIME_COMM_COMMUNICATOR_H_

@@ -1,0 +1,100 @@
+#include "runtime/comm/gloo/gloo_transport.h"
+
+#include <exception>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gloo/common/error.h"
+#include "gloo/rendezvous/context.h"
+#include "gloo/rendezvous/prefix_store.h"
+#include "gloo/rendezvous/store.h"
+#include "gloo/transport/tcp/device.h"
+#include "gloo/transport/unbound_buffer.h"
+
+namespace hptrain::comm {
+namespace {
+
+// Gloo's Store interface over our KeyValueStore. Gloo expects exceptions on failure.
+class StoreAdapter : public gloo::rendezvous::Store {
+ public:
+  StoreAdapter(KeyValueStore& store, std::chrono::milliseconds timeout)
+      : store_(store), timeout_(timeout) {}
+
+  void set(const std::string& key, const std::vector<char>& data) override {
+    absl::Status status = store_.Set(key, std::string(data.begin(), data.end()));
+    if (!status.ok()) throw gloo::IoException(std::string(status.message()));
+  }
+
+  std::vector<char> get(const std::string& key) override {
+    absl::StatusOr<std::string> value = store_.Get(key, timeout_);
+    if (!value.ok()) throw gloo::IoException(std::string(value.status().message()));
+    return std::vector<char>(value->begin(), value->end());
+  }
+
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    absl::Status status = store_.Wait(keys, timeout);
+    if (!status.ok()) throw gloo::IoException(std::string(status.message()));
+  }
+
+ private:
+  KeyValueStore& store_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace
+
+GlooTransport::GlooTransport(std::shared_ptr<gloo::Context> context, int rank, int size,
+                             std::chrono::milliseconds timeout)
+    : context_(std::move(context)), rank_(rank), size_(size), timeout_(timeout) {}
+
+GlooTransport::~GlooTransport() = default;
+
+absl::StatusOr<std::unique_ptr<GlooTransport>> GlooTransport::Connect(
+    KeyValueStore& store, int rank, int size, const GlooOptions& options) {
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = options.bind_host;
+    std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
+    StoreAdapter adapter(store, options.timeout);
+    gloo::rendezvous::PrefixStore prefixed(options.store_prefix, adapter);
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    context->setTimeout(options.timeout);
+    context->connectFullMesh(prefixed, device);
+    return std::unique_ptr<GlooTransport>(
+        new GlooTransport(std::move(context), rank, size, options.timeout));
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("gloo rendezvous of rank ", rank, " of ", size, " failed: ", e.what()));
+  }
+}
+
+absl::Status GlooTransport::DoSendRecv(int to, const void* send, size_t send_bytes, int from,
+                                       void* recv, size_t recv_bytes, uint64_t tag) {
+  try {
+    std::unique_ptr<gloo::transport::UnboundBuffer> in;
+    std::unique_ptr<gloo::transport::UnboundBuffer> out;
+    if (recv != nullptr && recv_bytes > 0) {
+      in = context_->createUnboundBuffer(recv, recv_bytes);
+      in->recv(from, tag);
+    }
+    if (send != nullptr && send_bytes > 0) {
+      out = context_->createUnboundBuffer(const_cast<void*>(send), send_bytes);
+      out->send(to, tag);
+    }
+    if (out && !out->waitSend(timeout_)) {
+      return absl::UnavailableError(absl::StrCat("send to rank ", to, " was aborted"));
+    }
+    if (in && !in->waitRecv(timeout_)) {
+      return absl::UnavailableError(absl::StrCat("receive from rank ", from, " was aborted"));
+    }
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("rank ", rank_, " exchanging with ranks ", to,
+                                               "/", from, ": ", e.what()));
+  }
+}
+
+}  // namespace hptrain::comm

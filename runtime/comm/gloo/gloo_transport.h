@@ -1,0 +1,57 @@
+// GlooTransport: the CPU back end's Transport, Gloo's TCP pairs under a full mesh.
+//
+// Rendezvous: every rank publishes its listening address in the job's KeyValueStore (the
+// coordinator) under "<prefix>/..." and connects to all others (gloo::rendezvous::Context::
+// connectFullMesh). Gloo throws; this adapter turns its exceptions into Status and nothing else
+// escapes.
+#ifndef HPTRAIN_RUNTIME_COMM_GLOO_GLOO_TRANSPORT_H_
+#define HPTRAIN_RUNTIME_COMM_GLOO_GLOO_TRANSPORT_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "runtime/comm/kv_store.h"
+#include "runtime/comm/transport.h"
+
+namespace gloo {
+class Context;
+}
+
+namespace hptrain::comm {
+
+struct GlooOptions {
+  std::string bind_host = "127.0.0.1";  // address the TCP device listens on and advertises
+  std::string store_prefix = "gloo";    // KV namespace of this communicator
+  std::chrono::milliseconds timeout = std::chrono::seconds(60);
+};
+
+class GlooTransport : public Transport {
+ public:
+  // Connects `size` ranks through `store`; blocks until all have joined or the timeout passes.
+  static absl::StatusOr<std::unique_ptr<GlooTransport>> Connect(KeyValueStore& store, int rank,
+                                                                int size,
+                                                                const GlooOptions& options);
+  ~GlooTransport() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+ protected:
+  absl::Status DoSendRecv(int to, const void* send, size_t send_bytes, int from, void* recv,
+                          size_t recv_bytes, uint64_t tag) override;
+
+ private:
+  GlooTransport(std::shared_ptr<gloo::Context> context, int rank, int size,
+                std::chrono::milliseconds timeout);
+
+  std::shared_ptr<gloo::Context> context_;
+  int rank_;
+  int size_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace hptrain::comm
+
+#endif  // HPTRAIN_RUNTIME_COMM_GLOO_GLOO_TRANSPORT_H_

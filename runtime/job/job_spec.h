@@ -1,0 +1,140 @@
+// TrainingJob: the job document that `hptrain run` executes locally and that the controller
+// submits to Kubernetes (apiVersion hptrain.io/v1alpha1, kind TrainingJob). These types are the
+// single in-memory form of the spec; the YAML parser (job_parser.h) fills them and validation
+// (job_validate.h) checks them. The controller reuses them rather than defining its own.
+//
+// Pod templates (image, resources, nodeSelector, tolerations, env) matter only on Kubernetes: the
+// runtime keeps them as opaque YAML text, and the CRD schema validates them.
+#ifndef HPTRAIN_RUNTIME_JOB_JOB_SPEC_H_
+#define HPTRAIN_RUNTIME_JOB_JOB_SPEC_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hptrain::job {
+
+struct ModelSpec {
+  std::string name;               // lenet5 | mlp | resnet20 | vgg11 | alexnet (empty with torchscript)
+  std::string torchscript;        // path of a TorchScript module; exclusive with name
+  std::vector<int> hidden;        // mlp only: hidden layer widths (default {256, 128})
+};
+
+struct SyntheticSpec {
+  int64_t samples = 4096;         // training samples
+  int64_t test_samples = 1024;
+  std::vector<int64_t> shape = {1, 28, 28};  // C, H, W of one sample
+  int classes = 10;
+};
+
+struct DatasetSpec {
+  std::string name;               // fashion-mnist | mnist | cifar10 | cifar100 | synthetic
+  std::string path;               // directory with the files; defaults per name
+  std::string format;             // idx | cifar-binary | synthetic; defaults per name
+  bool normalize = true;          // subtract the data set's mean, divide by its std
+  SyntheticSpec synthetic;
+};
+
+struct StrategySpec {
+  std::string type = "ssgd";      // ssgd fp16 quantized topk dgc localsgd multistep hierarchical gossip ps hps mp2
+  std::string bits;               // "1" "2" "4" "8" or "dynamic"; empty when unset
+  int64_t bucket_size = 0;        // elements per quantization bucket; 0 = strategy default
+  double density = 0.0;           // topk / dgc; 0 = unset
+  std::optional<bool> error_feedback;
+  int interval = 0;               // localsgd / multistep / hierarchical; 0 = unset
+  double warmup_epochs = 0.0;
+  double threshold = 0.0;         // gossip
+  double push_ratio = 0.0;        // mp2
+};
+
+struct ScheduleSpec {
+  std::string type = "constant";  // constant | step | cosine
+  double warmup_epochs = 0.0;     // linear warm-up from 0 to lr over this many epochs
+  int step_size = 0;              // step: epochs between decays
+  double gamma = 0.1;             // step: decay factor
+  double min_lr = 0.0;            // cosine: final learning rate
+};
+
+struct OptimizerSpec {
+  std::string type = "sgd";       // sgd | adam
+  double lr = 0.01;
+  double momentum = 0.0;          // sgd
+  double weight_decay = 0.0;
+  bool nesterov = false;          // sgd
+  double beta1 = 0.9;             // adam
+  double beta2 = 0.999;           // adam
+  double eps = 1e-8;              // adam
+  ScheduleSpec schedule;
+};
+
+struct WorkerGroupSpec {
+  std::string name;
+  int replicas = 1;
+  int batch_size = 0;             // per-worker batch of this group; 0 = share the global batch equally
+  std::string template_yaml;      // pod template, opaque to the runtime
+};
+
+struct RebalanceSpec {
+  bool enabled = false;
+  double interval_seconds = 30.0;
+  int interval_steps = 0;         // when > 0, rebalance every this many steps instead
+  int min_batch = 1;
+  int max_batch = 0;              // 0 = no maximum
+  double hysteresis = 0.05;
+};
+
+struct CheckpointSpec {
+  std::string path;               // checkpoint file; empty = no checkpoints
+  int interval_steps = 0;         // 0 = only at the end of the run
+};
+
+struct RunPolicySpec {
+  int backoff_limit = 3;
+  int64_t active_deadline_seconds = 0;   // 0 = none
+  int64_t ttl_seconds_after_finished = 0;  // 0 = keep
+  bool suspend = false;
+};
+
+// Testing knobs, never for production jobs: a per-rank slowdown factor f makes that worker sleep
+// (f - 1) x its measured compute time each step.
+struct TestingSpec {
+  std::vector<double> slowdown;
+};
+
+struct JobSpec {
+  // metadata
+  std::string name;
+  std::string ns = "default";
+
+  // spec
+  ModelSpec model;
+  DatasetSpec dataset;
+  StrategySpec strategy;
+  OptimizerSpec optimizer;
+  int global_batch_size = 0;
+  int epochs = 1;
+  int64_t max_steps = 0;          // stop after this many global steps; 0 = run all epochs
+  uint64_t seed = 42;
+  std::string device = "cpu";     // cpu | cuda
+  int threads = 0;                // torch intra-op threads per worker; 0 = cores / workers
+  int bucket_mib = 25;            // gradient bucket size for the communicator, MiB
+  std::vector<WorkerGroupSpec> worker_groups;
+  std::string ps_template_yaml;
+  RebalanceSpec rebalance;
+  CheckpointSpec checkpoint;
+  RunPolicySpec run_policy;
+  TestingSpec testing;
+
+  // Derived helpers.
+  int WorldSize() const;
+  // Group name of each rank, ranks numbered group by group in document order.
+  std::vector<std::string> RankGroups() const;
+  // Initial batch size of each rank: the groups' batchSize where set, else an equal split of the
+  // global batch by largest remainder (lower ranks get the extra samples).
+  std::vector<int> InitialAllocation() const;
+};
+
+}  // namespace hptrain::job
+
+#endif  // HPTRAIN_RUNTIME_JOB_JOB_SPEC_H_
