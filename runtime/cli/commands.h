@@ -1,0 +1,13 @@
+// The hptrain subcommands. Each takes argv from its own name on and returns the exit code.
+#ifndef HPTRAIN_RUNTIME_CLI_COMMANDS_H_
+#define HPTRAIN_RUNTIME_CLI_COMMANDS_H_
+
+namespace hptrain::cli {
+
+int RunCommand(int argc, char** argv);     // hptrain run JOB.yaml: local launcher
+int PsCommand(int argc, char** argv);      // hptrain ps: coordinator (+ parameter server)
+int WorkerCommand(int argc, char** argv);  // hptrain worker: one training process
+
+}  // namespace hptrain::cli
+
+#endif  // HPTRAIN_RUNTIME_CLI_COMMANDS_H_

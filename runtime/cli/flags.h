@@ -1,0 +1,56 @@
+// A small command-line parser for the hptrain subcommands: `--name value`, `--name=value`,
+// boolean `--name`, repeated flags (--set), positional arguments, an environment variable
+// fallback per flag (how the controller configures pods), and generated --help text.
+#ifndef HPTRAIN_RUNTIME_CLI_FLAGS_H_
+#define HPTRAIN_RUNTIME_CLI_FLAGS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace hptrain::cli {
+
+class FlagSet {
+ public:
+  FlagSet(std::string command, std::string usage) : command_(std::move(command)),
+                                                    usage_(std::move(usage)) {}
+
+  // `env` (may be empty) is read when the flag is not on the command line.
+  void String(const std::string& name, std::string* value, const std::string& env,
+              const std::string& help);
+  void Int(const std::string& name, int* value, const std::string& env, const std::string& help);
+  void Bool(const std::string& name, bool* value, const std::string& help);
+  void Repeated(const std::string& name, std::vector<std::string>* values,
+                const std::string& help);
+
+  // Parses argv[first..argc). Unknown flags, missing values and bad integers are InvalidArgument
+  // naming the flag. Sets help_requested() on --help/-h instead of failing.
+  absl::Status Parse(int argc, char** argv, int first = 1);
+
+  const std::vector<std::string>& positional() const { return positional_; }
+  bool help_requested() const { return help_requested_; }
+  std::string Help() const;
+
+ private:
+  enum class Kind { kString, kInt, kBool, kRepeated };
+  struct Flag {
+    std::string name;
+    Kind kind;
+    void* target;
+    std::string env;
+    std::string help;
+    bool seen = false;
+  };
+  absl::Status Assign(Flag& flag, const std::string& value);
+
+  std::string command_;
+  std::string usage_;
+  std::vector<Flag> flags_;
+  std::vector<std::string> positional_;
+  bool help_requested_ = false;
+};
+
+}  // namespace hptrain::cli
+
+#endif  // HPTRAIN_RUNTIME_CLI_FLAGS_H_

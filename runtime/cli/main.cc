@@ -1,0 +1,38 @@
+// hptrain: the runtime's single binary. Subcommands: run, ps, worker, version.
+#include <cstdio>
+#include <cstring>
+
+#include "runtime/cli/commands.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: hptrain <command> [flags]\n"
+    "\n"
+    "commands:\n"
+    "  run JOB.yaml   run a TrainingJob as local processes (one ps, N workers)\n"
+    "  ps             the job's coordinator; started by `run` or by the controller in a pod\n"
+    "  worker         one training process; started by `run` or by the controller in a pod\n"
+    "  version        print the version\n"
+    "\n"
+    "`hptrain <command> --help` lists a command's flags.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const char* command = argv[1];
+  if (!std::strcmp(command, "run")) return hptrain::cli::RunCommand(argc - 1, argv + 1);
+  if (!std::strcmp(command, "ps")) return hptrain::cli::PsCommand(argc - 1, argv + 1);
+  if (!std::strcmp(command, "worker")) return hptrain::cli::WorkerCommand(argc - 1, argv + 1);
+  if (!std::strcmp(command, "version") || !std::strcmp(command, "--version")) {
+    std::printf("hptrain %s\n", HPTRAIN_VERSION);
+    return 0;
+  }
+  std::fprintf(stderr, "hptrain: unknown command \"%s\"\n%s", command, kUsage);
+  return 2;
+}

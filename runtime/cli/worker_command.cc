@@ -1,0 +1,238 @@
+// hptrain worker: one training process. Configured by flags or HPTRAIN_* environment variables
+// (the controller sets the latter in pods). The sequence:
+//   1. parse the job file; start /metrics, /healthz, /readyz;
+//   2. reach the coordinator, register (rank, group, metrics address), read the allocation;
+//   3. rendezvous with the other workers through the coordinator's KV store (Gloo TCP mesh);
+//   4. train, reporting progress to the coordinator and heartbeating in the background
+//      (a coordinator-side stop request ends the run);
+//   5. report done (or the failure) and exit.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/base/status.h"
+#include "runtime/cli/commands.h"
+#include "runtime/base/exit_codes.h"
+#include "runtime/cli/flags.h"
+#include "runtime/cli/worker_metrics.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/comm/gloo/gloo_transport.h"
+#include "runtime/job/job_parser.h"
+#include "runtime/metrics/http_server.h"
+#include "runtime/metrics/registry.h"
+#include "runtime/ps/coordinator_client.h"
+#include "runtime/train/trainer.h"
+
+namespace hptrain::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct WorkerFlags {
+  std::string job_file;
+  std::vector<std::string> overrides;
+  std::string coordinator;
+  int rank = -1;
+  std::string group;
+  std::string token_file;
+  std::string metrics_host = "0.0.0.0";
+  int metrics_port = 0;
+  std::string bind_host = "127.0.0.1";
+  int rendezvous_timeout_s = 120;
+  bool resume = false;
+};
+
+// Heartbeats every second; remembers a stop request or a coordinator that stays unreachable.
+class Heartbeat {
+ public:
+  Heartbeat(ps::CoordinatorClient& client, int rank) : client_(client), rank_(rank) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~Heartbeat() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  bool stop_requested() const { return stop_.load(); }
+  std::string reason() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reason_;
+  }
+
+ private:
+  void Loop() {
+    auto last_ok = Clock::now();
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!done_) {
+      cv_.wait_for(lock, std::chrono::seconds(1));
+      if (done_) break;
+      lock.unlock();
+      auto response = client_.Heartbeat(rank_);
+      lock.lock();
+      if (response.ok()) {
+        last_ok = Clock::now();
+        if (response->stop()) {
+          reason_ = response->stop_reason();
+          stop_ = true;
+        }
+      } else if (Clock::now() - last_ok > std::chrono::seconds(30)) {
+        reason_ = absl::StrCat("coordinator unreachable for 30 s: ", response.status().message());
+        stop_ = true;
+      }
+    }
+  }
+
+  ps::CoordinatorClient& client_;
+  int rank_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string reason_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+absl::Status RunWorker(const WorkerFlags& flags) {
+  HPTRAIN_ASSIGN_OR_RETURN(job::JobSpec spec, job::ParseJobFile(flags.job_file, flags.overrides));
+  const int world = spec.WorldSize();
+  if (flags.rank < 0 || flags.rank >= world) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank ", flags.rank, " out of range: the job has ", world, " workers"));
+  }
+  const std::string group = spec.RankGroups()[flags.rank];
+  if (!flags.group.empty() && flags.group != group) {
+    return absl::InvalidArgumentError(absl::StrCat("--group ", flags.group, " does not match rank ",
+                                                   flags.rank, "'s group ", group));
+  }
+  if (flags.coordinator.empty()) {
+    return absl::InvalidArgumentError("--coordinator (or $HPTRAIN_COORDINATOR) is required");
+  }
+  HPTRAIN_ASSIGN_OR_RETURN(std::string token, ps::ReadTokenFile(flags.token_file));
+
+  metrics::Registry registry(
+      {{"job", spec.name}, {"role", "worker"}, {"rank", std::to_string(flags.rank)}});
+  WorkerMetrics worker_metrics(registry);
+  metrics::MetricsServer server(&registry);
+  HPTRAIN_RETURN_IF_ERROR(server.Start(flags.metrics_host, flags.metrics_port));
+
+  ps::CoordinatorClient client(flags.coordinator, token);
+  HPTRAIN_RETURN_IF_ERROR(client.WaitUntilReachable(std::chrono::seconds(30)));
+  hptrain::v1::RegisterRequest registration;
+  registration.set_rank(flags.rank);
+  registration.set_group(group);
+  registration.set_metrics_address(absl::StrCat(flags.bind_host, ":", server.port()));
+  char hostname[256] = {0};
+  gethostname(hostname, sizeof(hostname) - 1);
+  registration.set_hostname(hostname);
+  registration.set_pid(getpid());
+  HPTRAIN_RETURN_IF_ERROR(client.Register(registration).status());
+  HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::Allocation allocation, client.GetAllocation());
+
+  comm::GlooOptions gloo;
+  gloo.bind_host = flags.bind_host;
+  gloo.timeout = std::chrono::seconds(flags.rendezvous_timeout_s);
+  HPTRAIN_ASSIGN_OR_RETURN(auto transport,
+                           comm::GlooTransport::Connect(client, flags.rank, world, gloo));
+  comm::TransportCommunicator communicator(std::move(transport));
+
+  Heartbeat heartbeat(client, flags.rank);
+  train::TrainerOptions options;
+  options.rank = flags.rank;
+  options.allocation.assign(allocation.batch_sizes().begin(), allocation.batch_sizes().end());
+  options.resume = flags.resume;
+
+  auto last_report = Clock::now() - std::chrono::seconds(1);
+  double compute_total = 0, comm_total = 0;
+  train::TrainerCallbacks callbacks;
+  callbacks.on_step = [&](const train::StepStats& stats) {
+    compute_total += stats.compute_seconds;
+    comm_total += stats.comm_seconds;
+    worker_metrics.OnStep(stats, communicator.bytes_sent(), communicator.bytes_received());
+    const bool last = stats.step == stats.total_steps;
+    if (!last && Clock::now() - last_report < std::chrono::milliseconds(500)) return;
+    last_report = Clock::now();
+    hptrain::v1::ProgressReport report;
+    report.set_rank(flags.rank);
+    report.set_step(stats.step);
+    report.set_epoch(stats.epoch);
+    report.set_steps_per_epoch(stats.steps_per_epoch);
+    report.set_train_loss(stats.train_loss);
+    report.set_samples_per_second(stats.step_seconds > 0 ? stats.batch_size / stats.step_seconds
+                                                         : 0);
+    report.set_bytes_sent(communicator.bytes_sent());
+    report.set_bytes_received(communicator.bytes_received());
+    report.set_compute_seconds(compute_total);
+    report.set_comm_seconds(comm_total);
+    report.set_batch_size(stats.batch_size);
+    // Progress is advisory: a lost report must not fail training.
+    (void)client.ReportProgress(report);
+  };
+  callbacks.on_epoch = [&](const train::EpochStats& stats) {
+    worker_metrics.OnEpoch(stats);
+    if (flags.rank != 0) return;
+    hptrain::v1::EpochReport report;
+    report.set_epoch(stats.epoch);
+    report.set_test_accuracy(stats.test_accuracy);
+    report.set_test_loss(stats.test_loss);
+    report.set_train_loss(stats.train_loss);
+    report.set_wall_seconds(stats.wall_seconds);
+    (void)client.ReportEpoch(report);
+  };
+  callbacks.should_stop = [&] { return heartbeat.stop_requested(); };
+
+  HPTRAIN_ASSIGN_OR_RETURN(auto trainer,
+                           train::Trainer::Create(spec, options, &communicator, callbacks));
+  server.SetReady(true);
+  absl::Status status = trainer->Run();
+  if (absl::IsCancelled(status)) {
+    status = absl::AbortedError(absl::StrCat("stopped: ", heartbeat.reason()));
+  }
+  // Final progress (exact byte totals) and the outcome.
+  (void)client.ReportDone(flags.rank, status.ok(), std::string(status.message()));
+  return status;
+}
+
+}  // namespace
+
+int WorkerCommand(int argc, char** argv) {
+  WorkerFlags flags;
+  FlagSet set("worker", "--job JOB.yaml --coordinator HOST:PORT --rank N --token-file PATH");
+  set.String("job", &flags.job_file, "HPTRAIN_JOB", "TrainingJob file");
+  set.Repeated("set", &flags.overrides, "override a job field: path=value (repeatable)");
+  set.String("coordinator", &flags.coordinator, "HPTRAIN_COORDINATOR",
+             "address of the job's coordinator (hptrain ps)");
+  set.Int("rank", &flags.rank, "HPTRAIN_RANK", "this worker's rank, 0-based, groups in order");
+  set.String("group", &flags.group, "HPTRAIN_GROUP", "worker group (checked against the rank)");
+  set.String("token-file", &flags.token_file, "HPTRAIN_TOKEN_FILE", "file holding the job token");
+  set.String("metrics-host", &flags.metrics_host, "HPTRAIN_METRICS_HOST",
+             "address /metrics listens on (default 0.0.0.0)");
+  set.Int("metrics-port", &flags.metrics_port, "HPTRAIN_METRICS_PORT",
+          "port of /metrics, /healthz, /readyz (0 = any free port)");
+  set.String("bind", &flags.bind_host, "HPTRAIN_BIND_HOST",
+             "address peers reach this worker on (default 127.0.0.1)");
+  set.Int("rendezvous-timeout", &flags.rendezvous_timeout_s, "HPTRAIN_RENDEZVOUS_TIMEOUT",
+          "seconds to wait for all workers to join, and for one collective (default 120)");
+  set.Bool("resume", &flags.resume, "continue from spec.checkpoint.path if it exists");
+  absl::Status parsed = set.Parse(argc, argv);
+  if (set.help_requested()) {
+    std::fputs(set.Help().c_str(), stdout);
+    return kExitOk;
+  }
+  if (!parsed.ok()) return ReportError("worker", parsed);
+  if (flags.job_file.empty()) {
+    return ReportError("worker", absl::InvalidArgumentError("--job (or $HPTRAIN_JOB) is required"));
+  }
+  absl::Status status = RunWorker(flags);
+  if (!status.ok()) return ReportError(absl::StrCat("worker ", flags.rank), status);
+  return kExitOk;
+}
+
+}  // namespace hptrain::cli

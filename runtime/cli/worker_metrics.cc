@@ -1,0 +1,50 @@
+#include "runtime/cli/worker_metrics.h"
+
+namespace hptrain::cli {
+
+WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
+  step_seconds_ = r.Histogram("hptrain_step_duration_seconds",
+                              "Wall time of one training step.")->Get();
+  compute_seconds_ = r.Histogram("hptrain_compute_seconds",
+                                 "Data loading, forward and backward time of one step.")->Get();
+  comm_seconds_ = r.Histogram("hptrain_comm_seconds",
+                              "Time spent reducing gradients in one step (overlapped or not).")
+                      ->Get();
+  samples_per_second_ = r.Gauge("hptrain_samples_per_second",
+                                "Training samples per second of this worker, last step.")->Get();
+  batch_size_ = r.Gauge("hptrain_batch_size", "Current per-worker batch size (allocation).")->Get();
+  auto* bytes = r.Counter("hptrain_comm_bytes_total",
+                          "Payload bytes handed to or taken from the transport.", {"direction"});
+  bytes_sent_ = bytes->WithLabels({"sent"});
+  bytes_received_ = bytes->WithLabels({"received"});
+  compression_ratio_ = r.Gauge("hptrain_compression_ratio",
+                               "Uncompressed over sent gradient bytes (1 without compression).")
+                           ->Get();
+  train_loss_ = r.Gauge("hptrain_train_loss", "Mean training loss of the last step.")->Get();
+  eval_accuracy_ = r.Gauge("hptrain_eval_accuracy", "Test accuracy after the last epoch.")->Get();
+  step_ = r.Gauge("hptrain_step", "Global training steps completed.")->Get();
+  epoch_ = r.Gauge("hptrain_epoch", "Current epoch (0-based).")->Get();
+  compression_ratio_->Set(1.0);
+}
+
+void WorkerMetrics::OnStep(const train::StepStats& stats, int64_t bytes_sent,
+                           int64_t bytes_received) {
+  step_seconds_->Observe(stats.step_seconds);
+  compute_seconds_->Observe(stats.compute_seconds);
+  comm_seconds_->Observe(stats.comm_seconds);
+  if (stats.step_seconds > 0) samples_per_second_->Set(stats.batch_size / stats.step_seconds);
+  batch_size_->Set(stats.batch_size);
+  bytes_sent_->Inc(static_cast<double>(bytes_sent - last_sent_));
+  bytes_received_->Inc(static_cast<double>(bytes_received - last_received_));
+  last_sent_ = bytes_sent;
+  last_received_ = bytes_received;
+  train_loss_->Set(stats.train_loss);
+  step_->Set(static_cast<double>(stats.step));
+  epoch_->Set(stats.epoch);
+}
+
+void WorkerMetrics::OnEpoch(const train::EpochStats& stats) {
+  eval_accuracy_->Set(stats.test_accuracy);
+}
+
+}  // namespace hptrain::cli

@@ -1,0 +1,40 @@
+// The worker's metric families, with the names DESIGN.md fixes (dashboards and the controller
+// read them). Created once per process; the hot path only touches cached pointers.
+#ifndef HPTRAIN_RUNTIME_CLI_WORKER_METRICS_H_
+#define HPTRAIN_RUNTIME_CLI_WORKER_METRICS_H_
+
+#include <cstdint>
+
+#include "runtime/metrics/registry.h"
+#include "runtime/train/trainer.h"
+
+namespace hptrain::cli {
+
+class WorkerMetrics {
+ public:
+  explicit WorkerMetrics(metrics::Registry& registry);
+
+  // Records one finished step; bytes are the communicator's running totals.
+  void OnStep(const train::StepStats& stats, int64_t bytes_sent, int64_t bytes_received);
+  void OnEpoch(const train::EpochStats& stats);
+
+ private:
+  metrics::Histogram* step_seconds_;
+  metrics::Histogram* compute_seconds_;
+  metrics::Histogram* comm_seconds_;
+  metrics::Gauge* samples_per_second_;
+  metrics::Gauge* batch_size_;
+  metrics::Counter* bytes_sent_;
+  metrics::Counter* bytes_received_;
+  metrics::Gauge* compression_ratio_;
+  metrics::Gauge* train_loss_;
+  metrics::Gauge* eval_accuracy_;
+  metrics::Gauge* step_;
+  metrics::Gauge* epoch_;
+  int64_t last_sent_ = 0;
+  int64_t last_received_ = 0;
+};
+
+}  // namespace hptrain::cli
+
+#endif  // HPTRAIN_RUNTIME_CLI_WORKER_METRICS_H_

@@ -1,0 +1,306 @@
+#include "runtime/comm/nccl/nccl_communicator.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/base/status.h"
+#include "runtime/comm/nccl/cuda_check.h"
+
+// Non-blocking communicators (ncclConfig_t::blocking) and ncclCommFinalize arrived in 2.14; they
+// are what lets init, collectives and shutdown honour a timeout.
+static_assert(NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0), "hptrain needs NCCL 2.14 or newer");
+
+namespace hptrain::comm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Makes `device` current for the scope and restores the caller's device: collectives may be
+// issued from any thread, and a caller's current device is not ours to change.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device) {
+    status_ = HPTRAIN_CUDA_STATUS(cudaGetDevice(&saved_), "cudaGetDevice");
+    if (status_.ok() && saved_ != device) {
+      status_ = HPTRAIN_CUDA_STATUS(cudaSetDevice(device), "cudaSetDevice");
+      restore_ = status_.ok();
+    }
+  }
+  ~ScopedDevice() {
+    if (restore_) cudaSetDevice(saved_);
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+  const absl::Status& status() const { return status_; }
+
+ private:
+  absl::Status status_;
+  int saved_ = 0;
+  bool restore_ = false;
+};
+
+// A non-blocking communicator's calls answer ncclSuccess or ncclInProgress when all is well.
+absl::Status EnqueuedStatus(ncclResult_t result, const char* what, const char* file, int line) {
+  if (result == ncclInProgress) return absl::OkStatus();
+  return NcclStatus(result, what, file, line);
+}
+#define HPTRAIN_NCCL_ENQUEUED(result, what) EnqueuedStatus((result), (what), __FILE__, __LINE__)
+
+std::chrono::milliseconds Remaining(Clock::time_point deadline) {
+  return std::max(std::chrono::milliseconds(0),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+}
+
+}  // namespace
+
+NcclCommunicator::NcclCommunicator(int rank, int size, int device,
+                                   std::chrono::milliseconds timeout)
+    : rank_(rank), size_(size), device_(device), timeout_(timeout) {}
+
+absl::StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(
+    KeyValueStore& store, int rank, int size, int device, std::chrono::milliseconds timeout,
+    const std::string& key_prefix) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("NCCL communicator: rank ", rank, " of size ", size, " is out of range"));
+  }
+  if (device < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("NCCL communicator: bad device ", device));
+  }
+  if (timeout <= std::chrono::milliseconds(0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("NCCL communicator: timeout must be positive, got ", timeout.count(), " ms"));
+  }
+  int count = 0;
+  HPTRAIN_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&count));
+  if (device >= count) {
+    return absl::InvalidArgumentError(absl::StrCat("NCCL communicator: device ", device,
+                                                   " requested, but only ", count, " present"));
+  }
+  HPTRAIN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+
+  std::unique_ptr<NcclCommunicator> comm(new NcclCommunicator(rank, size, device, timeout));
+  HPTRAIN_RETURN_IF_ERROR(comm->Init(store, key_prefix), "NCCL rendezvous of rank ", rank, " of ",
+                          size, " on device ", device);
+  return comm;
+}
+
+absl::Status NcclCommunicator::Init(KeyValueStore& store, const std::string& key_prefix) {
+  // Non-blocking w.r.t. the legacy default stream: unrelated work of the caller on stream 0 must
+  // neither wait for a collective nor make one wait.
+  cudaStream_t stream = nullptr;
+  HPTRAIN_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  stream_ = stream;
+  // The barrier's value is never read, so the scratch float needs no initialization.
+  HPTRAIN_CUDA_RETURN_IF_ERROR(cudaMalloc(&barrier_scratch_, sizeof(float)));
+
+  const Clock::time_point deadline = Clock::now() + timeout_;
+  const std::string key = absl::StrCat(key_prefix, "/unique_id");
+  ncclUniqueId id;
+  if (rank_ == 0) {
+    HPTRAIN_NCCL_RETURN_IF_ERROR(ncclGetUniqueId(&id));
+    HPTRAIN_RETURN_IF_ERROR(store.Set(key, std::string(id.internal, sizeof(id.internal))),
+                            "publishing the NCCL unique id under \"", key, "\"");
+  } else {
+    absl::StatusOr<std::string> value = store.Get(key, Remaining(deadline));
+    if (!value.ok()) {
+      return Annotate(value.status(),
+                      absl::StrCat("waiting for rank 0's NCCL unique id under \"", key, "\""));
+    }
+    if (value->size() != sizeof(id.internal)) {
+      return absl::InvalidArgumentError(absl::StrCat("NCCL unique id under \"", key, "\" has ",
+                                                     value->size(), " bytes, expected ",
+                                                     sizeof(id.internal)));
+    }
+    std::memcpy(id.internal, value->data(), sizeof(id.internal));
+  }
+
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t handle = nullptr;
+  absl::Status started = HPTRAIN_NCCL_ENQUEUED(
+      ncclCommInitRankConfig(&handle, size_, id, rank_, &config), "ncclCommInitRankConfig");
+  comm_ = handle;
+  if (!started.ok()) return Break(started);
+  absl::Status joined = Poll("ncclCommInitRankConfig", deadline, /*drain_stream=*/false);
+  if (!joined.ok()) return Break(joined);
+  return absl::OkStatus();
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  // Errors are ignored: there is no caller left to tell, and leaking is better than aborting.
+  int saved = 0;
+  const bool restore = cudaGetDevice(&saved) == cudaSuccess;
+  cudaSetDevice(device_);
+  if (comm_ != nullptr) {
+    // Finalize is collective (it waits for the peers to quiesce); if a peer is gone it would
+    // hang, so it gets the timeout and falls back to abort.
+    ncclResult_t finalizing = ncclCommFinalize(comm_);
+    bool finalized = (finalizing == ncclSuccess || finalizing == ncclInProgress) &&
+                     Poll("ncclCommFinalize", Clock::now() + timeout_, false).ok();
+    if (finalized) {
+      ncclCommDestroy(comm_);
+    } else {
+      ncclCommAbort(comm_);
+    }
+    comm_ = nullptr;
+  }
+  if (barrier_scratch_ != nullptr) cudaFree(barrier_scratch_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  if (restore) cudaSetDevice(saved);
+}
+
+absl::Status NcclCommunicator::Poll(const char* what, Clock::time_point deadline,
+                                    bool drain_stream) {
+  const Clock::time_point start = Clock::now();
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    HPTRAIN_NCCL_RETURN_IF_ERROR(ncclCommGetAsyncError(comm_, &state));
+    if (state != ncclSuccess && state != ncclInProgress) {
+      return HPTRAIN_NCCL_STATUS(state, what);
+    }
+    // Until NCCL leaves ncclInProgress the work may not be on the stream yet, so an idle stream
+    // proves nothing before then.
+    if (state == ncclSuccess) {
+      if (!drain_stream) return absl::OkStatus();
+      cudaError_t query = cudaStreamQuery(stream_);
+      if (query == cudaSuccess) return absl::OkStatus();
+      if (query != cudaErrorNotReady) return HPTRAIN_CUDA_STATUS(query, what);
+    }
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          what, " did not complete within ", timeout_.count(), " ms (rank ", rank_, " of ", size_,
+          "; a peer is missing, stuck or issued a different collective)"));
+    }
+    // Spin briefly for latency-bound collectives, then stop burning a core on long ones.
+    if (now - start < std::chrono::milliseconds(1)) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
+absl::Status NcclCommunicator::Break(absl::Status status) {
+  if (comm_ != nullptr) {
+    // After an error or a timeout nothing can be assumed about in-flight work; abort is the only
+    // safe way out and also unblocks kernels still waiting on peers.
+    ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
+  if (broken_.ok()) broken_ = status;
+  return status;
+}
+
+absl::Status NcclCommunicator::Complete(const absl::Status& enqueued, const char* what) {
+  if (!enqueued.ok()) return Break(enqueued);
+  absl::Status done = Poll(what, Clock::now() + timeout_, /*drain_stream=*/true);
+  if (!done.ok()) return Break(done);
+  return absl::OkStatus();
+}
+
+void NcclCommunicator::Count(int64_t sent, int64_t received) {
+  bytes_sent_.fetch_add(sent, std::memory_order_relaxed);
+  bytes_received_.fetch_add(received, std::memory_order_relaxed);
+}
+
+int64_t NcclCommunicator::AllReduceBytes(size_t bytes) const {
+  return 2 * static_cast<int64_t>(size_ - 1) * static_cast<int64_t>(bytes) / size_;
+}
+
+namespace {
+
+absl::Status Unusable(const absl::Status& broken, int rank, int size) {
+  return absl::FailedPreconditionError(absl::StrCat("NCCL communicator (rank ", rank, " of ", size,
+                                                    ") was aborted after: ", broken.message()));
+}
+
+}  // namespace
+
+absl::Status NcclCommunicator::AllReduceSum(float* data, size_t count) {
+  if (!broken_.ok()) return Unusable(broken_, rank_, size_);
+  if (count == 0) return absl::OkStatus();
+  if (data == nullptr) return absl::InvalidArgumentError("NCCL all-reduce of a null buffer");
+  ScopedDevice scoped(device_);
+  HPTRAIN_RETURN_IF_ERROR(scoped.status());
+  const std::string what =
+      absl::StrCat("ncclAllReduce of ", count, " floats (rank ", rank_, " of ", size_, ")");
+  HPTRAIN_RETURN_IF_ERROR(Complete(
+      HPTRAIN_NCCL_ENQUEUED(
+          ncclAllReduce(data, data, count, ncclFloat32, ncclSum, comm_, stream_), what.c_str()),
+      what.c_str()));
+  const int64_t bytes = AllReduceBytes(count * sizeof(float));
+  Count(bytes, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status NcclCommunicator::AllGather(const void* send, void* recv, size_t block_bytes) {
+  if (!broken_.ok()) return Unusable(broken_, rank_, size_);
+  if (block_bytes == 0) return absl::OkStatus();
+  if (send == nullptr || recv == nullptr) {
+    return absl::InvalidArgumentError("NCCL all-gather with a null buffer");
+  }
+  ScopedDevice scoped(device_);
+  HPTRAIN_RETURN_IF_ERROR(scoped.status());
+  const std::string what = absl::StrCat("ncclAllGather of ", block_bytes, " bytes per rank (rank ",
+                                        rank_, " of ", size_, ")");
+  HPTRAIN_RETURN_IF_ERROR(Complete(
+      HPTRAIN_NCCL_ENQUEUED(ncclAllGather(send, recv, block_bytes, ncclUint8, comm_, stream_),
+                            what.c_str()),
+      what.c_str()));
+  const int64_t bytes = static_cast<int64_t>(size_ - 1) * static_cast<int64_t>(block_bytes);
+  Count(bytes, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status NcclCommunicator::Broadcast(void* data, size_t bytes, int root) {
+  if (!broken_.ok()) return Unusable(broken_, rank_, size_);
+  if (root < 0 || root >= size_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("NCCL broadcast root ", root, " is not a rank of ", size_));
+  }
+  if (bytes == 0) return absl::OkStatus();
+  if (data == nullptr) return absl::InvalidArgumentError("NCCL broadcast of a null buffer");
+  ScopedDevice scoped(device_);
+  HPTRAIN_RETURN_IF_ERROR(scoped.status());
+  const std::string what = absl::StrCat("ncclBroadcast of ", bytes, " bytes from rank ", root,
+                                        " (rank ", rank_, " of ", size_, ")");
+  HPTRAIN_RETURN_IF_ERROR(Complete(
+      HPTRAIN_NCCL_ENQUEUED(ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, stream_),
+                            what.c_str()),
+      what.c_str()));
+  if (size_ > 1) {
+    const int64_t payload = static_cast<int64_t>(bytes);
+    if (rank_ == root) {
+      Count(payload, 0);
+    } else {
+      Count(0, payload);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NcclCommunicator::Barrier() {
+  if (!broken_.ok()) return Unusable(broken_, rank_, size_);
+  ScopedDevice scoped(device_);
+  HPTRAIN_RETURN_IF_ERROR(scoped.status());
+  const std::string what = absl::StrCat("NCCL barrier (rank ", rank_, " of ", size_, ")");
+  HPTRAIN_RETURN_IF_ERROR(Complete(
+      HPTRAIN_NCCL_ENQUEUED(ncclAllReduce(barrier_scratch_, barrier_scratch_, 1, ncclFloat32,
+                                          ncclSum, comm_, stream_),
+                            what.c_str()),
+      what.c_str()));
+  const int64_t bytes = AllReduceBytes(sizeof(float));
+  Count(bytes, bytes);
+  return absl::OkStatus();
+}
+
+}  // namespace hptrain::comm

@@ -1,0 +1,172 @@
+// NcclCommunicator: the GPU back end of Communicator, NCCL collectives on device buffers.
+//
+// Every pointer passed to a collective is a DEVICE pointer on this communicator's CUDA device
+// (cudaMalloc'ed or managed memory); the caller owns it and must keep it alive until the call
+// returns. The caller must also have finished writing it: the collective runs on this object's
+// own stream (stream()), not on the caller's, so a producing kernel on another stream has to be
+// synchronized (or enqueued on stream()) first.
+//
+// Blocking: like the CPU back end, each collective enqueues on the communicator's stream and
+// returns only after that stream has drained, so the result is in `data` on return. Waiting is a
+// poll of cudaStreamQuery and ncclCommGetAsyncError bounded by the timeout given to Create(); on
+// expiry the NCCL communicator is aborted (ncclCommAbort) and the call returns DeadlineExceeded.
+// The communicator is NCCL "non-blocking" (ncclConfig_t::blocking = 0), so initialization and
+// lazy connection setup inside the first collectives are bounded by the same timeout.
+//
+// Failure is final: after a timeout or an asynchronous NCCL error (a peer died, a CUDA fault)
+// the NCCL communicator has been aborted and every later call returns FailedPrecondition carrying
+// the first error. Recovery means building a new communicator with a new key prefix.
+//
+// Byte accounting: NCCL reports no traffic, so the counters add, per completed collective, the
+// payload the ring algorithm moves per rank (S = payload bytes, N = size()):
+//   all-reduce  sends and receives 2(N-1)/N · S    (integer division: 2(N-1)·S / N)
+//   all-gather  sends and receives (N-1) · block_bytes
+//   broadcast   the root sends S; every other rank receives S
+//   barrier     a 1-float all-reduce: 2(N-1)/N · 4
+// These are ALGORITHMIC bytes, identical on every rank and comparable with the CPU back end's
+// counts. They are not wire bytes: NCCL may choose trees, NVLS or CollNet, split into channels,
+// or (for broadcast) forward through intermediate ranks, and none of that is visible here.
+//
+// Thread-safety: as Communicator: collectives from one thread at a time (any thread: each call
+// makes the communicator's device current for its duration and restores the caller's device);
+// the byte counters may be read from any thread. Destruction must not race a collective.
+#ifndef HPTRAIN_RUNTIME_COMM_NCCL_NCCL_COMMUNICATOR_H_
+#define HPTRAIN_RUNTIME_COMM_NCCL_NCCL_COMMUNICATOR_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/comm/kv_store.h"
+
+// Opaque handles, declared as nccl.h and cuda_runtime_api.h do (ncclComm_t, cudaStream_t), so
+// that users of this header need neither.
+struct ncclComm;
+struct CUstream_st;
+
+namespace hptrain::comm {
+
+class NcclCommunicator : public Communicator {
+ public:
+  // Joins rank `rank` of `size` ranks into one NCCL communicator on CUDA device `device`.
+  //
+  // Rendezvous, in order:
+  //   1. Check the arguments and that `device` exists; make it current for this thread.
+  //   2. Create the communicator's stream and a one-float device scratch buffer for Barrier().
+  //   3. Rank 0 calls ncclGetUniqueId and stores the 128 raw bytes under "<key_prefix>/unique_id";
+  //      every other rank Gets that key from `store`, waiting for it.
+  //   4. ncclCommInitRankConfig (non-blocking), then poll ncclCommGetAsyncError until every rank
+  //      has joined.
+  // Steps 3 and 4 share one deadline, `timeout` from the call; the same `timeout` then bounds
+  // every collective and the shutdown in the destructor.
+  // `key_prefix` must be fresh for every communicator built from one store (e.g. "nccl/<epoch>"):
+  // a stale unique id left from an earlier communicator would send ranks to a dead root.
+  //
+  // Returns the communicator on success; on failure:
+  //   InvalidArgument     size < 1, rank outside [0, size), device < 0 or not present,
+  //                       timeout <= 0, or a stored unique id of the wrong length;
+  //   FailedPrecondition  no CUDA device or driver (from cudaGetDeviceCount), or NCCL rejects the
+  //                       setup (ncclInvalidUsage, e.g. two ranks on one GPU in NCCL versions
+  //                       that forbid it: "Duplicate GPU detected");
+  //   DeadlineExceeded    the unique id did not appear, or not every rank joined, in time (the
+  //                       half-built NCCL communicator is aborted);
+  //   Unavailable/Internal other NCCL or CUDA failures, with NCCL's message and file:line.
+  // Blocks for up to `timeout`. Thread-safe: ranks of one job may call it concurrently from
+  // different threads (each thread's current device is set to `device` and left so).
+  static absl::StatusOr<std::unique_ptr<NcclCommunicator>> Create(
+      KeyValueStore& store, int rank, int size, int device, std::chrono::milliseconds timeout,
+      const std::string& key_prefix = "nccl");
+
+  // Shuts NCCL down: ncclCommFinalize, waited for up to the timeout, then ncclCommDestroy; if
+  // finalizing fails or times out (a peer is gone) or the communicator was already broken, it is
+  // aborted instead. Then frees the scratch buffer and destroys the stream. Never throws or
+  // aborts the process; errors at this point are ignored.
+  ~NcclCommunicator() override;
+
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  // The CUDA device ordinal every buffer must live on.
+  int device() const { return device_; }
+  // The stream collectives run on (a cudaStream_t). Work enqueued on it before a collective is
+  // ordered before it, which spares the caller a synchronization.
+  CUstream_st* stream() const { return stream_; }
+
+  // In-place sum of `count` floats at device pointer `data` over every rank (ncclAllReduce,
+  // ncclFloat32). NCCL's reduction order is deterministic for a fixed topology, and all ranks
+  // end with the same bits. Returns OK with the sum in `data`; DeadlineExceeded after the
+  // timeout (communicator aborted); FailedPrecondition if already broken; Unavailable/Internal
+  // on NCCL or CUDA errors (communicator aborted). count == 0 returns OK at once.
+  absl::Status AllReduceSum(float* data, size_t count) override;
+
+  // Device buffer `recv` (size() * block_bytes) receives every rank's `block_bytes` of device
+  // buffer `send`, in rank order (ncclAllGather on bytes). `send` may be recv + rank() *
+  // block_bytes (in place). Errors as AllReduceSum.
+  absl::Status AllGather(const void* send, void* recv, size_t block_bytes) override;
+
+  // Copies `bytes` of device buffer `data` on `root` into `data` on every rank (ncclBroadcast,
+  // in place). InvalidArgument if `root` is outside [0, size()); otherwise errors as
+  // AllReduceSum.
+  absl::Status Broadcast(void* data, size_t bytes, int root) override;
+
+  // Returns once every rank has called Barrier (a one-float all-reduce on the scratch buffer,
+  // whose completion on this rank implies every rank contributed). Errors as AllReduceSum.
+  absl::Status Barrier() override;
+
+  // Algorithmic payload bytes of completed collectives since construction (see the top of this
+  // file); readable from any thread.
+  int64_t bytes_sent() const override { return bytes_sent_.load(std::memory_order_relaxed); }
+  int64_t bytes_received() const override {
+    return bytes_received_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  NcclCommunicator(int rank, int size, int device, std::chrono::milliseconds timeout);
+
+  // Steps 2-4 of Create() on a constructed object, so that the destructor cleans up whatever a
+  // failed step left behind.
+  absl::Status Init(KeyValueStore& store, const std::string& key_prefix);
+
+  // Takes the outcome of enqueueing a non-blocking NCCL call (see Enqueued() in the .cc), then
+  // waits for the work to leave NCCL and for the stream to drain. Any failure aborts the
+  // communicator and is remembered in broken_.
+  absl::Status Complete(const absl::Status& enqueued, const char* what);
+
+  // Polls until the communicator's asynchronous state is no longer ncclInProgress and, if
+  // `drain_stream`, the stream is idle; DeadlineExceeded at `deadline`. Does not abort.
+  absl::Status Poll(const char* what, std::chrono::steady_clock::time_point deadline,
+                    bool drain_stream);
+
+  // ncclCommAbort (if there is a communicator) and remembers `status` as the reason; returns it.
+  absl::Status Break(absl::Status status);
+
+  // Adds `sent` / `received` bytes to the counters.
+  void Count(int64_t sent, int64_t received);
+  // 2(N-1)·bytes / N: a ring all-reduce's per-rank payload.
+  int64_t AllReduceBytes(size_t bytes) const;
+
+  const int rank_;
+  const int size_;
+  const int device_;
+  const std::chrono::milliseconds timeout_;
+
+  ncclComm* comm_ = nullptr;           // ncclComm_t; null until initialized and after abort
+  CUstream_st* stream_ = nullptr;      // cudaStream_t, non-blocking w.r.t. the legacy stream
+  float* barrier_scratch_ = nullptr;   // one device float for Barrier()
+  absl::Status broken_;                // first fatal error; OK while usable
+
+  std::atomic<int64_t> bytes_sent_{0};
+  std::atomic<int64_t> bytes_received_{0};
+};
+
+}  // namespace hptrain::comm
+
+#endif  // HPTRAIN_RUNTIME_COMM_NCCL_NCCL_COMMUNICATOR_H_

@@ -1,0 +1,368 @@
+#include "runtime/job/job_validate.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/base/status.h"
+
+namespace hptrain::job {
+namespace {
+
+template <typename... Args>
+absl::Status Invalid(absl::string_view path, const Args&... reason) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", reason...));
+}
+
+bool Contains(const std::vector<std::string>& list, absl::string_view value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+// `value` must be one of `allowed`; `what` names the kind of thing ("strategy", "model").
+absl::Status OneOf(absl::string_view path, absl::string_view what, const std::string& value,
+                   const std::vector<std::string>& allowed) {
+  if (Contains(allowed, value)) return absl::OkStatus();
+  if (value.empty()) return Invalid(path, "required (one of ", absl::StrJoin(allowed, ", "), ")");
+  return Invalid(path, "unknown ", what, " \"", value, "\" (expected one of ",
+                 absl::StrJoin(allowed, ", "), ")");
+}
+
+template <typename T>
+absl::Status AtLeast(absl::string_view path, T value, T min) {
+  if (value >= min) return absl::OkStatus();
+  return Invalid(path, "must be >= ", min, ", got ", value);
+}
+
+absl::Status Positive(absl::string_view path, double value) {
+  if (value > 0) return absl::OkStatus();
+  return Invalid(path, "must be > 0, got ", value);
+}
+
+absl::Status InUnitInterval(absl::string_view path, double value) {
+  if (value >= 0 && value < 1) return absl::OkStatus();
+  return Invalid(path, "must be in [0, 1), got ", value);
+}
+
+absl::Status InOpenClosedUnit(absl::string_view path, double value) {
+  if (value > 0 && value <= 1) return absl::OkStatus();
+  return Invalid(path, "must be in (0, 1], got ", value);
+}
+
+absl::Status DnsLabel(absl::string_view path, const std::string& name) {
+  if (name.empty()) return Invalid(path, "required");
+  if (IsDnsLabel(name)) return absl::OkStatus();
+  return Invalid(path, "\"", name,
+                 "\" is not a DNS-1123 label (at most 63 characters: lowercase letters, digits and "
+                 "'-', starting and ending with a letter or digit)");
+}
+
+// Strategy type -> the spec.strategy parameters it takes (DESIGN.md, "Job file").
+const std::vector<std::pair<std::string, std::vector<std::string>>>& StrategyTable() {
+  static const auto* table = new std::vector<std::pair<std::string, std::vector<std::string>>>{
+      {"ssgd", {}},
+      {"fp16", {"bucketSize"}},
+      {"quantized", {"bits", "bucketSize", "errorFeedback"}},
+      {"topk", {"density", "errorFeedback", "warmupEpochs"}},
+      {"dgc", {"density", "warmupEpochs"}},
+      {"localsgd", {"interval"}},
+      {"multistep", {"interval", "warmupEpochs"}},
+      {"hierarchical", {"interval"}},
+      {"gossip", {"threshold", "interval"}},
+      {"ps", {}},
+      {"hps", {"bits"}},
+      {"mp2", {"pushRatio"}},
+  };
+  return *table;
+}
+
+absl::Status ValidateModel(const ModelSpec& model) {
+  static const std::vector<std::string> kModels = {"lenet5", "mlp", "resnet20", "vgg11", "alexnet"};
+  if (model.name.empty() && model.torchscript.empty()) {
+    return Invalid("spec.model", "set name (one of ", absl::StrJoin(kModels, ", "),
+                   ") or torchscript");
+  }
+  if (!model.name.empty() && !model.torchscript.empty()) {
+    return Invalid("spec.model.torchscript", "cannot be combined with spec.model.name");
+  }
+  if (!model.name.empty())
+    HPTRAIN_RETURN_IF_ERROR(OneOf("spec.model.name", "model", model.name, kModels));
+  if (!model.hidden.empty() && model.name != "mlp") {
+    return Invalid("spec.model.hidden", "applies only to model mlp");
+  }
+  for (size_t i = 0; i < model.hidden.size(); ++i) {
+    HPTRAIN_RETURN_IF_ERROR(
+        AtLeast(absl::StrCat("spec.model.hidden[", i, "]"), model.hidden[i], 1));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDataset(const DatasetSpec& dataset) {
+  // The format each data set comes in; the loaders read nothing else, so another pairing
+  // would only fail later, at the first batch.
+  static const std::map<std::string, std::string> kFormats = {{"fashion-mnist", "idx"},
+                                                              {"mnist", "idx"},
+                                                              {"cifar10", "cifar-binary"},
+                                                              {"cifar100", "cifar-binary"},
+                                                              {"synthetic", "synthetic"}};
+  static const std::vector<std::string> kNames = {"fashion-mnist", "mnist", "cifar10", "cifar100",
+                                                  "synthetic"};
+  static const std::vector<std::string> kFormatNames = {"idx", "cifar-binary", "synthetic"};
+  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.dataset.name", "dataset", dataset.name, kNames));
+  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.dataset.format", "format", dataset.format, kFormatNames));
+  const std::string& expected = kFormats.at(dataset.name);
+  if (dataset.format != expected) {
+    return Invalid("spec.dataset.format", "dataset ", dataset.name, " comes in format ", expected,
+                   ", got \"", dataset.format, "\"");
+  }
+  if (dataset.name == "cifar10" || dataset.name == "cifar100") {
+    if (dataset.path.empty())
+      return Invalid("spec.dataset.path", "required for dataset ", dataset.name);
+  }
+  if (dataset.name == "synthetic") {
+    const SyntheticSpec& s = dataset.synthetic;
+    HPTRAIN_RETURN_IF_ERROR(AtLeast<int64_t>("spec.dataset.synthetic.samples", s.samples, 1));
+    HPTRAIN_RETURN_IF_ERROR(
+        AtLeast<int64_t>("spec.dataset.synthetic.testSamples", s.test_samples, 0));
+    HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.dataset.synthetic.classes", s.classes, 2));
+    if (s.shape.empty()) return Invalid("spec.dataset.synthetic.shape", "must not be empty");
+    for (size_t i = 0; i < s.shape.size(); ++i) {
+      HPTRAIN_RETURN_IF_ERROR(
+          AtLeast<int64_t>(absl::StrCat("spec.dataset.synthetic.shape[", i, "]"), s.shape[i], 1));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateStrategy(const StrategySpec& s) {
+  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.type", "strategy", s.type, StrategyTypes()));
+  const std::vector<std::string> accepted = StrategyParameters(s.type);
+  const std::pair<const char*, bool> set[] = {
+      {"bits", !s.bits.empty()},       {"bucketSize", s.bucket_size != 0},
+      {"density", s.density != 0},     {"errorFeedback", s.error_feedback.has_value()},
+      {"interval", s.interval != 0},   {"warmupEpochs", s.warmup_epochs != 0},
+      {"threshold", s.threshold != 0}, {"pushRatio", s.push_ratio != 0},
+  };
+  for (const auto& [key, is_set] : set) {
+    if (!is_set || Contains(accepted, key)) continue;
+    return Invalid(absl::StrCat("spec.strategy.", key), "does not apply to strategy ", s.type, " (",
+                   s.type, " takes ",
+                   accepted.empty() ? "no parameters" : absl::StrJoin(accepted, ", "), ")");
+  }
+  static const std::vector<std::string> kBits = {"1", "2", "4", "8", "dynamic"};
+  if (!s.bits.empty() && !Contains(kBits, s.bits)) {
+    return Invalid("spec.strategy.bits", "must be one of 1, 2, 4, 8, dynamic, got \"", s.bits,
+                   "\"");
+  }
+  if (s.bucket_size != 0)
+    HPTRAIN_RETURN_IF_ERROR(AtLeast<int64_t>("spec.strategy.bucketSize", s.bucket_size, 1));
+  if (s.density != 0) HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.strategy.density", s.density));
+  if (s.interval != 0) HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.interval", s.interval, 1));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.warmupEpochs", s.warmup_epochs, 0.0));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.threshold", s.threshold, 0.0));
+  if (s.push_ratio != 0)
+    HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.strategy.pushRatio", s.push_ratio));
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSchedule(const ScheduleSpec& s, double lr) {
+  const ScheduleSpec defaults;
+  HPTRAIN_RETURN_IF_ERROR(
+      OneOf("spec.optimizer.schedule.type", "schedule", s.type, {"constant", "step", "cosine"}));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.optimizer.schedule.warmupEpochs", s.warmup_epochs, 0.0));
+  if (s.type == "step") {
+    if (s.step_size == 0)
+      return Invalid("spec.optimizer.schedule.stepSize", "required for schedule step");
+    HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.optimizer.schedule.stepSize", s.step_size, 1));
+    HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.optimizer.schedule.gamma", s.gamma));
+  } else if (s.step_size != defaults.step_size || s.gamma != defaults.gamma) {
+    return Invalid(s.step_size != defaults.step_size ? "spec.optimizer.schedule.stepSize"
+                                                     : "spec.optimizer.schedule.gamma",
+                   "applies only to schedule step, got schedule ", s.type);
+  }
+  if (s.type == "cosine") {
+    HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.optimizer.schedule.minLr", s.min_lr, 0.0));
+    if (s.min_lr >= lr) {
+      return Invalid("spec.optimizer.schedule.minLr", "must be below spec.optimizer.lr (", lr,
+                     "), got ", s.min_lr);
+    }
+  } else if (s.min_lr != defaults.min_lr) {
+    return Invalid("spec.optimizer.schedule.minLr",
+                   "applies only to schedule cosine, got schedule ", s.type);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateOptimizer(const OptimizerSpec& o) {
+  const OptimizerSpec defaults;
+  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.optimizer.type", "optimizer", o.type, {"sgd", "adam"}));
+  HPTRAIN_RETURN_IF_ERROR(Positive("spec.optimizer.lr", o.lr));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.optimizer.weightDecay", o.weight_decay, 0.0));
+  if (o.type == "sgd") {
+    HPTRAIN_RETURN_IF_ERROR(InUnitInterval("spec.optimizer.momentum", o.momentum));
+    if (o.nesterov && o.momentum == 0) {
+      return Invalid("spec.optimizer.nesterov", "requires spec.optimizer.momentum > 0");
+    }
+    if (o.beta1 != defaults.beta1 || o.beta2 != defaults.beta2) {
+      return Invalid("spec.optimizer.betas", "applies only to optimizer adam");
+    }
+    if (o.eps != defaults.eps)
+      return Invalid("spec.optimizer.eps", "applies only to optimizer adam");
+  } else {
+    if (o.momentum != defaults.momentum) {
+      return Invalid("spec.optimizer.momentum", "applies only to optimizer sgd");
+    }
+    if (o.nesterov) return Invalid("spec.optimizer.nesterov", "applies only to optimizer sgd");
+    HPTRAIN_RETURN_IF_ERROR(InUnitInterval("spec.optimizer.betas[0]", o.beta1));
+    HPTRAIN_RETURN_IF_ERROR(InUnitInterval("spec.optimizer.betas[1]", o.beta2));
+    HPTRAIN_RETURN_IF_ERROR(Positive("spec.optimizer.eps", o.eps));
+  }
+  return ValidateSchedule(o.schedule, o.lr);
+}
+
+absl::Status ValidateWorkers(const JobSpec& spec) {
+  const std::vector<WorkerGroupSpec>& groups = spec.worker_groups;
+  if (groups.empty()) {
+    return Invalid("spec.workerGroups", "at least one worker group is required (or spec.workers)");
+  }
+  std::map<std::string, size_t> seen;
+  int first_with_batch = -1;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const std::string path = absl::StrCat("spec.workerGroups[", i, "]");
+    HPTRAIN_RETURN_IF_ERROR(DnsLabel(path + ".name", groups[i].name));
+    auto [it, inserted] = seen.emplace(groups[i].name, i);
+    if (!inserted) {
+      return Invalid(path + ".name", "duplicate group name \"", groups[i].name,
+                     "\" (also spec.workerGroups[", it->second, "])");
+    }
+    HPTRAIN_RETURN_IF_ERROR(AtLeast(path + ".replicas", groups[i].replicas, 1));
+    HPTRAIN_RETURN_IF_ERROR(AtLeast(path + ".batchSize", groups[i].batch_size, 0));
+    if (groups[i].batch_size > 0 && first_with_batch < 0) first_with_batch = static_cast<int>(i);
+  }
+
+  const int world = spec.WorldSize();
+  if (spec.global_batch_size < world) {
+    return Invalid("spec.globalBatchSize", "must be at least the number of workers (", world,
+                   "), got ", spec.global_batch_size);
+  }
+  if (first_with_batch >= 0) {
+    int64_t sum = 0;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      if (groups[i].batch_size == 0) {
+        return Invalid(absl::StrCat("spec.workerGroups[", i, "].batchSize"),
+                       "required because spec.workerGroups[", first_with_batch,
+                       "] sets it (set batchSize on every group or on none)");
+      }
+      sum += static_cast<int64_t>(groups[i].replicas) * groups[i].batch_size;
+    }
+    if (sum != spec.global_batch_size) {
+      return Invalid("spec.globalBatchSize",
+                     "must equal the sum of replicas x batchSize over the "
+                     "worker groups (",
+                     sum, "), got ", spec.global_batch_size);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRebalance(const RebalanceSpec& r, int world, int global_batch) {
+  HPTRAIN_RETURN_IF_ERROR(Positive("spec.rebalance.intervalSeconds", r.interval_seconds));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.rebalance.intervalSteps", r.interval_steps, 0));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.rebalance.minBatch", r.min_batch, 1));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.rebalance.maxBatch", r.max_batch, 0));
+  if (r.max_batch != 0 && r.max_batch < r.min_batch) {
+    return Invalid("spec.rebalance.maxBatch", "must be >= spec.rebalance.minBatch (", r.min_batch,
+                   ") or 0, got ", r.max_batch);
+  }
+  HPTRAIN_RETURN_IF_ERROR(InUnitInterval("spec.rebalance.hysteresis", r.hysteresis));
+  if (!r.enabled) return absl::OkStatus();
+  // The balancer must be able to place the whole global batch within [minBatch, maxBatch].
+  if (static_cast<int64_t>(r.min_batch) * world > global_batch) {
+    return Invalid("spec.rebalance.minBatch", "minBatch x workers (", r.min_batch, " x ", world,
+                   ") exceeds spec.globalBatchSize (", global_batch, ")");
+  }
+  if (r.max_batch != 0 && static_cast<int64_t>(r.max_batch) * world < global_batch) {
+    return Invalid("spec.rebalance.maxBatch", "maxBatch x workers (", r.max_batch, " x ", world,
+                   ") is below spec.globalBatchSize (", global_batch, ")");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRunKnobs(const JobSpec& spec) {
+  HPTRAIN_RETURN_IF_ERROR(Positive("spec.globalBatchSize", spec.global_batch_size));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.epochs", spec.epochs, 1));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast<int64_t>("spec.maxSteps", spec.max_steps, 0));
+  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.device", "device", spec.device, {"cpu", "cuda"}));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.threads", spec.threads, 0));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.bucketMiB", spec.bucket_mib, 1));
+
+  HPTRAIN_RETURN_IF_ERROR(
+      AtLeast("spec.checkpoint.intervalSteps", spec.checkpoint.interval_steps, 0));
+  if (spec.checkpoint.interval_steps > 0 && spec.checkpoint.path.empty()) {
+    return Invalid("spec.checkpoint.path", "required when spec.checkpoint.intervalSteps is set");
+  }
+  const RunPolicySpec& p = spec.run_policy;
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.runPolicy.backoffLimit", p.backoff_limit, 0));
+  HPTRAIN_RETURN_IF_ERROR(
+      AtLeast<int64_t>("spec.runPolicy.activeDeadlineSeconds", p.active_deadline_seconds, 0));
+  HPTRAIN_RETURN_IF_ERROR(
+      AtLeast<int64_t>("spec.runPolicy.ttlSecondsAfterFinished", p.ttl_seconds_after_finished, 0));
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTesting(const TestingSpec& testing, int world) {
+  if (testing.slowdown.empty()) return absl::OkStatus();
+  if (static_cast<int>(testing.slowdown.size()) != world) {
+    return Invalid("spec.testing.slowdown", "must have one factor per worker (", world, "), got ",
+                   testing.slowdown.size());
+  }
+  for (size_t i = 0; i < testing.slowdown.size(); ++i) {
+    HPTRAIN_RETURN_IF_ERROR(
+        AtLeast(absl::StrCat("spec.testing.slowdown[", i, "]"), testing.slowdown[i], 1.0));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const std::vector<std::string>& StrategyTypes() {
+  static const auto* types = [] {
+    auto* list = new std::vector<std::string>;
+    for (const auto& entry : StrategyTable()) list->push_back(entry.first);
+    return list;
+  }();
+  return *types;
+}
+
+std::vector<std::string> StrategyParameters(absl::string_view type) {
+  for (const auto& entry : StrategyTable()) {
+    if (entry.first == type) return entry.second;
+  }
+  return {};
+}
+
+bool IsDnsLabel(absl::string_view name) {
+  if (name.empty() || name.size() > 63) return false;
+  for (char c : name) {
+    if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c) && c != '-') return false;
+  }
+  return name.front() != '-' && name.back() != '-';
+}
+
+absl::Status ValidateJob(const JobSpec& spec) {
+  HPTRAIN_RETURN_IF_ERROR(DnsLabel("metadata.name", spec.name));
+  HPTRAIN_RETURN_IF_ERROR(DnsLabel("metadata.namespace", spec.ns));
+  HPTRAIN_RETURN_IF_ERROR(ValidateModel(spec.model));
+  HPTRAIN_RETURN_IF_ERROR(ValidateDataset(spec.dataset));
+  HPTRAIN_RETURN_IF_ERROR(ValidateStrategy(spec.strategy));
+  HPTRAIN_RETURN_IF_ERROR(ValidateOptimizer(spec.optimizer));
+  HPTRAIN_RETURN_IF_ERROR(ValidateRunKnobs(spec));
+  HPTRAIN_RETURN_IF_ERROR(ValidateWorkers(spec));
+  HPTRAIN_RETURN_IF_ERROR(
+      ValidateRebalance(spec.rebalance, spec.WorldSize(), spec.global_batch_size));
+  return ValidateTesting(spec.testing, spec.WorldSize());
+}
+
+}  // namespace hptrain::job

@@ -1,0 +1,53 @@
+// Semantic checks of a TrainingJob spec, after parsing (job_parser.h) and before anything runs.
+// The controller calls ValidateJob too, so a job rejected here is rejected the same way on
+// Kubernetes and by `hptrain run`.
+//
+// What is checked:
+//   * required fields: metadata.name (a DNS-1123 label, as is metadata.namespace), a model
+//     (spec.model.name or spec.model.torchscript, not both), spec.dataset.name,
+//     spec.globalBatchSize > 0, spec.epochs >= 1, at least one worker group with replicas >= 1
+//     and a unique DNS-1123 label as name;
+//   * enumerations: strategy type, model name, dataset name and format (and that the format is
+//     the one the data set comes in), optimizer and schedule type, device (cpu | cuda),
+//     strategy bits (1, 2, 4, 8, dynamic);
+//   * ranges: lr > 0, momentum in [0, 1), weightDecay >= 0, density in (0, 1],
+//     pushRatio in (0, 1], bucketMiB >= 1, rebalance hysteresis in [0, 1), counts >= 0, ...;
+//   * cross-field rules: globalBatchSize >= world size; if any group sets batchSize, every group
+//     does and the sum of replicas x batchSize equals globalBatchSize; testing.slowdown has one
+//     factor >= 1 per worker; a strategy parameter the chosen type does not take is an error
+//     (see StrategyParameters()), as are sgd-only settings with adam and the reverse, schedule
+//     settings of another schedule type, and mlp's `hidden` with another model.
+//
+// A parameter counts as "set" when it differs from its unset value in job_spec.h (0, empty,
+// nullopt, or the documented default for the optimizer and schedule fields).
+#ifndef HPTRAIN_RUNTIME_JOB_JOB_VALIDATE_H_
+#define HPTRAIN_RUNTIME_JOB_JOB_VALIDATE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "runtime/job/job_spec.h"
+
+namespace hptrain::job {
+
+// Returns OK, or InvalidArgument "<field path>: <reason>" for the first problem found, with
+// Kubernetes-style paths (`spec.workerGroups[1].replicas`). No source-file prefix: the parser
+// adds it. Pure; thread-safe.
+absl::Status ValidateJob(const JobSpec& spec);
+
+// The strategy types spec.strategy.type accepts, in documentation order (ssgd first).
+const std::vector<std::string>& StrategyTypes();
+
+// The YAML names of the spec.strategy parameters that strategy `type` takes, e.g. topk ->
+// {density, errorFeedback, warmupEpochs}; empty for ssgd, ps and unknown types.
+std::vector<std::string> StrategyParameters(absl::string_view type);
+
+// True if `name` is a DNS-1123 label: 1-63 characters of [a-z0-9-], starting and ending with
+// a letter or digit.
+bool IsDnsLabel(absl::string_view name);
+
+}  // namespace hptrain::job
+
+#endif  // HPTRAIN_RUNTIME_JOB_JOB_VALIDATE_H_

@@ -1,0 +1,277 @@
+#include "runtime/job/launcher.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "runtime/base/atomic_file.h"
+#include "runtime/base/status.h"
+#include "runtime/base/exit_codes.h"
+#include "runtime/job/job_parser.h"
+#include "runtime/job/progress.h"
+#include "runtime/job/run_summary.h"
+#include "runtime/job/supervisor.h"
+#include "runtime/ps/coordinator_client.h"
+#include "runtime/train/trainer.h"
+
+namespace hptrain::job {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+absl::StatusOr<std::string> RandomToken() {
+  unsigned char bytes[24];
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return HPTRAIN_ERRNO("opening /dev/urandom");
+  ssize_t n = read(fd, bytes, sizeof(bytes));
+  close(fd);
+  if (n != static_cast<ssize_t>(sizeof(bytes))) return absl::InternalError("short read of /dev/urandom");
+  static const char kHex[] = "0123456789abcdef";
+  std::string token;
+  for (unsigned char b : bytes) {
+    token += kHex[b >> 4];
+    token += kHex[b & 15];
+  }
+  return token;
+}
+
+// A private directory for the run's token and port file, removed when the launcher returns.
+class RunDirectory {
+ public:
+  static absl::StatusOr<std::unique_ptr<RunDirectory>> Create(const std::string& job) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = absl::StrCat(tmp && *tmp ? tmp : "/tmp", "/hptrain-", job, "-XXXXXX");
+    if (mkdtemp(pattern.data()) == nullptr) return HPTRAIN_ERRNO("creating run directory");
+    return std::unique_ptr<RunDirectory>(new RunDirectory(pattern));
+  }
+  ~RunDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit RunDirectory(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+bool IsZombieOrGone(pid_t pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  size_t close_paren = line.rfind(')');
+  return close_paren == std::string::npos || close_paren + 2 >= line.size() ||
+         line[close_paren + 2] == 'Z';
+}
+
+// Waits for the ps to write "<coordinator port> <metrics port>".
+absl::StatusOr<int> WaitForPort(const std::string& port_file, pid_t ps_pid) {
+  auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline) {
+    absl::StatusOr<std::string> text = ReadFile(port_file);
+    if (text.ok()) {
+      std::vector<std::string> parts = absl::StrSplit(*text, ' ');
+      int port = 0;
+      if (!parts.empty() && absl::SimpleAtoi(parts[0], &port) && port > 0) return port;
+    }
+    if (IsZombieOrGone(ps_pid)) return absl::AbortedError("the ps exited before serving");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::DeadlineExceededError("the ps did not start serving within 60 s");
+}
+
+std::vector<std::string> JobArgs(const LaunchOptions& options) {
+  std::vector<std::string> args = {"--job", options.job_file};
+  for (const auto& o : options.overrides) {
+    args.push_back("--set");
+    args.push_back(o);
+  }
+  return args;
+}
+
+RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& status,
+                        double wall_seconds) {
+  RunSummary summary;
+  summary.job = spec.name;
+  summary.strategy = spec.strategy.type;
+  summary.workers = spec.WorldSize();
+  summary.epochs = spec.epochs;
+  for (const auto& r : status.ranks()) summary.steps = std::max<int64_t>(summary.steps, r.step());
+  summary.wall_seconds = wall_seconds;
+  summary.samples_per_second =
+      wall_seconds > 0 ? summary.steps * static_cast<double>(spec.global_batch_size) / wall_seconds
+                       : 0.0;
+  double previous = 0;
+  for (const auto& e : status.epochs()) {
+    EpochSummary epoch;
+    epoch.epoch = e.epoch() + 1;
+    epoch.test_accuracy = e.test_accuracy();
+    epoch.train_loss = e.train_loss();
+    epoch.wall_seconds = e.wall_seconds() - previous;
+    previous = e.wall_seconds();
+    summary.per_epoch.push_back(epoch);
+    summary.final.test_accuracy = e.test_accuracy();
+    summary.final.test_loss = e.test_loss();
+    summary.final.train_loss = e.train_loss();
+  }
+  std::vector<int> allocation(status.allocation().batch_sizes().begin(),
+                              status.allocation().batch_sizes().end());
+  for (const auto& r : status.ranks()) {
+    RankSummary rank;
+    rank.rank = r.rank();
+    rank.group = r.rank() < status.groups_size() ? status.groups(r.rank()) : "";
+    rank.bytes_sent = r.bytes_sent();
+    rank.bytes_received = r.bytes_received();
+    rank.batch_size = r.batch_size();
+    rank.compute_seconds = r.compute_seconds();
+    rank.comm_seconds = r.comm_seconds();
+    summary.ranks.push_back(rank);
+  }
+  return summary;
+}
+
+
+}  // namespace
+
+int Launch(const LaunchOptions& options) {
+  auto spec_or = ParseJobFile(options.job_file, options.overrides);
+  if (!spec_or.ok()) return ReportError("run", spec_or.status());
+  const JobSpec spec = *std::move(spec_or);
+  if (absl::Status preflight = train::Preflight(spec); !preflight.ok()) {
+    return ReportError("run", preflight);
+  }
+  if (options.resume && spec.checkpoint.path.empty()) {
+    return ReportError("run", absl::InvalidArgumentError(
+                                       "--resume needs spec.checkpoint.path in the job"));
+  }
+  auto dir = RunDirectory::Create(spec.name);
+  if (!dir.ok()) return ReportError("run", dir.status());
+  auto token = RandomToken();
+  if (!token.ok()) return ReportError("run", token.status());
+  const std::string token_file = (*dir)->path() + "/token";
+  const std::string port_file = (*dir)->path() + "/ps.port";
+  {
+    int fd = open(token_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, token->data(), token->size()) != static_cast<ssize_t>(token->size())) {
+      if (fd >= 0) close(fd);
+      return ReportError("run", HPTRAIN_ERRNO("writing the job token"));
+    }
+    close(fd);
+  }
+
+  if (absl::Status s = Supervisor::InstallInterruptHandlers(); !s.ok()) {
+    return ReportError("run", s);
+  }
+  const auto start = Clock::now();
+  Supervisor supervisor;
+  std::vector<std::string> ps_argv = {options.binary, "ps"};
+  for (auto& a : JobArgs(options)) ps_argv.push_back(a);
+  for (auto a : {"--host", "127.0.0.1", "--port", "0", "--metrics-port", "0", "--linger", "60"}) {
+    ps_argv.push_back(a);
+  }
+  ps_argv.insert(ps_argv.end(), {"--port-file", port_file, "--token-file", token_file});
+  auto ps_pid = supervisor.Spawn("ps-0", ps_argv, {}, ChildRole::kMustSucceed);
+  if (!ps_pid.ok()) return ReportError("run", ps_pid.status());
+  auto port = WaitForPort(port_file, *ps_pid);
+  if (!port.ok()) {
+    RunResult result = supervisor.Wait(WaitOptions{absl::Seconds(2)});
+    return ReportError("run", absl::Status(port.status().code(),
+                                                result.first_failure.empty()
+                                                    ? port.status().message()
+                                                    : result.first_failure));
+  }
+  const std::string address = absl::StrCat("127.0.0.1:", *port);
+  for (int rank = 0; rank < spec.WorldSize(); ++rank) {
+    std::vector<std::string> argv = {options.binary, "worker"};
+    for (auto& a : JobArgs(options)) argv.push_back(a);
+    argv.insert(argv.end(), {"--coordinator", address, "--rank", std::to_string(rank),
+                             "--token-file", token_file, "--metrics-port", "0"});
+    if (options.resume) argv.push_back("--resume");
+    auto pid = supervisor.Spawn(absl::StrCat("worker-", rank), argv, {}, ChildRole::kMustSucceed);
+    if (!pid.ok()) {
+      supervisor.Wait(WaitOptions{absl::Seconds(2)});
+      return ReportError("run", pid.status());
+    }
+  }
+
+  ps::CoordinatorClient client(address, *token, std::chrono::seconds(5));
+  ProgressDisplay display(std::cout, !options.quiet && isatty(STDOUT_FILENO));
+  hptrain::v1::JobStatus last;
+  bool have_final = false;
+  bool shutdown_sent = false;
+  size_t epochs_shown = 0;
+  WaitOptions wait;
+  wait.grace_period = absl::Seconds(5);
+  if (spec.run_policy.active_deadline_seconds > 0) {
+    wait.timeout = absl::Seconds(spec.run_policy.active_deadline_seconds);
+  }
+  wait.periodic_callback = [&]() -> absl::Status {
+    auto status = client.GetJobStatus();
+    if (!status.ok()) return absl::OkStatus();  // the ps may be starting or stopping
+    last = *status;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    ProgressState state;
+    state.epochs = spec.epochs;
+    double samples_per_second = 0;
+    for (const auto& r : last.ranks()) {
+      if (r.rank() == 0) {
+        state.step = r.step();
+        state.epoch = r.epoch() + 1;
+        state.steps_per_epoch = r.steps_per_epoch();
+        state.loss = r.train_loss();
+      }
+      samples_per_second += r.samples_per_second();
+    }
+    // Every worker runs at the pace of the slowest; rank throughputs add up.
+    state.samples_per_second = samples_per_second;
+    if (spec.max_steps > 0) state.total_steps = spec.max_steps;
+    state.elapsed_seconds = elapsed;
+    if (!options.quiet && state.steps_per_epoch > 0) display.Update(state);
+    for (; epochs_shown < static_cast<size_t>(last.epochs_size()); ++epochs_shown) {
+      const auto& e = last.epochs(static_cast<int>(epochs_shown));
+      if (!options.quiet) {
+        display.EpochEnd(e.epoch() + 1, e.test_accuracy(), e.test_loss(), e.train_loss(),
+                         e.wall_seconds());
+      }
+    }
+    if (last.done() == spec.WorldSize() && !shutdown_sent) {
+      have_final = true;
+      shutdown_sent = true;
+      (void)client.Shutdown();
+    }
+    return absl::OkStatus();
+  };
+  RunResult result = supervisor.Wait(wait);
+  Supervisor::UninstallInterruptHandlers();
+  if (!options.quiet) display.Finish();
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+
+  if (!result.ok()) {
+    std::string why = result.first_failure;
+    if (!last.failure().empty()) why = absl::StrCat(why, " (", last.failure(), ")");
+    std::fprintf(stderr, "hptrain run: %s\n", why.c_str());
+    return result.ExitCode();
+  }
+  if (!have_final) {
+    return ReportError("run", absl::InternalError("workers exited without reporting done"));
+  }
+  RunSummary summary = BuildSummary(spec, last, wall);
+  std::cout << FormatSummaryTable(summary) << std::flush;
+  if (!options.output_json.empty()) {
+    absl::Status written = WriteFileAtomically(options.output_json, RunSummaryToJson(summary));
+    if (!written.ok()) return ReportError("run", written);
+  }
+  return kExitOk;
+}
+
+}  // namespace hptrain::job

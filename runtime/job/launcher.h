@@ -1,0 +1,36 @@
+// Launcher: `hptrain run JOB.yaml` — runs a TrainingJob as local processes, the same processes
+// the controller runs as pods:
+//   1. parse and validate the job; preflight (data sets open, model builds) so bad input fails
+//      before any process starts;
+//   2. create a private run directory with a fresh job token (mode 0600);
+//   3. start `hptrain ps` on a free 127.0.0.1 port, wait for its port file;
+//   4. start `hptrain worker` for every rank, pointed at the coordinator;
+//   5. supervise them (supervisor.h): poll the coordinator for progress, draw it, and once every
+//      worker reported done, ask the ps to shut down; any child failing stops all of them;
+//   6. print the summary table and write --output-json atomically, only for a successful run.
+#ifndef HPTRAIN_RUNTIME_JOB_LAUNCHER_H_
+#define HPTRAIN_RUNTIME_JOB_LAUNCHER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace hptrain::job {
+
+struct LaunchOptions {
+  std::string job_file;
+  std::vector<std::string> overrides;  // --set path=value, passed on to every child
+  std::string output_json;             // run summary path; empty = none
+  bool resume = false;
+  std::string binary;                  // the hptrain executable children run
+  bool quiet = false;                  // no progress display
+};
+
+// Returns the process exit code (0 success, 1 failure, 2 bad input, 130 interrupted) after
+// printing any error as one line on stderr.
+int Launch(const LaunchOptions& options);
+
+}  // namespace hptrain::job
+
+#endif  // HPTRAIN_RUNTIME_JOB_LAUNCHER_H_

@@ -1,0 +1,191 @@
+#include "runtime/job/run_summary.h"
+
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/base/status.h"
+
+namespace hptrain::job {
+namespace {
+
+// ordered_json keeps DESIGN.md's key order, which is what a person reading the file expects.
+using Json = nlohmann::ordered_json;
+
+std::string FieldName(const std::string& where, const char* key) {
+  return where.empty() ? std::string(key) : absl::StrCat(where, ".", key);
+}
+
+absl::Status FieldError(const std::string& where, const char* key, const char* problem) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("run summary: ", FieldName(where, key), ": ", problem));
+}
+
+absl::StatusOr<const Json*> Field(const Json& object, const char* key, const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end()) return FieldError(where, key, "missing");
+  return &*it;
+}
+
+absl::Status Read(const Json& object, const char* key, const std::string& where, int64_t* out) {
+  HPTRAIN_ASSIGN_OR_RETURN(const Json* value, Field(object, key, where));
+  if (value->is_number_unsigned()) {
+    const auto u = value->get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return FieldError(where, key, "out of range");
+    }
+    *out = static_cast<int64_t>(u);
+    return absl::OkStatus();
+  }
+  if (!value->is_number_integer()) return FieldError(where, key, "expected an integer");
+  *out = value->get<int64_t>();
+  return absl::OkStatus();
+}
+
+absl::Status Read(const Json& object, const char* key, const std::string& where, int* out) {
+  int64_t wide = 0;
+  HPTRAIN_RETURN_IF_ERROR(Read(object, key, where, &wide));
+  if (wide < INT_MIN || wide > INT_MAX) return FieldError(where, key, "out of range");
+  *out = static_cast<int>(wide);
+  return absl::OkStatus();
+}
+
+absl::Status Read(const Json& object, const char* key, const std::string& where, double* out) {
+  HPTRAIN_ASSIGN_OR_RETURN(const Json* value, Field(object, key, where));
+  if (value->is_null()) {  // how a non-finite value was written
+    *out = std::numeric_limits<double>::quiet_NaN();
+    return absl::OkStatus();
+  }
+  if (!value->is_number()) return FieldError(where, key, "expected a number");
+  *out = value->get<double>();
+  return absl::OkStatus();
+}
+
+absl::Status Read(const Json& object, const char* key, const std::string& where, std::string* out) {
+  HPTRAIN_ASSIGN_OR_RETURN(const Json* value, Field(object, key, where));
+  if (!value->is_string()) return FieldError(where, key, "expected a string");
+  *out = value->get<std::string>();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const Json*> ReadObject(const Json& parent, const char* key,
+                                       const std::string& where) {
+  HPTRAIN_ASSIGN_OR_RETURN(const Json* value, Field(parent, key, where));
+  if (!value->is_object()) return FieldError(where, key, "expected an object");
+  return value;
+}
+
+absl::StatusOr<const Json*> ReadArray(const Json& parent, const char* key,
+                                      const std::string& where) {
+  HPTRAIN_ASSIGN_OR_RETURN(const Json* value, Field(parent, key, where));
+  if (!value->is_array()) return FieldError(where, key, "expected an array");
+  return value;
+}
+
+absl::Status ReadEpoch(const Json& object, const std::string& where, EpochSummary* out) {
+  if (!object.is_object())
+    return absl::InvalidArgumentError(absl::StrCat("run summary: ", where, ": expected an object"));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "epoch", where, &out->epoch));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "test_accuracy", where, &out->test_accuracy));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "train_loss", where, &out->train_loss));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "wall_seconds", where, &out->wall_seconds));
+  return absl::OkStatus();
+}
+
+absl::Status ReadRank(const Json& object, const std::string& where, RankSummary* out) {
+  if (!object.is_object())
+    return absl::InvalidArgumentError(absl::StrCat("run summary: ", where, ": expected an object"));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "rank", where, &out->rank));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "group", where, &out->group));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "bytes_sent", where, &out->bytes_sent));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "bytes_received", where, &out->bytes_received));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "batch_size", where, &out->batch_size));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "compute_seconds", where, &out->compute_seconds));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "comm_seconds", where, &out->comm_seconds));
+  return absl::OkStatus();
+}
+
+absl::Status ReadSummary(const Json& root, RunSummary* out) {
+  if (!root.is_object()) return absl::InvalidArgumentError("run summary: expected a JSON object");
+  const std::string top;
+  HPTRAIN_RETURN_IF_ERROR(Read(root, "job", top, &out->job));
+  HPTRAIN_RETURN_IF_ERROR(Read(root, "strategy", top, &out->strategy));
+  HPTRAIN_RETURN_IF_ERROR(Read(root, "workers", top, &out->workers));
+  HPTRAIN_RETURN_IF_ERROR(Read(root, "epochs", top, &out->epochs));
+  HPTRAIN_RETURN_IF_ERROR(Read(root, "steps", top, &out->steps));
+  HPTRAIN_RETURN_IF_ERROR(Read(root, "wall_seconds", top, &out->wall_seconds));
+  HPTRAIN_RETURN_IF_ERROR(Read(root, "samples_per_second", top, &out->samples_per_second));
+
+  HPTRAIN_ASSIGN_OR_RETURN(const Json* final_metrics, ReadObject(root, "final", top));
+  HPTRAIN_RETURN_IF_ERROR(
+      Read(*final_metrics, "test_accuracy", "final", &out->final.test_accuracy));
+  HPTRAIN_RETURN_IF_ERROR(Read(*final_metrics, "test_loss", "final", &out->final.test_loss));
+  HPTRAIN_RETURN_IF_ERROR(Read(*final_metrics, "train_loss", "final", &out->final.train_loss));
+
+  HPTRAIN_ASSIGN_OR_RETURN(const Json* per_epoch, ReadArray(root, "per_epoch", top));
+  for (size_t i = 0; i < per_epoch->size(); ++i) {
+    HPTRAIN_RETURN_IF_ERROR(ReadEpoch((*per_epoch)[i], absl::StrCat("per_epoch[", i, "]"),
+                                      &out->per_epoch.emplace_back()));
+  }
+  HPTRAIN_ASSIGN_OR_RETURN(const Json* ranks, ReadArray(root, "ranks", top));
+  for (size_t i = 0; i < ranks->size(); ++i) {
+    HPTRAIN_RETURN_IF_ERROR(
+        ReadRank((*ranks)[i], absl::StrCat("ranks[", i, "]"), &out->ranks.emplace_back()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string RunSummaryToJson(const RunSummary& summary) {
+  // nlohmann writes NaN and infinities as null; RunSummaryFromJson reads null back as NaN.
+  Json root;
+  root["job"] = summary.job;
+  root["strategy"] = summary.strategy;
+  root["workers"] = summary.workers;
+  root["epochs"] = summary.epochs;
+  root["steps"] = summary.steps;
+  root["wall_seconds"] = summary.wall_seconds;
+  root["samples_per_second"] = summary.samples_per_second;
+  root["final"] = Json{{"test_accuracy", summary.final.test_accuracy},
+                       {"test_loss", summary.final.test_loss},
+                       {"train_loss", summary.final.train_loss}};
+  Json per_epoch = Json::array();
+  for (const EpochSummary& e : summary.per_epoch) {
+    per_epoch.push_back(Json{{"epoch", e.epoch},
+                             {"test_accuracy", e.test_accuracy},
+                             {"train_loss", e.train_loss},
+                             {"wall_seconds", e.wall_seconds}});
+  }
+  root["per_epoch"] = std::move(per_epoch);
+  Json ranks = Json::array();
+  for (const RankSummary& r : summary.ranks) {
+    ranks.push_back(Json{{"rank", r.rank},
+                         {"group", r.group},
+                         {"bytes_sent", r.bytes_sent},
+                         {"bytes_received", r.bytes_received},
+                         {"batch_size", r.batch_size},
+                         {"compute_seconds", r.compute_seconds},
+                         {"comm_seconds", r.comm_seconds}});
+  }
+  root["ranks"] = std::move(ranks);
+  // Replace invalid UTF-8 in names rather than throw: a summary must always be writable.
+  return root.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+absl::StatusOr<RunSummary> RunSummaryFromJson(std::string_view json) {
+  Json root;
+  try {  // nlohmann throws; the exception stops at this adapter
+    root = Json::parse(json.begin(), json.end());
+  } catch (const Json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("run summary: ", e.what()));
+  }
+  RunSummary summary;
+  HPTRAIN_RETURN_IF_ERROR(ReadSummary(root, &summary));
+  return summary;
+}
+
+}  // namespace hptrain::job

@@ -1,0 +1,77 @@
+// RunSummary: what `hptrain run JOB.yaml --output-json PATH` reports at the end of a run, and its
+// JSON form. The JSON is an interface that the benchmark harness and users script against
+// (DESIGN.md, "Job file and run summary"); the structs below mirror it field for field, with the
+// same names:
+//
+//   { "job": str, "strategy": str, "workers": int, "epochs": int, "steps": int,
+//     "wall_seconds": float, "samples_per_second": float,
+//     "final": { "test_accuracy": float, "test_loss": float, "train_loss": float },
+//     "per_epoch": [ { "epoch": int, "test_accuracy": float, "train_loss": float,
+//                      "wall_seconds": float } ],
+//     "ranks": [ { "rank": int, "group": str, "bytes_sent": int, "bytes_received": int,
+//                  "batch_size": int, "compute_seconds": float, "comm_seconds": float } ] }
+//
+// Fields may be added; existing ones keep their names and meaning. JSON has no NaN or infinity: a
+// non-finite float (e.g. a test loss never measured) is written as null and read back as NaN.
+// The launcher publishes the text with WriteFileAtomically() (runtime/base/atomic_file.h).
+#ifndef HPTRAIN_RUNTIME_JOB_RUN_SUMMARY_H_
+#define HPTRAIN_RUNTIME_JOB_RUN_SUMMARY_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace hptrain::job {
+
+struct FinalMetrics {
+  double test_accuracy = 0.0;  // fraction in [0, 1]
+  double test_loss = 0.0;
+  double train_loss = 0.0;
+};
+
+struct EpochSummary {
+  int epoch = 0;  // 1-based
+  double test_accuracy = 0.0;
+  double train_loss = 0.0;
+  double wall_seconds = 0.0;  // this epoch's duration
+};
+
+struct RankSummary {
+  int rank = 0;
+  std::string group;  // worker group name from the job file
+  int64_t bytes_sent = 0;
+  int64_t bytes_received = 0;
+  int64_t batch_size = 0;  // the rank's batch at the end of the run
+  double compute_seconds = 0.0;
+  double comm_seconds = 0.0;
+};
+
+struct RunSummary {
+  std::string job;
+  std::string strategy;  // spec.strategy.type
+  int workers = 0;
+  int epochs = 0;
+  int64_t steps = 0;  // global optimizer steps
+  double wall_seconds = 0.0;
+  double samples_per_second = 0.0;
+  FinalMetrics final;  // named after the JSON key
+  std::vector<EpochSummary> per_epoch;
+  std::vector<RankSummary> ranks;
+};
+
+// Returns the summary as pretty-printed JSON (2-space indent, keys in the order above, trailing
+// newline). Never fails.
+std::string RunSummaryToJson(const RunSummary& summary);
+
+// Parses RunSummaryToJson()'s output, or any JSON with at least the fields above; unknown fields
+// are ignored. Errors are InvalidArgument naming the offending field, e.g.
+// "run summary: ranks[2].bytes_sent: expected an integer", or the parser's position for malformed
+// JSON.
+absl::StatusOr<RunSummary> RunSummaryFromJson(std::string_view json);
+
+}  // namespace hptrain::job
+
+#endif  // HPTRAIN_RUNTIME_JOB_RUN_SUMMARY_H_

@@ -1,0 +1,60 @@
+// CoordinatorClient: a worker's, the launcher's or the controller's handle on a job coordinator.
+//
+// Attaches the job token to every call and bounds each call with a deadline. It is also the
+// KeyValueStore that the communicator's rendezvous runs on. Thread-safe (gRPC stubs are).
+#ifndef HPTRAIN_RUNTIME_PS_COORDINATOR_CLIENT_H_
+#define HPTRAIN_RUNTIME_PS_COORDINATOR_CLIENT_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/hptrain/v1/coordinator.grpc.pb.h"
+#include "runtime/comm/kv_store.h"
+
+namespace hptrain::ps {
+
+class CoordinatorClient : public comm::KeyValueStore {
+ public:
+  // Creates a channel to `address` (host:port); does not connect yet.
+  CoordinatorClient(const std::string& address, std::string token,
+                    std::chrono::milliseconds call_timeout = std::chrono::seconds(10));
+
+  // Waits until the coordinator answers; Unavailable after `timeout`.
+  absl::Status WaitUntilReachable(std::chrono::milliseconds timeout);
+
+  absl::Status Set(const std::string& key, const std::string& value) override;
+  absl::StatusOr<std::string> Get(const std::string& key,
+                                  std::chrono::milliseconds timeout) override;
+  absl::Status Wait(const std::vector<std::string>& keys,
+                    std::chrono::milliseconds timeout) override;
+
+  absl::StatusOr<hptrain::v1::RegisterResponse> Register(const hptrain::v1::RegisterRequest&);
+  absl::StatusOr<hptrain::v1::HeartbeatResponse> Heartbeat(int rank);
+  absl::StatusOr<hptrain::v1::Allocation> GetAllocation();
+  absl::StatusOr<hptrain::v1::Allocation> SetAllocation(const std::vector<int>& batch_sizes,
+                                                        int lead_steps);
+  absl::Status ReportProgress(const hptrain::v1::ProgressReport&);
+  absl::Status ReportEpoch(const hptrain::v1::EpochReport&);
+  absl::Status ReportDone(int rank, bool ok, const std::string& message);
+  absl::StatusOr<hptrain::v1::JobStatus> GetJobStatus();
+  absl::Status Shutdown();
+
+ private:
+  void Prepare(grpc::ClientContext* context, std::chrono::milliseconds timeout) const;
+
+  std::string address_;
+  std::string token_;
+  std::chrono::milliseconds call_timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<hptrain::v1::Coordinator::Stub> stub_;
+};
+
+// Reads a job token from `path` (trailing whitespace removed); errors name the file.
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
+
+}  // namespace hptrain::ps
+
+#endif  // HPTRAIN_RUNTIME_PS_COORDINATOR_CLIENT_H_

@@ -1,0 +1,272 @@
+#include "runtime/ps/coordinator_service.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/ps/grpc_status.h"
+
+namespace hptrain::ps {
+
+using grpc::ServerContext;
+using grpc::Status;
+using grpc::StatusCode;
+namespace v1 = hptrain::v1;
+
+CoordinatorService::CoordinatorService(CoordinatorConfig config) : config_(std::move(config)) {
+  allocation_.set_generation(1);
+  allocation_.set_effective_step(0);
+  for (int b : config_.allocation) allocation_.add_batch_sizes(b);
+}
+
+Status CoordinatorService::Authorize(ServerContext* context) {
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find(kAuthMetadataKey);
+  std::string reason;
+  if (it == metadata.end()) {
+    reason = "missing_token";
+  } else {
+    std::string value(it->second.data(), it->second.size());
+    if (value != "Bearer " + config_.token) reason = "bad_token";
+  }
+  if (reason.empty()) return Status::OK;
+  if (on_rejected_) on_rejected_(reason);
+  return Status(StatusCode::UNAUTHENTICATED,
+                reason == "missing_token" ? "job token missing" : "job token does not match");
+}
+
+Status CoordinatorService::CheckRank(int rank) const {
+  if (rank < 0 || rank >= world_size()) {
+    return Status(StatusCode::INVALID_ARGUMENT,
+                  absl::StrCat("rank ", rank, " out of range [0, ", world_size(), ")"));
+  }
+  return Status::OK;
+}
+
+#define HPTRAIN_AUTHORIZE(context)                  \
+  do {                                              \
+    grpc::Status auth_status = Authorize(context);  \
+    if (!auth_status.ok()) return auth_status;      \
+  } while (0)
+
+Status CoordinatorService::Set(ServerContext* context, const v1::SetRequest* request,
+                               v1::SetResponse*) {
+  HPTRAIN_AUTHORIZE(context);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    kv_[request->key()] = request->value();
+  }
+  cv_.notify_all();
+  return Status::OK;
+}
+
+bool CoordinatorService::WaitForKeys(std::unique_lock<std::mutex>& lock,
+                                     const std::vector<std::string>& keys, int64_t timeout_ms,
+                                     ServerContext* context, std::string* missing) {
+  auto timeout = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(timeout_ms),
+                                                     config_.max_wait);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (const std::string& key : keys) {
+    while (kv_.count(key) == 0) {
+      // Wake up periodically to notice a cancelled call or a shutdown.
+      auto slice = std::min(deadline, std::chrono::steady_clock::now() +
+                                          std::chrono::milliseconds(200));
+      cv_.wait_until(lock, slice);
+      if (kv_.count(key)) break;
+      if (std::chrono::steady_clock::now() >= deadline || context->IsCancelled() || shutdown_) {
+        *missing = key;
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+Status CoordinatorService::Get(ServerContext* context, const v1::GetRequest* request,
+                               v1::GetResponse* response) {
+  HPTRAIN_AUTHORIZE(context);
+  std::unique_lock<std::mutex> lock(mu_);
+  std::string missing;
+  if (!WaitForKeys(lock, {request->key()}, request->timeout_ms(), context, &missing)) {
+    return Status(request->timeout_ms() == 0 ? StatusCode::NOT_FOUND
+                                             : StatusCode::DEADLINE_EXCEEDED,
+                  absl::StrCat("key \"", missing, "\" not set"));
+  }
+  response->set_value(kv_[request->key()]);
+  return Status::OK;
+}
+
+Status CoordinatorService::Wait(ServerContext* context, const v1::WaitRequest* request,
+                                v1::WaitResponse*) {
+  HPTRAIN_AUTHORIZE(context);
+  std::vector<std::string> keys(request->keys().begin(), request->keys().end());
+  std::unique_lock<std::mutex> lock(mu_);
+  std::string missing;
+  if (!WaitForKeys(lock, keys, request->timeout_ms(), context, &missing)) {
+    return Status(StatusCode::DEADLINE_EXCEEDED,
+                  absl::StrCat("key \"", missing, "\" not set within ", request->timeout_ms(),
+                               " ms"));
+  }
+  return Status::OK;
+}
+
+Status CoordinatorService::Register(ServerContext* context, const v1::RegisterRequest* request,
+                                    v1::RegisterResponse* response) {
+  HPTRAIN_AUTHORIZE(context);
+  Status rank_ok = CheckRank(request->rank());
+  if (!rank_ok.ok()) return rank_ok;
+  if (request->group() != config_.groups[request->rank()]) {
+    return Status(StatusCode::INVALID_ARGUMENT,
+                  absl::StrCat("rank ", request->rank(), " belongs to group \"",
+                               config_.groups[request->rank()], "\", not \"", request->group(),
+                               "\""));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  members_[request->rank()] = *request;
+  response->set_world_size(world_size());
+  return Status::OK;
+}
+
+Status CoordinatorService::Heartbeat(ServerContext* context, const v1::HeartbeatRequest* request,
+                                     v1::HeartbeatResponse* response) {
+  HPTRAIN_AUTHORIZE(context);
+  std::lock_guard<std::mutex> lock(mu_);
+  response->set_stop(!stop_reason_.empty());
+  response->set_stop_reason(stop_reason_);
+  return Status::OK;
+}
+
+Status CoordinatorService::GetAllocation(ServerContext* context, const v1::GetAllocationRequest*,
+                                         v1::Allocation* response) {
+  HPTRAIN_AUTHORIZE(context);
+  std::lock_guard<std::mutex> lock(mu_);
+  *response = allocation_;
+  return Status::OK;
+}
+
+Status CoordinatorService::SetAllocation(ServerContext* context,
+                                         const v1::SetAllocationRequest* request,
+                                         v1::Allocation* response) {
+  HPTRAIN_AUTHORIZE(context);
+  if (request->batch_sizes_size() != world_size()) {
+    return Status(StatusCode::INVALID_ARGUMENT,
+                  absl::StrCat("allocation has ", request->batch_sizes_size(),
+                               " entries, the job has ", world_size(), " workers"));
+  }
+  int64_t sum = 0;
+  for (int b : request->batch_sizes()) {
+    if (b < 1) {
+      return Status(StatusCode::INVALID_ARGUMENT, "every worker needs a batch of at least 1");
+    }
+    sum += b;
+  }
+  if (sum != config_.global_batch) {
+    return Status(StatusCode::INVALID_ARGUMENT,
+                  absl::StrCat("allocation sums to ", sum, ", the global batch is ",
+                               config_.global_batch));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t highest = 0;
+  for (const auto& [rank, report] : progress_) highest = std::max(highest, report.step());
+  allocation_.set_generation(allocation_.generation() + 1);
+  allocation_.mutable_batch_sizes()->CopyFrom(request->batch_sizes());
+  allocation_.set_effective_step(highest + std::max(1, request->lead_steps()));
+  *response = allocation_;
+  return Status::OK;
+}
+
+Status CoordinatorService::ReportProgress(ServerContext* context,
+                                          const v1::ProgressReport* request,
+                                          v1::ReportResponse*) {
+  HPTRAIN_AUTHORIZE(context);
+  Status rank_ok = CheckRank(request->rank());
+  if (!rank_ok.ok()) return rank_ok;
+  std::lock_guard<std::mutex> lock(mu_);
+  progress_[request->rank()] = *request;
+  return Status::OK;
+}
+
+Status CoordinatorService::ReportEpoch(ServerContext* context, const v1::EpochReport* request,
+                                       v1::ReportResponse*) {
+  HPTRAIN_AUTHORIZE(context);
+  std::lock_guard<std::mutex> lock(mu_);
+  epochs_[request->epoch()] = *request;
+  return Status::OK;
+}
+
+Status CoordinatorService::ReportDone(ServerContext* context, const v1::DoneReport* request,
+                                      v1::ReportResponse*) {
+  HPTRAIN_AUTHORIZE(context);
+  Status rank_ok = CheckRank(request->rank());
+  if (!rank_ok.ok()) return rank_ok;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_[request->rank()] = *request;
+    if (!request->ok() && stop_reason_.empty()) {
+      stop_reason_ = absl::StrCat("rank ", request->rank(), " failed: ", request->message());
+    }
+  }
+  cv_.notify_all();
+  return Status::OK;
+}
+
+v1::JobStatus CoordinatorService::Snapshot() {
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::JobStatus status;
+  status.set_job(config_.job);
+  status.set_strategy(config_.strategy);
+  status.set_world_size(world_size());
+  status.set_registered(static_cast<int>(members_.size()));
+  int failed = 0;
+  for (const auto& [rank, done] : done_) failed += done.ok() ? 0 : 1;
+  status.set_done(static_cast<int>(done_.size()) - failed);
+  status.set_failed(failed);
+  for (const auto& [rank, report] : progress_) *status.add_ranks() = report;
+  for (const auto& [epoch, report] : epochs_) *status.add_epochs() = report;
+  *status.mutable_allocation() = allocation_;
+  for (int r = 0; r < world_size(); ++r) {
+    status.add_groups(config_.groups[r]);
+    auto it = members_.find(r);
+    status.add_metrics_addresses(it == members_.end() ? "" : it->second.metrics_address());
+  }
+  status.set_failure(stop_reason_);
+  return status;
+}
+
+Status CoordinatorService::GetJobStatus(ServerContext* context, const v1::GetJobStatusRequest*,
+                                        v1::JobStatus* response) {
+  HPTRAIN_AUTHORIZE(context);
+  *response = Snapshot();
+  return Status::OK;
+}
+
+Status CoordinatorService::Shutdown(ServerContext* context, const v1::ShutdownRequest*,
+                                    v1::ShutdownResponse*) {
+  HPTRAIN_AUTHORIZE(context);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_ = true;
+  }
+  cv_.notify_all();
+  return Status::OK;
+}
+
+void CoordinatorService::RequestStop(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stop_reason_.empty()) stop_reason_ = reason;
+}
+
+bool CoordinatorService::shutdown_requested() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shutdown_;
+}
+
+bool CoordinatorService::WaitUntilFinished(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] {
+    return shutdown_ || static_cast<int>(done_.size()) == world_size();
+  });
+}
+
+}  // namespace hptrain::ps

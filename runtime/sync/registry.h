@@ -1,0 +1,37 @@
+// Strategy registry: strategies register a factory under their `spec.strategy.type` name, and the
+// worker creates one by name. Adding a strategy is a new file with a registration, not an edit to a
+// dispatch chain.
+#ifndef HPTRAIN_RUNTIME_SYNC_REGISTRY_H_
+#define HPTRAIN_RUNTIME_SYNC_REGISTRY_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/job/job_spec.h"
+#include "runtime/sync/strategy.h"
+
+namespace hptrain::sync {
+
+struct StrategyContext {
+  const job::JobSpec* job = nullptr;
+  comm::Communicator* comm = nullptr;  // owned by the caller, outlives the strategy
+};
+
+using StrategyFactory =
+    std::function<absl::StatusOr<std::unique_ptr<Strategy>>(const StrategyContext&)>;
+
+// Registers `factory` under `name`; returns true (for use in a static initialiser).
+bool RegisterStrategy(const std::string& name, StrategyFactory factory);
+
+// Creates the strategy named by job.strategy.type; NotFound naming the known strategies otherwise.
+absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(const StrategyContext& context);
+
+std::vector<std::string> RegisteredStrategies();
+
+}  // namespace hptrain::sync
+
+#endif  // HPTRAIN_RUNTIME_SYNC_REGISTRY_H_

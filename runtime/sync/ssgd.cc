@@ -1,0 +1,29 @@
+// ssgd: synchronous SGD, the reference every other strategy is measured against. Each bucket of
+// summed gradients is all-reduced (ring, 2(N-1)/N · 4 bytes per element sent per worker).
+#include "runtime/sync/registry.h"
+
+namespace hptrain::sync {
+namespace {
+
+class Ssgd : public Strategy {
+ public:
+  explicit Ssgd(comm::Communicator* comm) : comm_(comm) {}
+  std::string name() const override { return "ssgd"; }
+
+  absl::Status ReduceGradients(const StepInfo&, int, absl::Span<float> gradients) override {
+    return comm_->AllReduceSum(gradients.data(), gradients.size());
+  }
+
+ private:
+  comm::Communicator* comm_;
+};
+
+}  // namespace
+
+// Registered at start-up; hptrain_sync is linked whole-archive so this object is kept.
+bool ssgd_registered = RegisterStrategy(
+    "ssgd", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
+      return std::make_unique<Ssgd>(context.comm);
+    });
+
+}  // namespace hptrain::sync

@@ -1,0 +1,423 @@
+#include "runtime/train/trainer.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "kernels/update/update.h"
+#include "runtime/base/status.h"
+#include "runtime/comm/bucketed_reducer.h"
+#include "runtime/sync/registry.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/data/dataset.h"
+#include "runtime/train/data/sampler.h"
+#include "runtime/train/lr_schedule.h"
+#include "runtime/train/models/model.h"
+#include "runtime/train/optimizer.h"
+
+namespace hptrain::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Runs a libtorch call, turning c10::Error into a Status that says what was being done.
+template <typename Fn>
+absl::Status TorchCall(const char* what, Fn&& fn) {
+  try {
+    fn();
+    return absl::OkStatus();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat(what, ": ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(what, ": ", e.what()));
+  }
+}
+
+ModelShape ShapeOf(const Dataset& data) {
+  ModelShape shape;
+  shape.channels = data.shape().channels;
+  shape.height = data.shape().height;
+  shape.width = data.shape().width;
+  shape.num_classes = data.num_classes();
+  return shape;
+}
+
+}  // namespace
+
+class Trainer::Impl {
+ public:
+  Impl(const job::JobSpec& spec, const TrainerOptions& options, comm::Communicator* comm,
+       TrainerCallbacks callbacks)
+      : spec_(spec), options_(options), comm_(comm), callbacks_(std::move(callbacks)) {}
+
+  absl::Status Init();
+  absl::Status Run();
+  int64_t num_parameters() const { return static_cast<int64_t>(flat_params_.numel()); }
+
+ private:
+  absl::Status FlattenParameters();
+  absl::Status TrainStep(const std::vector<int64_t>& perm, int epoch, int64_t step_in_epoch,
+                         int64_t steps_per_epoch, StepStats* stats);
+  absl::Status EndOfEpoch(int epoch, double loss_sum, double loss_count);
+  absl::Status AverageBuffers();
+  absl::Status Evaluate(double* accuracy, double* loss);
+  absl::Status SaveCheckpointIfDue(bool force, int epoch, int64_t next_step_in_epoch);
+  absl::Status RestoreCheckpoint();
+
+  job::JobSpec spec_;
+  TrainerOptions options_;
+  comm::Communicator* comm_;
+  TrainerCallbacks callbacks_;
+
+  std::unique_ptr<Dataset> train_data_;
+  std::unique_ptr<Dataset> test_data_;
+  std::unique_ptr<Model> model_;
+  std::vector<torch::Tensor> params_;
+  torch::Tensor flat_params_;  // every parameter is a view into this buffer
+  std::unique_ptr<comm::BucketedReducer> reducer_;
+  std::unique_ptr<sync::Strategy> strategy_;
+  std::unique_ptr<Optimizer> optimizer_;
+  sync::StepInfo step_info_;
+
+  int64_t global_step_ = 0;
+  int start_epoch_ = 0;
+  int64_t start_step_in_epoch_ = 0;
+  Clock::time_point run_start_;
+};
+
+absl::Status Trainer::Impl::Init() {
+  if (options_.rank < 0 || options_.rank >= static_cast<int>(options_.allocation.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", options_.rank, " out of range"));
+  }
+  // Workers of a local run share the machine: by default each gets cores / workers threads.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int world = static_cast<int>(options_.allocation.size());
+  torch::set_num_threads(spec_.threads > 0 ? spec_.threads : std::max(1, cores / world));
+  HPTRAIN_ASSIGN_OR_RETURN(train_data_, OpenDataset(spec_.dataset, Split::kTrain, spec_.seed));
+  HPTRAIN_ASSIGN_OR_RETURN(test_data_, OpenDataset(spec_.dataset, Split::kTest, spec_.seed));
+  HPTRAIN_ASSIGN_OR_RETURN(model_, CreateModel(spec_.model, ShapeOf(*train_data_), spec_.seed));
+  HPTRAIN_RETURN_IF_ERROR(FlattenParameters());
+
+  std::vector<size_t> sizes;
+  for (const auto& p : params_) sizes.push_back(static_cast<size_t>(p.numel()));
+  sync::StrategyContext context{&spec_, comm_};
+  HPTRAIN_ASSIGN_OR_RETURN(strategy_, sync::CreateStrategy(context));
+  reducer_ = std::make_unique<comm::BucketedReducer>(
+      sizes, static_cast<size_t>(spec_.bucket_mib) << 20,
+      [this](int bucket, float* data, size_t count) {
+        return strategy_->ReduceGradients(step_info_, bucket, absl::MakeSpan(data, count));
+      });
+  optimizer_ = std::make_unique<Optimizer>(spec_.optimizer, sizes.empty() ? 0 : reducer_->size());
+
+  // Autograd hooks: copy each finished gradient into its slot and mark it ready. The returned
+  // undefined tensor leaves the gradient itself unchanged.
+  for (size_t t = 0; t < params_.size(); ++t) {
+    const int index = static_cast<int>(t);
+    params_[t].register_hook([this, index](torch::Tensor grad) {
+      torch::Tensor g = grad.contiguous();
+      std::memcpy(reducer_->data_for(index), g.data_ptr<float>(), g.numel() * sizeof(float));
+      reducer_->MarkReady(index);
+    });
+  }
+  if (options_.resume && !spec_.checkpoint.path.empty()) {
+    HPTRAIN_RETURN_IF_ERROR(RestoreCheckpoint());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Impl::FlattenParameters() {
+  params_ = model_->parameters();
+  int64_t total = 0;
+  for (const auto& p : params_) {
+    if (p.scalar_type() != torch::kFloat32) {
+      return absl::InvalidArgumentError("only float32 parameters are supported");
+    }
+    total += p.numel();
+  }
+  return TorchCall("flattening parameters", [&] {
+    torch::NoGradGuard no_grad;
+    flat_params_ = torch::empty({total}, torch::kFloat32);
+    int64_t offset = 0;
+    for (auto& p : params_) {
+      torch::Tensor view = flat_params_.narrow(0, offset, p.numel()).view(p.sizes());
+      view.copy_(p);
+      p.set_data(view);
+      offset += p.numel();
+    }
+  });
+}
+
+absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoch,
+                                      int64_t step_in_epoch, int64_t steps_per_epoch,
+                                      StepStats* stats) {
+  const auto step_start = Clock::now();
+  const int rank = options_.rank;
+  const int local_batch = options_.allocation[rank];
+  step_info_.step = global_step_;
+  step_info_.epoch = epoch;
+  step_info_.local_batch = local_batch;
+  step_info_.global_batch = spec_.global_batch_size;
+  // Dropout and other random layers draw from a generator keyed by step and rank, so a resumed
+  // run repeats them exactly.
+  torch::manual_seed(spec_.seed * 1000003ULL + global_step_ * 131ULL + rank);
+
+  std::vector<int64_t> indices = WorkerSlice(perm, step_in_epoch, spec_.global_batch_size,
+                                             options_.allocation, rank);
+  HPTRAIN_ASSIGN_OR_RETURN(Batch batch, train_data_->Gather(indices));
+  reducer_->BeginStep();
+  double loss_value = 0;
+  HPTRAIN_RETURN_IF_ERROR(TorchCall("forward/backward", [&] {
+    for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+    auto logits = model_->Forward(batch.inputs);
+    if (!logits.ok()) throw std::runtime_error(std::string(logits.status().message()));
+    torch::Tensor loss = torch::nn::functional::cross_entropy(
+        *logits, batch.targets,
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    loss.backward();
+    loss_value = loss.item<double>();
+  }));
+  const double compute = Since(step_start);
+  HPTRAIN_RETURN_IF_ERROR(reducer_->FinishStep(), "step ", global_step_);
+  const double lr = LearningRate(spec_.optimizer, spec_.epochs, epoch, step_in_epoch,
+                                 steps_per_epoch);
+  float* grads = reducer_->data();
+  kernels::Scale(grads, reducer_->size(), 1.0f / static_cast<float>(spec_.global_batch_size));
+  optimizer_->Step(flat_params_.data_ptr<float>(), grads, lr);
+  HPTRAIN_RETURN_IF_ERROR(strategy_->AfterOptimizerStep(
+      step_info_, absl::MakeSpan(flat_params_.data_ptr<float>(),
+                                 static_cast<size_t>(flat_params_.numel()))));
+
+  double slowdown = 1.0;
+  if (!spec_.testing.slowdown.empty()) slowdown = spec_.testing.slowdown[rank];
+  if (slowdown > 1.0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>((slowdown - 1.0) * compute));
+  }
+  ++global_step_;
+  stats->step = global_step_;
+  stats->epoch = epoch;
+  stats->batch_size = local_batch;
+  stats->train_loss = local_batch > 0 ? loss_value / local_batch : 0.0;
+  stats->compute_seconds = compute * slowdown;
+  stats->comm_seconds = reducer_->last_comm_seconds();
+  stats->exposed_comm_seconds = reducer_->last_exposed_seconds();
+  stats->step_seconds = Since(step_start);
+  stats->lr = lr;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Impl::AverageBuffers() {
+  std::vector<torch::Tensor> buffers = model_->buffers();
+  if (buffers.empty() || comm_->size() == 1) return absl::OkStatus();
+  std::vector<float> flat;
+  for (const auto& b : buffers) {
+    torch::Tensor c = b.to(torch::kFloat32).contiguous();
+    flat.insert(flat.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  }
+  HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(flat.data(), flat.size()), "averaging buffers");
+  const float inv = 1.0f / static_cast<float>(comm_->size());
+  size_t offset = 0;
+  return TorchCall("restoring buffers", [&] {
+    torch::NoGradGuard no_grad;
+    for (auto& b : buffers) {
+      torch::Tensor src = torch::from_blob(flat.data() + offset, b.sizes(), torch::kFloat32);
+      b.copy_(src * inv);
+      offset += b.numel();
+    }
+  });
+}
+
+absl::Status Trainer::Impl::Evaluate(double* accuracy, double* loss) {
+  const int64_t n = test_data_->size();
+  const int world = comm_->size();
+  const int rank = options_.rank;
+  const int64_t begin = n * rank / world;
+  const int64_t end = n * (rank + 1) / world;
+  double correct = 0, loss_sum = 0;
+  model_->train(false);
+  absl::Status status = TorchCall("evaluation", [&] {
+    torch::NoGradGuard no_grad;
+    for (int64_t start = begin; start < end; start += 1000) {
+      std::vector<int64_t> indices;
+      for (int64_t i = start; i < std::min(end, start + 1000); ++i) indices.push_back(i);
+      auto batch = test_data_->Gather(indices);
+      if (!batch.ok()) throw std::runtime_error(std::string(batch.status().message()));
+      auto logits = model_->Forward(batch->inputs);
+      if (!logits.ok()) throw std::runtime_error(std::string(logits.status().message()));
+      loss_sum += torch::nn::functional::cross_entropy(
+                      *logits, batch->targets,
+                      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                      .item<double>();
+      correct += logits->argmax(1).eq(batch->targets).sum().item<double>();
+    }
+  });
+  model_->train(true);
+  HPTRAIN_RETURN_IF_ERROR(status);
+  float totals[3] = {static_cast<float>(correct), static_cast<float>(loss_sum),
+                     static_cast<float>(end - begin)};
+  HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(totals, 3), "evaluation all-reduce");
+  *accuracy = totals[2] > 0 ? totals[0] / totals[2] : 0.0;
+  *loss = totals[2] > 0 ? totals[1] / totals[2] : 0.0;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Impl::EndOfEpoch(int epoch, double loss_sum, double loss_count) {
+  float train[2] = {static_cast<float>(loss_sum), static_cast<float>(loss_count)};
+  HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(train, 2), "epoch loss all-reduce");
+  HPTRAIN_RETURN_IF_ERROR(AverageBuffers());
+  EpochStats stats;
+  stats.epoch = epoch;
+  stats.train_loss = train[1] > 0 ? train[0] / train[1] : 0.0;
+  HPTRAIN_RETURN_IF_ERROR(Evaluate(&stats.test_accuracy, &stats.test_loss));
+  stats.wall_seconds = Since(run_start_);
+  if (callbacks_.on_epoch) callbacks_.on_epoch(stats);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Impl::SaveCheckpointIfDue(bool force, int epoch,
+                                                int64_t next_step_in_epoch) {
+  if (spec_.checkpoint.path.empty() || options_.rank != 0) return absl::OkStatus();
+  const int interval = spec_.checkpoint.interval_steps;
+  if (!force && (interval <= 0 || global_step_ % interval != 0)) return absl::OkStatus();
+  Checkpoint checkpoint;
+  checkpoint.job = spec_.name;
+  checkpoint.step = global_step_;
+  checkpoint.epoch = epoch;
+  checkpoint.step_in_epoch = next_step_in_epoch;
+  checkpoint.optimizer_steps = optimizer_->steps();
+  const float* p = flat_params_.data_ptr<float>();
+  checkpoint.sections["params"].assign(p, p + flat_params_.numel());
+  std::vector<float>& buffers = checkpoint.sections["buffers"];
+  for (const auto& b : model_->buffers()) {
+    torch::Tensor c = b.to(torch::kFloat32).contiguous();
+    buffers.insert(buffers.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  }
+  for (const auto& [name, state] : optimizer_->state()) checkpoint.sections[name] = *state;
+  return SaveCheckpoint(spec_.checkpoint.path, checkpoint);
+}
+
+absl::Status Trainer::Impl::RestoreCheckpoint() {
+  absl::StatusOr<Checkpoint> loaded = LoadCheckpoint(spec_.checkpoint.path);
+  if (absl::IsNotFound(loaded.status())) return absl::OkStatus();  // nothing to resume yet
+  HPTRAIN_RETURN_IF_ERROR(loaded.status());
+  Checkpoint& c = *loaded;
+  auto check = [&](const std::string& name, size_t expected) -> absl::Status {
+    auto it = c.sections.find(name);
+    if (it == c.sections.end() || it->second.size() != expected) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          spec_.checkpoint.path, ": section ", name, " does not match this model (expected ",
+          expected, " values)"));
+    }
+    return absl::OkStatus();
+  };
+  HPTRAIN_RETURN_IF_ERROR(check("params", static_cast<size_t>(flat_params_.numel())));
+  std::memcpy(flat_params_.data_ptr<float>(), c.sections["params"].data(),
+              flat_params_.numel() * sizeof(float));
+  size_t buffer_total = 0;
+  auto buffers = model_->buffers();
+  for (const auto& b : buffers) buffer_total += b.numel();
+  HPTRAIN_RETURN_IF_ERROR(check("buffers", buffer_total));
+  size_t offset = 0;
+  HPTRAIN_RETURN_IF_ERROR(TorchCall("restoring buffers", [&] {
+    torch::NoGradGuard no_grad;
+    for (auto& b : buffers) {
+      b.copy_(torch::from_blob(c.sections["buffers"].data() + offset, b.sizes(), torch::kFloat32));
+      offset += b.numel();
+    }
+  }));
+  for (auto& [name, state] : optimizer_->state()) {
+    HPTRAIN_RETURN_IF_ERROR(check(name, state->size()));
+    *state = c.sections[name];
+  }
+  optimizer_->set_steps(c.optimizer_steps);
+  global_step_ = c.step;
+  start_epoch_ = c.epoch;
+  start_step_in_epoch_ = c.step_in_epoch;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Impl::Run() {
+  run_start_ = Clock::now();
+  model_->train(true);
+  const int64_t steps_per_epoch =
+      StepsPerEpoch(train_data_->size(), spec_.global_batch_size);
+  if (steps_per_epoch <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the training set has ", train_data_->size(), " samples, fewer than the global batch ",
+        spec_.global_batch_size));
+  }
+  int64_t total_steps = steps_per_epoch * spec_.epochs;
+  if (spec_.max_steps > 0) total_steps = std::min<int64_t>(total_steps, spec_.max_steps);
+  for (int epoch = start_epoch_; epoch < spec_.epochs && global_step_ < total_steps; ++epoch) {
+    const std::vector<int64_t> perm = EpochPermutation(train_data_->size(), spec_.seed, epoch);
+    double loss_sum = 0, loss_count = 0;
+    int64_t s = epoch == start_epoch_ ? start_step_in_epoch_ : 0;
+    for (; s < steps_per_epoch && global_step_ < total_steps; ++s) {
+      if (callbacks_.should_stop && callbacks_.should_stop()) {
+        return absl::CancelledError("stopped by the coordinator");
+      }
+      StepStats stats;
+      stats.steps_per_epoch = steps_per_epoch;
+      stats.total_steps = total_steps;
+      HPTRAIN_RETURN_IF_ERROR(TrainStep(perm, epoch, s, steps_per_epoch, &stats));
+      loss_sum += stats.train_loss * stats.batch_size;
+      loss_count += stats.batch_size;
+      if (callbacks_.on_step) callbacks_.on_step(stats);
+      // The last step of an epoch is checkpointed after the epoch's end (buffers averaged).
+      if (s + 1 < steps_per_epoch) {
+        HPTRAIN_RETURN_IF_ERROR(SaveCheckpointIfDue(false, epoch, s + 1), "writing checkpoint");
+      }
+    }
+    HPTRAIN_RETURN_IF_ERROR(EndOfEpoch(epoch, loss_sum, loss_count));
+    if (s == steps_per_epoch) {
+      HPTRAIN_RETURN_IF_ERROR(SaveCheckpointIfDue(false, epoch + 1, 0), "writing checkpoint");
+    }
+  }
+  // The final state; its position says "nothing left" for a later --resume.
+  return Annotate(SaveCheckpointIfDue(true, spec_.epochs, 0), "writing final checkpoint");
+}
+
+Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Trainer::~Trainer() = default;
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const job::JobSpec& spec,
+                                                         const TrainerOptions& options,
+                                                         comm::Communicator* comm,
+                                                         TrainerCallbacks callbacks) {
+  auto impl = std::make_unique<Impl>(spec, options, comm, std::move(callbacks));
+  HPTRAIN_RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
+}
+
+absl::Status Trainer::Run() { return impl_->Run(); }
+int64_t Trainer::num_parameters() const { return impl_->num_parameters(); }
+
+absl::Status Preflight(const job::JobSpec& spec) {
+  const std::vector<std::string> strategies = sync::RegisteredStrategies();
+  if (std::find(strategies.begin(), strategies.end(), spec.strategy.type) == strategies.end()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "spec.strategy.type: strategy \"", spec.strategy.type,
+        "\" is not available in this build (available: ", absl::StrJoin(strategies, ", "), ")"));
+  }
+  HPTRAIN_ASSIGN_OR_RETURN(auto train, OpenDataset(spec.dataset, Split::kTrain, spec.seed));
+  HPTRAIN_ASSIGN_OR_RETURN(auto test, OpenDataset(spec.dataset, Split::kTest, spec.seed));
+  if (StepsPerEpoch(train->size(), spec.global_batch_size) <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.globalBatchSize: ", spec.global_batch_size, " is larger than the ",
+                     train->size(), " training samples"));
+  }
+  HPTRAIN_ASSIGN_OR_RETURN(auto model, CreateModel(spec.model, ShapeOf(*train), spec.seed));
+  (void)test;
+  (void)model;
+  return absl::OkStatus();
+}
+
+}  // namespace hptrain::train

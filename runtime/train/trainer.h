@@ -1,0 +1,94 @@
+// Trainer: one worker's training loop (libtorch stays behind this header).
+//
+// Per step (DESIGN.md "Training semantics"):
+//   1. Take this worker's slice [o_i, o_i + b_i) of the global batch from the epoch's seeded
+//      permutation (data/sampler.h).
+//   2. Forward, summed cross-entropy, backward. Autograd hooks copy each parameter's gradient into
+//      the bucketed reducer's flat buffer; full buckets are handed to the strategy's
+//      ReduceGradients on the communicator thread while backward continues.
+//   3. Wait for all buckets, divide by the global batch B, apply the optimizer to the flat
+//      parameters (the model's parameters are views into that buffer), then the strategy's
+//      AfterOptimizerStep.
+// At the end of every epoch BatchNorm buffers are averaged over the workers, the test split is
+// evaluated in shards and the results all-reduced, so every rank reports the same numbers.
+// Checkpoints are written by rank 0 every `checkpoint.intervalSteps` steps and at the end.
+//
+// Thread-safety: one thread drives Run(); callbacks are invoked on that thread.
+#ifndef HPTRAIN_RUNTIME_TRAIN_TRAINER_H_
+#define HPTRAIN_RUNTIME_TRAIN_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/job/job_spec.h"
+
+namespace hptrain::train {
+
+struct StepStats {
+  int64_t step = 0;            // global steps completed (1 after the first step)
+  int epoch = 0;
+  int64_t steps_per_epoch = 0;
+  int64_t total_steps = 0;
+  int batch_size = 0;
+  double train_loss = 0;       // mean loss over this worker's slice
+  double compute_seconds = 0;  // data + forward + backward (+ emulated slowdown)
+  double comm_seconds = 0;     // time spent in gradient reduction (overlapped or not)
+  double exposed_comm_seconds = 0;
+  double step_seconds = 0;
+  double lr = 0;
+};
+
+struct EpochStats {
+  int epoch = 0;
+  double test_accuracy = 0;
+  double test_loss = 0;
+  double train_loss = 0;
+  double wall_seconds = 0;     // since the run started
+};
+
+struct TrainerCallbacks {
+  std::function<void(const StepStats&)> on_step;
+  std::function<void(const EpochStats&)> on_epoch;
+  // Polled between steps; returning true stops the run with Cancelled.
+  std::function<bool()> should_stop;
+};
+
+struct TrainerOptions {
+  int rank = 0;
+  std::vector<int> allocation;  // batch size of every rank
+  bool resume = false;          // continue from spec.checkpoint.path when it exists
+};
+
+class Trainer {
+ public:
+  // Loads the data sets, builds the model and the strategy. `comm` must outlive the trainer.
+  static absl::StatusOr<std::unique_ptr<Trainer>> Create(const job::JobSpec& spec,
+                                                         const TrainerOptions& options,
+                                                         comm::Communicator* comm,
+                                                         TrainerCallbacks callbacks);
+  ~Trainer();
+
+  // Runs to the end of the last epoch (or spec.maxSteps).
+  absl::Status Run();
+
+  int64_t num_parameters() const;
+
+  class Impl;
+
+ private:
+  explicit Trainer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Checks what a worker would fail on at start, without training: the model can be built and the
+// data sets open and are well formed. Used by the launcher before it starts any process.
+absl::Status Preflight(const job::JobSpec& spec);
+
+}  // namespace hptrain::train
+
+#endif  // HPTRAIN_RUNTIME_TRAIN_TRAINER_H_

@@ -1,0 +1,311 @@
+#include "runtime/comm/nccl/nccl_communicator.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "runtime/base/status.h"
+#include "runtime/comm/kv_store.h"
+#include "runtime/comm/nccl/cuda_check.h"
+#include "tests/runtime/comm/spawn.h"
+
+namespace hptrain::comm {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Why this machine cannot run the GPU tests, or "" if it can.
+std::string NoDeviceReason() {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    return absl::StrCat(cudaGetErrorName(err), " (", cudaGetErrorString(err), ")");
+  }
+  if (count == 0) return "cudaGetDeviceCount returned 0";
+  return "";
+}
+
+#define SKIP_WITHOUT_CUDA_DEVICE()                                          \
+  do {                                                                      \
+    const std::string reason = NoDeviceReason();                           \
+    if (!reason.empty()) GTEST_SKIP() << "no CUDA device: " << reason;    \
+  } while (0)
+
+// A cudaMalloc'ed buffer, freed on scope exit.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) { status_ = cudaMalloc(&ptr_, bytes); }
+  ~DeviceBuffer() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  cudaError_t status() const { return status_; }
+  void* get() const { return ptr_; }
+  float* floats() const { return static_cast<float*>(ptr_); }
+
+  template <typename T>
+  cudaError_t Upload(const std::vector<T>& host) {
+    return cudaMemcpy(ptr_, host.data(), bytes_, cudaMemcpyHostToDevice);
+  }
+  template <typename T>
+  cudaError_t Download(std::vector<T>* host) const {
+    host->resize(bytes_ / sizeof(T));
+    return cudaMemcpy(host->data(), ptr_, bytes_, cudaMemcpyDeviceToHost);
+  }
+
+ private:
+  size_t bytes_;
+  void* ptr_ = nullptr;
+  cudaError_t status_;
+};
+
+// Lets threads wait for each other (C++17 has no std::barrier). Two ranks on one GPU need it:
+// a host-side CUDA call that synchronizes the device must not run while a peer's NCCL kernel
+// waits for this rank.
+class ThreadBarrier {
+ public:
+  explicit ThreadBarrier(int parties) : parties_(parties) {}
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const int generation = generation_;
+    if (++arrived_ == parties_) {
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(lock, [&] { return generation_ != generation; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const int parties_;
+  int arrived_ = 0;
+  int generation_ = 0;
+};
+
+TEST(CudaCheck, CudaErrorsCarryNameTextAndPlace) {
+  absl::Status status = CudaStatus(cudaErrorMemoryAllocation, "cudaMalloc(&p, n)", "x.cc", 12);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(status.message().find("cudaMalloc(&p, n): cudaErrorMemoryAllocation"),
+            absl::string_view::npos)
+      << status;
+  EXPECT_NE(status.message().find("(x.cc:12)"), absl::string_view::npos) << status;
+  EXPECT_TRUE(CudaStatus(cudaSuccess, "ok", "x.cc", 1).ok());
+  EXPECT_EQ(CudaStatus(cudaErrorInvalidValue, "f", "x.cc", 1).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CudaStatus(cudaErrorNoDevice, "f", "x.cc", 1).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(CudaCheck, NcclResultsMapToStatusCodes) {
+  EXPECT_TRUE(NcclStatus(ncclSuccess, "ok", "y.cc", 1).ok());
+  absl::Status usage = NcclStatus(ncclInvalidUsage, "ncclCommInitRank", "y.cc", 7);
+  EXPECT_EQ(usage.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(usage.message().find(ncclGetErrorString(ncclInvalidUsage)), absl::string_view::npos)
+      << usage;
+  EXPECT_NE(usage.message().find("(y.cc:7)"), absl::string_view::npos) << usage;
+  EXPECT_EQ(NcclStatus(ncclRemoteError, "f", "y.cc", 1).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(NcclStatus(ncclInvalidArgument, "f", "y.cc", 1).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(NcclStatus(ncclUnhandledCudaError, "f", "y.cc", 1).code(),
+            absl::StatusCode::kInternal);
+}
+
+absl::Status ReturnsThroughMacros(cudaError_t cuda, ncclResult_t nccl) {
+  HPTRAIN_CUDA_RETURN_IF_ERROR(cuda);
+  HPTRAIN_NCCL_RETURN_IF_ERROR(nccl);
+  return absl::OkStatus();
+}
+
+TEST(CudaCheck, MacrosReturnOnlyOnError) {
+  EXPECT_TRUE(ReturnsThroughMacros(cudaSuccess, ncclSuccess).ok());
+  EXPECT_EQ(ReturnsThroughMacros(cudaErrorInvalidDevice, ncclSuccess).code(),
+            absl::StatusCode::kInvalidArgument);
+  // ncclInProgress is not success for the strict macro.
+  EXPECT_EQ(ReturnsThroughMacros(cudaSuccess, ncclInProgress).code(),
+            absl::StatusCode::kUnavailable);
+}
+
+TEST(NcclCommunicator, RejectsBadArgumentsBeforeTouchingCuda) {
+  InMemoryStore store;
+  for (auto [rank, size, device, timeout] :
+       std::vector<std::tuple<int, int, int, int>>{
+           {0, 0, 0, 1000}, {2, 2, 0, 1000}, {-1, 2, 0, 1000}, {0, 1, -1, 1000}, {0, 1, 0, 0}}) {
+    auto comm = NcclCommunicator::Create(store, rank, size, device, milliseconds(timeout));
+    EXPECT_EQ(comm.status().code(), absl::StatusCode::kInvalidArgument)
+        << rank << "/" << size << " dev " << device << ": " << comm.status();
+  }
+}
+
+TEST(NcclCommunicator, CreateWithoutADeviceReturnsAnError) {
+  if (NoDeviceReason().empty()) GTEST_SKIP() << "a CUDA device is present";
+  InMemoryStore store;
+  auto comm = NcclCommunicator::Create(store, 0, 1, 0, seconds(1));
+  ASSERT_FALSE(comm.ok());
+  EXPECT_NE(comm.status().message().find("cudaGetDeviceCount"), absl::string_view::npos)
+      << comm.status();
+}
+
+TEST(NcclCommunicator, SingleRankCollectivesAreIdentity) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  InMemoryStore store;
+  auto created = NcclCommunicator::Create(store, 0, 1, 0, seconds(30), "single");
+  ASSERT_TRUE(created.ok()) << created.status();
+  NcclCommunicator& comm = **created;
+  EXPECT_EQ(comm.rank(), 0);
+  EXPECT_EQ(comm.size(), 1);
+
+  const size_t count = 4097;
+  std::vector<float> input(count);
+  for (size_t i = 0; i < count; ++i) input[i] = 0.25f * static_cast<float>(i % 13) - 1.0f;
+  DeviceBuffer data(count * sizeof(float));
+  ASSERT_EQ(data.status(), cudaSuccess);
+  ASSERT_EQ(data.Upload(input), cudaSuccess);
+
+  ASSERT_TRUE(comm.AllReduceSum(data.floats(), count).ok());
+  std::vector<float> output;
+  ASSERT_EQ(data.Download(&output), cudaSuccess);
+  EXPECT_EQ(output, input);
+
+  ASSERT_TRUE(comm.Broadcast(data.get(), count * sizeof(float), 0).ok());
+  ASSERT_EQ(data.Download(&output), cudaSuccess);
+  EXPECT_EQ(output, input);
+
+  DeviceBuffer gathered(count * sizeof(float));
+  ASSERT_EQ(gathered.status(), cudaSuccess);
+  ASSERT_TRUE(comm.AllGather(data.get(), gathered.get(), count * sizeof(float)).ok());
+  ASSERT_EQ(gathered.Download(&output), cudaSuccess);
+  EXPECT_EQ(output, input);
+
+  EXPECT_TRUE(comm.Barrier().ok());
+  EXPECT_TRUE(comm.AllReduceSum(nullptr, 0).ok());
+  EXPECT_EQ(comm.Broadcast(data.get(), 4, 1).code(), absl::StatusCode::kInvalidArgument);
+  // One rank moves nothing by any of the formulas.
+  EXPECT_EQ(comm.bytes_sent(), 0);
+  EXPECT_EQ(comm.bytes_received(), 0);
+}
+
+TEST(NcclCommunicator, TwoRanksOnOneDevice) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  constexpr int kRanks = 2;
+  constexpr int kRoot = 1;
+  constexpr size_t kCount = 1001;     // not a multiple of the rank count
+  constexpr size_t kBlock = 24;       // all-gather bytes per rank
+  constexpr size_t kBroadcast = 333;  // broadcast bytes
+
+  // Every buffer is made and filled before the ranks start (see ThreadBarrier).
+  std::vector<std::unique_ptr<DeviceBuffer>> sums, blocks, gathered, broadcast;
+  for (int r = 0; r < kRanks; ++r) {
+    std::vector<float> values(kCount);
+    for (size_t i = 0; i < kCount; ++i) values[i] = static_cast<float>(r + 1 + i % 7);
+    sums.push_back(std::make_unique<DeviceBuffer>(kCount * sizeof(float)));
+    ASSERT_EQ(sums[r]->Upload(values), cudaSuccess);
+    blocks.push_back(std::make_unique<DeviceBuffer>(kBlock));
+    ASSERT_EQ(blocks[r]->Upload(std::vector<uint8_t>(kBlock, static_cast<uint8_t>(10 + r))),
+              cudaSuccess);
+    gathered.push_back(std::make_unique<DeviceBuffer>(kRanks * kBlock));
+    ASSERT_EQ(gathered[r]->Upload(std::vector<uint8_t>(kRanks * kBlock, 0)), cudaSuccess);
+    std::vector<uint8_t> bytes(kBroadcast);
+    for (size_t i = 0; i < kBroadcast; ++i) bytes[i] = static_cast<uint8_t>(r == kRoot ? i : 0);
+    broadcast.push_back(std::make_unique<DeviceBuffer>(kBroadcast));
+    ASSERT_EQ(broadcast[r]->Upload(bytes), cudaSuccess);
+  }
+
+  InMemoryStore store;
+  ThreadBarrier barrier(kRanks);
+  std::vector<absl::Status> created(kRanks), ran(kRanks);
+  std::vector<int64_t> sent(kRanks), received(kRanks);
+  testing::Spawn(kRanks, [&](int r) {
+    auto comm = NcclCommunicator::Create(store, r, kRanks, 0, seconds(30), "two_ranks");
+    created[r] = comm.status();
+    barrier.Wait();
+    if (!created[0].ok() || !created[1].ok()) return;
+    NcclCommunicator& c = **comm;
+    ran[r] = [&]() -> absl::Status {
+      HPTRAIN_RETURN_IF_ERROR(c.AllReduceSum(sums[r]->floats(), kCount), "all-reduce");
+      HPTRAIN_RETURN_IF_ERROR(c.Broadcast(broadcast[r]->get(), kBroadcast, kRoot), "broadcast");
+      HPTRAIN_RETURN_IF_ERROR(c.AllGather(blocks[r]->get(), gathered[r]->get(), kBlock),
+                              "all-gather");
+      return c.Barrier();
+    }();
+    sent[r] = c.bytes_sent();
+    received[r] = c.bytes_received();
+    barrier.Wait();  // nobody tears down while a peer's kernels may still run
+    comm->reset();   // ncclCommFinalize is collective: both ranks shut down concurrently
+  });
+
+  for (int r = 0; r < kRanks; ++r) {
+    if (!created[r].ok() &&
+        created[r].message().find("Duplicate GPU") != absl::string_view::npos) {
+      GTEST_SKIP() << "this NCCL refuses two ranks on one GPU: " << created[r];
+    }
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_TRUE(created[r].ok()) << "rank " << r << ": " << created[r];
+    ASSERT_TRUE(ran[r].ok()) << "rank " << r << ": " << ran[r];
+  }
+
+  for (int r = 0; r < kRanks; ++r) {
+    std::vector<float> sum;
+    ASSERT_EQ(sums[r]->Download(&sum), cudaSuccess);
+    for (size_t i = 0; i < kCount; ++i) {
+      ASSERT_EQ(sum[i], static_cast<float>(3 + 2 * (i % 7))) << "rank " << r << " element " << i;
+    }
+    std::vector<uint8_t> bytes;
+    ASSERT_EQ(broadcast[r]->Download(&bytes), cudaSuccess);
+    for (size_t i = 0; i < kBroadcast; ++i) ASSERT_EQ(bytes[i], static_cast<uint8_t>(i));
+    ASSERT_EQ(gathered[r]->Download(&bytes), cudaSuccess);
+    for (size_t i = 0; i < kRanks * kBlock; ++i) {
+      ASSERT_EQ(bytes[i], static_cast<uint8_t>(10 + i / kBlock)) << "rank " << r << " byte " << i;
+    }
+  }
+
+  // The documented formulas with N = 2: all-reduce 2(N-1)/N·S = S each way; broadcast: the root
+  // sends S, the other rank receives it; all-gather (N-1)·block; barrier a 4-byte all-reduce.
+  const int64_t all_reduce = kCount * sizeof(float);
+  const int64_t common = all_reduce + kBlock + 4;
+  EXPECT_EQ(sent[0], common);
+  EXPECT_EQ(received[0], common + static_cast<int64_t>(kBroadcast));
+  EXPECT_EQ(sent[1], common + static_cast<int64_t>(kBroadcast));
+  EXPECT_EQ(received[1], common);
+}
+
+TEST(NcclCommunicator, RendezvousTimesOutWithoutRankZero) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  InMemoryStore store;
+  auto comm = NcclCommunicator::Create(store, 1, 2, 0, milliseconds(300), "no_root");
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.status().code(), absl::StatusCode::kDeadlineExceeded) << comm.status();
+  EXPECT_NE(comm.status().message().find("no_root/unique_id"), absl::string_view::npos)
+      << comm.status();
+}
+
+TEST(NcclCommunicator, InitTimesOutWhenAPeerNeverJoins) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  InMemoryStore store;
+  const auto start = std::chrono::steady_clock::now();
+  auto comm = NcclCommunicator::Create(store, 0, 2, 0, milliseconds(1000), "lonely_root");
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.status().code(), absl::StatusCode::kDeadlineExceeded) << comm.status();
+  // The abort must not hang: allow generous slack over the 1 s timeout.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(20));
+}
+
+}  // namespace
+}  // namespace hptrain::comm

@@ -1,0 +1,461 @@
+#include "runtime/job/job_parser.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace hptrain::job {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+// A small valid job; most tests change it with overrides.
+constexpr char kMinimal[] = R"(apiVersion: hptrain.io/v1alpha1
+kind: TrainingJob
+metadata:
+  name: t
+spec:
+  model: {name: lenet5}
+  dataset: {name: fashion-mnist}
+  globalBatchSize: 64
+  workerGroups:
+    - name: cpu
+      replicas: 2
+)";
+
+absl::StatusOr<JobSpec> Parse(const std::string& text,
+                              const std::vector<std::string>& overrides = {}) {
+  return ParseJobText(text, overrides, "job.yaml");
+}
+
+// The message of a parse that must fail with InvalidArgument on one line.
+std::string ErrorOf(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  absl::StatusOr<JobSpec> spec = Parse(text, overrides);
+  EXPECT_FALSE(spec.ok());
+  if (spec.ok()) return "";
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument) << spec.status();
+  std::string message(spec.status().message());
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  return message;
+}
+
+// The message of kMinimal with `overrides` applied, which must fail.
+std::string SetError(const std::vector<std::string>& overrides) {
+  return ErrorOf(kMinimal, overrides);
+}
+
+TEST(JobParserTest, EveryExampleParsesAndValidates) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++count;
+    absl::StatusOr<JobSpec> spec = ParseJobFile(entry.path().string());
+    EXPECT_TRUE(spec.ok()) << entry.path() << ": " << spec.status();
+  }
+  EXPECT_GE(count, 4);
+}
+
+TEST(JobParserTest, FashionMnistDemo) {
+  absl::StatusOr<JobSpec> spec = ParseJobFile("examples/fashion-mnist.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name, "fashion-mnist-lenet5");
+  EXPECT_EQ(spec->ns, "default");
+  EXPECT_EQ(spec->model.name, "lenet5");
+  EXPECT_EQ(spec->dataset.name, "fashion-mnist");
+  EXPECT_EQ(spec->dataset.path, "/usr/share/datasets/fashion-mnist");
+  EXPECT_EQ(spec->dataset.format, "idx");
+  EXPECT_EQ(spec->strategy.type, "ssgd");
+  EXPECT_EQ(spec->optimizer.type, "sgd");
+  EXPECT_DOUBLE_EQ(spec->optimizer.lr, 0.05);
+  EXPECT_DOUBLE_EQ(spec->optimizer.momentum, 0.9);
+  EXPECT_DOUBLE_EQ(spec->optimizer.weight_decay, 5e-4);
+  EXPECT_EQ(spec->global_batch_size, 128);
+  EXPECT_EQ(spec->epochs, 5);
+  EXPECT_EQ(spec->seed, 42u);
+  ASSERT_EQ(spec->worker_groups.size(), 1u);
+  EXPECT_EQ(spec->worker_groups[0].name, "cpu");
+  EXPECT_EQ(spec->WorldSize(), 4);
+  EXPECT_THAT(spec->InitialAllocation(), ElementsAre(32, 32, 32, 32));
+  const std::string& pod = spec->worker_groups[0].template_yaml;
+  EXPECT_THAT(pod, HasSubstr("image: hptrain/runtime:0.1.0"));
+  EXPECT_THAT(pod, HasSubstr("cpu: \"1\""));  // quoted scalars stay strings
+  EXPECT_THAT(pod, HasSubstr("memory: 2Gi"));
+}
+
+TEST(JobParserTest, HeterogeneousExample) {
+  absl::StatusOr<JobSpec> spec = ParseJobFile("examples/heterogeneous-gpus.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->ns, "training");
+  EXPECT_EQ(spec->device, "cuda");
+  EXPECT_EQ(spec->dataset.format, "cifar-binary");
+  EXPECT_EQ(spec->dataset.path, "/data/cifar-10-batches-bin");
+  EXPECT_TRUE(spec->rebalance.enabled);
+  EXPECT_THAT(spec->RankGroups(), ElementsAre("a100", "a100", "t4", "t4"));
+  EXPECT_THAT(spec->worker_groups[0].template_yaml, HasSubstr("nvidia.com/gpu: 1"));
+  EXPECT_THAT(spec->worker_groups[1].template_yaml, HasSubstr("tolerations:"));
+  EXPECT_THAT(spec->ps_template_yaml, HasSubstr("name: ps"));
+}
+
+TEST(JobParserTest, SyntheticExampleUsesWorkersShorthand) {
+  absl::StatusOr<JobSpec> spec = ParseJobFile("examples/synthetic-mlp.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->worker_groups.size(), 1u);
+  EXPECT_EQ(spec->worker_groups[0].name, "worker");
+  EXPECT_EQ(spec->worker_groups[0].replicas, 2);
+  EXPECT_EQ(spec->dataset.format, "synthetic");
+  EXPECT_EQ(spec->dataset.path, "");
+  EXPECT_EQ(spec->dataset.synthetic.samples, 2048);
+  EXPECT_THAT(spec->model.hidden, ElementsAre(64));
+}
+
+TEST(JobParserTest, TorchScriptExample) {
+  absl::StatusOr<JobSpec> spec = ParseJobFile("examples/torchscript.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->model.name, "");
+  EXPECT_EQ(spec->model.torchscript, "examples/lenet5.pt");
+  EXPECT_EQ(spec->strategy.type, "topk");
+  EXPECT_EQ(spec->strategy.error_feedback, true);
+}
+
+TEST(JobParserTest, DefaultsOfAMinimalJob) {
+  absl::StatusOr<JobSpec> spec = Parse(kMinimal);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->strategy.type, "ssgd");
+  EXPECT_FALSE(spec->strategy.error_feedback.has_value());
+  EXPECT_EQ(spec->epochs, 1);
+  EXPECT_EQ(spec->device, "cpu");
+  EXPECT_EQ(spec->worker_groups[0].template_yaml, "");
+}
+
+TEST(JobParserTest, MlpGetsDefaultHiddenWidths) {
+  absl::StatusOr<JobSpec> spec = Parse(kMinimal, {"spec.model.name=mlp"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->model.hidden, ElementsAre(256, 128));
+}
+
+TEST(JobParserTest, MnistDefaultPath) {
+  absl::StatusOr<JobSpec> spec = Parse(kMinimal, {"spec.dataset.name=mnist"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->dataset.path, "/usr/share/datasets/mnist");
+  EXPECT_EQ(spec->dataset.format, "idx");
+}
+
+TEST(JobParserTest, AllFieldsRoundTrip) {
+  absl::StatusOr<JobSpec> spec = Parse(R"(apiVersion: hptrain.io/v1alpha1
+kind: TrainingJob
+metadata: {name: full, namespace: ns1, labels: {team: x}, annotations: {a: b}, generateName: f-}
+spec:
+  model: {name: mlp, hidden: [32, 16]}
+  dataset:
+    name: synthetic
+    normalize: false
+    synthetic: {samples: 100, testSamples: 10, shape: [3, 8, 8], classes: 4}
+  strategy: {type: quantized, bits: 4, bucketSize: 512, errorFeedback: false}
+  optimizer:
+    type: adam
+    lr: 0.001
+    weightDecay: 0.01
+    betas: [0.8, 0.99]
+    eps: 1.0e-6
+    schedule: {type: step, warmupEpochs: 1, stepSize: 3, gamma: 0.5}
+  globalBatchSize: 20
+  epochs: 3
+  maxSteps: 100
+  seed: 18446744073709551615
+  device: cpu
+  threads: 2
+  bucketMiB: 4
+  workerGroups:
+    - {name: a, replicas: 1, batchSize: 8}
+    - {name: b, replicas: 2, batchSize: 6}
+  rebalance: {enabled: true, intervalSeconds: 5, intervalSteps: 10, minBatch: 2, maxBatch: 12, hysteresis: 0.1}
+  checkpoint: {path: /tmp/ckpt.pt, intervalSteps: 50}
+  runPolicy: {backoffLimit: 1, activeDeadlineSeconds: 600, ttlSecondsAfterFinished: 60, suspend: true}
+  testing: {slowdown: [1, 2.5, 1]}
+status: {phase: Running}
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->ns, "ns1");
+  EXPECT_THAT(spec->model.hidden, ElementsAre(32, 16));
+  EXPECT_FALSE(spec->dataset.normalize);
+  EXPECT_THAT(spec->dataset.synthetic.shape, ElementsAre(3, 8, 8));
+  EXPECT_EQ(spec->dataset.synthetic.classes, 4);
+  EXPECT_EQ(spec->dataset.synthetic.test_samples, 10);
+  EXPECT_EQ(spec->strategy.bits, "4");
+  EXPECT_EQ(spec->strategy.bucket_size, 512);
+  EXPECT_EQ(spec->strategy.error_feedback, false);
+  EXPECT_DOUBLE_EQ(spec->optimizer.beta1, 0.8);
+  EXPECT_DOUBLE_EQ(spec->optimizer.beta2, 0.99);
+  EXPECT_DOUBLE_EQ(spec->optimizer.eps, 1e-6);
+  EXPECT_EQ(spec->optimizer.schedule.type, "step");
+  EXPECT_EQ(spec->optimizer.schedule.step_size, 3);
+  EXPECT_DOUBLE_EQ(spec->optimizer.schedule.gamma, 0.5);
+  EXPECT_EQ(spec->max_steps, 100);
+  EXPECT_EQ(spec->seed, 18446744073709551615ull);
+  EXPECT_EQ(spec->threads, 2);
+  EXPECT_EQ(spec->bucket_mib, 4);
+  EXPECT_THAT(spec->InitialAllocation(), ElementsAre(8, 6, 6));
+  EXPECT_EQ(spec->rebalance.interval_steps, 10);
+  EXPECT_EQ(spec->rebalance.max_batch, 12);
+  EXPECT_EQ(spec->checkpoint.interval_steps, 50);
+  EXPECT_EQ(spec->run_policy.active_deadline_seconds, 600);
+  EXPECT_TRUE(spec->run_policy.suspend);
+  EXPECT_THAT(spec->testing.slowdown, ElementsAre(1.0, 2.5, 1.0));
+}
+
+TEST(JobParserTest, NullValueMeansUnset) {
+  absl::StatusOr<JobSpec> spec = Parse(std::string(kMinimal) + "  epochs:\n  strategy: ~\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->epochs, 1);
+}
+
+// --- errors ----------------------------------------------------------------------------------
+
+TEST(JobParserTest, TypeErrorNamesThePath) {
+  EXPECT_EQ(SetError({"spec.globalBatchSize=abc"}),
+            "job.yaml: spec.globalBatchSize: must be an integer, got \"abc\"");
+  EXPECT_EQ(SetError({"spec.epochs=1.5"}),
+            "job.yaml: spec.epochs: must be an integer, got \"1.5\"");
+  EXPECT_THAT(SetError({"spec.epochs=99999999999"}),
+              HasSubstr("spec.epochs: integer out of range"));
+  EXPECT_THAT(SetError({"spec.seed=-1"}), HasSubstr("spec.seed: must be a non-negative integer"));
+  EXPECT_THAT(SetError({"spec.optimizer.lr=fast"}),
+              HasSubstr("spec.optimizer.lr: must be a number"));
+  EXPECT_THAT(SetError({"spec.optimizer.lr=nan"}),
+              HasSubstr("spec.optimizer.lr: must be a finite number"));
+  EXPECT_THAT(SetError({"spec.rebalance.enabled=maybe"}),
+              HasSubstr("spec.rebalance.enabled: must be true or false, got \"maybe\""));
+  EXPECT_THAT(SetError({"spec.epochs=[1]"}),
+              HasSubstr("spec.epochs: must be an integer, got a list"));
+  EXPECT_THAT(SetError({"spec.model.name={a: 1}"}),
+              HasSubstr("spec.model.name: must be a string, got a map"));
+  EXPECT_THAT(SetError({"spec.model=lenet5"}),
+              HasSubstr("spec.model: must be a map, got \"lenet5\""));
+  EXPECT_THAT(SetError({"spec.workerGroups=cpu"}), HasSubstr("spec.workerGroups: must be a list"));
+  EXPECT_THAT(SetError({"spec.testing.slowdown=[1, x]"}),
+              HasSubstr("spec.testing.slowdown[1]: must be a number, got \"x\""));
+  EXPECT_THAT(SetError({"spec.workerGroups.0.replicas=two"}),
+              HasSubstr("spec.workerGroups[0].replicas: must be an integer"));
+  EXPECT_THAT(SetError({"spec.workerGroups.0.template=[a]"}),
+              HasSubstr("spec.workerGroups[0].template: must be a map, got a list"));
+  EXPECT_THAT(SetError({"spec.optimizer.betas=[0.9]"}),
+              HasSubstr("spec.optimizer.betas: must be a list of 2"));
+}
+
+TEST(JobParserTest, QuotedNumbersAreStrings) {
+  std::string text = kMinimal;
+  text.replace(text.find("globalBatchSize: 64"), 19, "globalBatchSize: \"64\"");
+  EXPECT_EQ(ErrorOf(text),
+            "job.yaml: spec.globalBatchSize: must be an integer, got the quoted string \"64\"");
+}
+
+TEST(JobParserTest, UnknownKeysAreErrors) {
+  EXPECT_THAT(
+      SetError({"spec.strategy.foo=1"}),
+      StartsWith("job.yaml: spec.strategy.foo: unknown field (expected one of type, bits,"));
+  EXPECT_THAT(SetError({"spec.epoch=3"}), StartsWith("job.yaml: spec.epoch: unknown field"));
+  EXPECT_THAT(SetError({"extra=1"}), StartsWith("job.yaml: extra: unknown field"));
+  EXPECT_THAT(SetError({"spec.workerGroups.0.image=x"}),
+              StartsWith("job.yaml: spec.workerGroups[0].image: unknown field"));
+  EXPECT_THAT(SetError({"spec.optimizer.schedule.decay=1"}),
+              StartsWith("job.yaml: spec.optimizer.schedule.decay: unknown field"));
+  EXPECT_THAT(SetError({"spec.dataset.synthetic.size=1", "spec.dataset.name=synthetic"}),
+              StartsWith("job.yaml: spec.dataset.synthetic.size: unknown field"));
+}
+
+TEST(JobParserTest, TemplateAndMetadataAcceptAnyKey) {
+  absl::StatusOr<JobSpec> spec = Parse(
+      kMinimal, {"spec.workerGroups.0.template.spec.whatever.deep=1", "metadata.labels.team=vision",
+                 "metadata.uid=abc", "spec.ps.template.metadata.labels.x=y"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->worker_groups[0].template_yaml, HasSubstr("whatever:"));
+  EXPECT_THAT(spec->ps_template_yaml, HasSubstr("x: y"));
+}
+
+TEST(JobParserTest, DuplicateKey) {
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "  globalBatchSize: 32\n"),
+            "job.yaml: spec.globalBatchSize: duplicate key");
+}
+
+TEST(JobParserTest, MalformedYamlNamesLineAndColumn) {
+  std::string message = ErrorOf("apiVersion: hptrain.io/v1alpha1\nkind: [TrainingJob\nspec: {}\n");
+  EXPECT_THAT(message, MatchesRegex("job\\.yaml:[0-9]+:[0-9]+: malformed YAML: .+"));
+  EXPECT_THAT(ErrorOf("a: 1\n b: 2\n"), StartsWith("job.yaml:2:3: malformed YAML: "));
+}
+
+TEST(JobParserTest, OneDocumentOnly) {
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "---\n" + kMinimal),
+            "job.yaml: expected one YAML document, found 2");
+}
+
+TEST(JobParserTest, ApiVersionKindAndName) {
+  EXPECT_EQ(SetError({"apiVersion=v1"}),
+            "job.yaml: apiVersion: must be \"hptrain.io/v1alpha1\", got \"v1\"");
+  EXPECT_THAT(SetError({"kind=Pod"}), StartsWith("job.yaml: kind: must be \"TrainingJob\""));
+  EXPECT_THAT(ErrorOf(""), StartsWith("job.yaml: apiVersion: must be"));
+  EXPECT_THAT(ErrorOf("[1, 2]"), StartsWith("job.yaml: document: must be a map"));
+  EXPECT_EQ(SetError({"metadata.name="}), "job.yaml: metadata.name: required");
+  EXPECT_THAT(SetError({"metadata.name=My_Job"}),
+              StartsWith("job.yaml: metadata.name: \"My_Job\" is not a DNS-1123 label"));
+  EXPECT_THAT(SetError({"metadata.labels=x"}),
+              StartsWith("job.yaml: metadata.labels: must be a map"));
+  std::string no_spec = kMinimal;
+  no_spec.resize(no_spec.find("spec:"));
+  EXPECT_EQ(ErrorOf(no_spec), "job.yaml: spec: required");
+}
+
+TEST(JobParserTest, ValidationErrorsCarryTheSource) {
+  EXPECT_EQ(SetError({"spec.strategy.type=foo"}),
+            "job.yaml: spec.strategy.type: unknown strategy \"foo\" (expected one of ssgd, fp16, "
+            "quantized, topk, dgc, localsgd, multistep, hierarchical, gossip, ps, hps, mp2)");
+  EXPECT_THAT(SetError({"spec.strategy.density=0.1"}),
+              StartsWith("job.yaml: spec.strategy.density: does not apply to strategy ssgd"));
+}
+
+TEST(JobParserTest, WorkersAndWorkerGroupsAreExclusive) {
+  EXPECT_THAT(SetError({"spec.workers.replicas=2"}),
+              StartsWith("job.yaml: spec.workers: cannot be combined with spec.workerGroups"));
+  // Nulling workerGroups out makes room for the shorthand.
+  absl::StatusOr<JobSpec> spec =
+      Parse(kMinimal, {"spec.workerGroups=~", "spec.workers.replicas=3"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->RankGroups(), ElementsAre("worker", "worker", "worker"));
+}
+
+TEST(JobParserTest, SyntheticBlockNeedsSyntheticDataset) {
+  EXPECT_THAT(
+      SetError({"spec.dataset.synthetic.samples=10"}),
+      StartsWith("job.yaml: spec.dataset.synthetic: applies only to dataset \"synthetic\""));
+}
+
+TEST(JobParserTest, MissingFile) {
+  absl::StatusOr<JobSpec> spec = ParseJobFile("no/such/job.yaml");
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(spec.status().message(), "no/such/job.yaml: no such file");
+}
+
+TEST(JobParserTest, FileErrorsNameTheFile) {
+  std::string path = ::testing::TempDir() + "/job_parser_test_bad.yaml";
+  {
+    std::ofstream out(path);
+    out << kMinimal << "  epochs: zero\n";
+  }
+  absl::StatusOr<JobSpec> spec = ParseJobFile(path);
+  EXPECT_EQ(spec.status().message(), path + ": spec.epochs: must be an integer, got \"zero\"");
+  spec = ParseJobFile(path, {"spec.epochs=2"});
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  std::filesystem::remove(path);
+  EXPECT_THAT(std::string(ParseJobFile(::testing::TempDir()).status().message()),
+              HasSubstr("is a directory"));
+}
+
+// --- overrides -------------------------------------------------------------------------------
+
+TEST(JobParserOverrideTest, Scalars) {
+  absl::StatusOr<JobSpec> spec =
+      Parse(kMinimal, {"spec.epochs=3", "spec.strategy.type=topk", "spec.strategy.density=0.01",
+                       "spec.strategy.errorFeedback=true", "spec.optimizer.lr=0.2"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->epochs, 3);
+  EXPECT_EQ(spec->strategy.type, "topk");
+  EXPECT_DOUBLE_EQ(spec->strategy.density, 0.01);
+  EXPECT_EQ(spec->strategy.error_feedback, true);
+  EXPECT_DOUBLE_EQ(spec->optimizer.lr, 0.2);
+}
+
+TEST(JobParserOverrideTest, Lists) {
+  absl::StatusOr<JobSpec> spec = Parse(
+      kMinimal, {"spec.testing.slowdown=[1,3]", "spec.model.name=mlp", "spec.model.hidden=[8, 8]"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->testing.slowdown, ElementsAre(1.0, 3.0));
+  EXPECT_THAT(spec->model.hidden, ElementsAre(8, 8));
+}
+
+TEST(JobParserOverrideTest, IndexIntoWorkerGroups) {
+  absl::StatusOr<JobSpec> spec = Parse(kMinimal, {"spec.workerGroups.0.replicas=4"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->WorldSize(), 4);
+  // Index == length appends a group.
+  spec = Parse(kMinimal, {"spec.workerGroups.1.name=gpu", "spec.workerGroups.1.replicas=3"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->RankGroups(), ElementsAre("cpu", "cpu", "gpu", "gpu", "gpu"));
+  // Index into a list of scalars.
+  spec = Parse(kMinimal, {"spec.testing.slowdown=[1,1]", "spec.testing.slowdown.1=2.5"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->testing.slowdown, ElementsAre(1.0, 2.5));
+}
+
+TEST(JobParserOverrideTest, CreatesMissingKeys) {
+  absl::StatusOr<JobSpec> spec =
+      Parse(kMinimal, {"spec.checkpoint.path=/tmp/c.pt", "spec.rebalance.enabled=true",
+                       "spec.optimizer.schedule.type=cosine"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->checkpoint.path, "/tmp/c.pt");
+  EXPECT_TRUE(spec->rebalance.enabled);
+  EXPECT_EQ(spec->optimizer.schedule.type, "cosine");
+}
+
+TEST(JobParserOverrideTest, BuildsAWholeJobFromNothing) {
+  absl::StatusOr<JobSpec> spec =
+      Parse("", {"apiVersion=hptrain.io/v1alpha1", "kind=TrainingJob", "metadata.name=cli",
+                 "spec.model.name=lenet5", "spec.dataset.name=mnist", "spec.globalBatchSize=8",
+                 "spec.workers.replicas=2"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name, "cli");
+  EXPECT_EQ(spec->WorldSize(), 2);
+}
+
+TEST(JobParserOverrideTest, LaterOverrideWins) {
+  absl::StatusOr<JobSpec> spec = Parse(kMinimal, {"spec.epochs=3", "spec.epochs=7"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->epochs, 7);
+}
+
+TEST(JobParserOverrideTest, StringValuesAndEmptyValue) {
+  absl::StatusOr<JobSpec> spec =
+      Parse(kMinimal, {"spec.checkpoint.path=/a b/c:d.pt", "spec.dataset.path="});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->checkpoint.path, "/a b/c:d.pt");
+  EXPECT_EQ(spec->dataset.path, "/usr/share/datasets/fashion-mnist");  // empty = default
+}
+
+TEST(JobParserOverrideTest, Malformed) {
+  EXPECT_EQ(SetError({"spec.epochs"}),
+            "job.yaml: --set \"spec.epochs\": expected dotted.path=value");
+  EXPECT_EQ(SetError({"=3"}), "job.yaml: --set \"=3\": empty path component");
+  EXPECT_EQ(SetError({"spec..epochs=3"}),
+            "job.yaml: --set \"spec..epochs=3\": empty path component");
+  EXPECT_EQ(SetError({"spec.workerGroups.first.replicas=2"}),
+            "job.yaml: --set \"spec.workerGroups.first.replicas=2\": spec.workerGroups is a list; "
+            "\"first\" is not an index");
+  EXPECT_EQ(
+      SetError({"spec.workerGroups.5.replicas=2"}),
+      "job.yaml: --set \"spec.workerGroups.5.replicas=2\": spec.workerGroups.5 is out of range "
+      "(the list has 1 items)");
+  EXPECT_EQ(SetError({"spec.globalBatchSize.x=2"}),
+            "job.yaml: --set \"spec.globalBatchSize.x=2\": spec.globalBatchSize is a scalar, not a "
+            "map or list");
+  EXPECT_THAT(SetError({"spec.testing.slowdown=[1,"}),
+              StartsWith("job.yaml: --set \"spec.testing.slowdown=[1,\": malformed value: "));
+}
+
+TEST(JobParserOverrideTest, OverridesDoNotLeakBetweenCalls) {
+  ASSERT_TRUE(Parse(kMinimal, {"spec.epochs=9"}).ok());
+  absl::StatusOr<JobSpec> spec = Parse(kMinimal);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->epochs, 1);
+  EXPECT_THAT(std::string(SetError({"spec.epochs=0"})), Not(HasSubstr("--set")));
+}
+
+}  // namespace
+}  // namespace hptrain::job

@@ -1,0 +1,377 @@
+#include "runtime/job/job_validate.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+namespace hptrain::job {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::StartsWith;
+
+// A valid two-worker job; each case below breaks one thing.
+JobSpec ValidSpec() {
+  JobSpec spec;
+  spec.name = "job";
+  spec.model.name = "lenet5";
+  spec.dataset.name = "fashion-mnist";
+  spec.dataset.format = "idx";
+  spec.global_batch_size = 64;
+  WorkerGroupSpec group;
+  group.name = "cpu";
+  group.replicas = 2;
+  spec.worker_groups = {group};
+  return spec;
+}
+
+TEST(ValidateJobTest, ValidSpecPasses) { EXPECT_TRUE(ValidateJob(ValidSpec()).ok()); }
+
+struct Case {
+  std::string name;
+  std::function<void(JobSpec&)> mutate;
+  std::string message_prefix;  // the error must start with this ("<path>: <reason...>")
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class ValidateJobErrorTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ValidateJobErrorTest, NamesTheField) {
+  JobSpec spec = ValidSpec();
+  GetParam().mutate(spec);
+  absl::Status status = ValidateJob(spec);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), StartsWith(GetParam().message_prefix));
+}
+
+WorkerGroupSpec Group(const std::string& name, int replicas, int batch = 0) {
+  WorkerGroupSpec group;
+  group.name = name;
+  group.replicas = replicas;
+  group.batch_size = batch;
+  return group;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ValidateJobErrorTest,
+    ::testing::Values(
+        // metadata
+        Case{"NoName", [](JobSpec& s) { s.name = ""; }, "metadata.name: required"},
+        Case{"BadName", [](JobSpec& s) { s.name = "-x"; },
+             "metadata.name: \"-x\" is not a DNS-1123 label"},
+        Case{"BadNamespace", [](JobSpec& s) { s.ns = "A"; }, "metadata.namespace: \"A\" is not"},
+        // model
+        Case{"NoModel", [](JobSpec& s) { s.model.name = ""; }, "spec.model: set name"},
+        Case{"BothModels", [](JobSpec& s) { s.model.torchscript = "m.pt"; },
+             "spec.model.torchscript: cannot be combined with spec.model.name"},
+        Case{"UnknownModel", [](JobSpec& s) { s.model.name = "gpt"; },
+             "spec.model.name: unknown model \"gpt\" (expected one of lenet5, mlp,"},
+        Case{"HiddenNotMlp", [](JobSpec& s) { s.model.hidden = {8}; },
+             "spec.model.hidden: applies only to model mlp"},
+        Case{"HiddenZero",
+             [](JobSpec& s) {
+               s.model.name = "mlp";
+               s.model.hidden = {8, 0};
+             },
+             "spec.model.hidden[1]: must be >= 1"},
+        // dataset
+        Case{"NoDataset", [](JobSpec& s) { s.dataset.name = ""; },
+             "spec.dataset.name: required (one of"},
+        Case{"UnknownDataset", [](JobSpec& s) { s.dataset.name = "imagenet"; },
+             "spec.dataset.name: unknown dataset \"imagenet\""},
+        Case{"UnknownFormat", [](JobSpec& s) { s.dataset.format = "png"; },
+             "spec.dataset.format: unknown format \"png\""},
+        Case{"WrongFormat", [](JobSpec& s) { s.dataset.format = "cifar-binary"; },
+             "spec.dataset.format: dataset fashion-mnist comes in format idx"},
+        Case{"CifarNeedsPath",
+             [](JobSpec& s) {
+               s.dataset.name = "cifar10";
+               s.dataset.format = "cifar-binary";
+             },
+             "spec.dataset.path: required for dataset cifar10"},
+        Case{"SyntheticShape",
+             [](JobSpec& s) {
+               s.dataset.name = "synthetic";
+               s.dataset.format = "synthetic";
+               s.dataset.synthetic.shape = {1, 0};
+             },
+             "spec.dataset.synthetic.shape[1]: must be >= 1"},
+        Case{"SyntheticClasses",
+             [](JobSpec& s) {
+               s.dataset.name = "synthetic";
+               s.dataset.format = "synthetic";
+               s.dataset.synthetic.classes = 1;
+             },
+             "spec.dataset.synthetic.classes: must be >= 2"},
+        // strategy
+        Case{
+            "UnknownStrategy", [](JobSpec& s) { s.strategy.type = "foo"; },
+            "spec.strategy.type: unknown strategy \"foo\" (expected one of ssgd, fp16, quantized,"},
+        Case{"DensityWithSsgd", [](JobSpec& s) { s.strategy.density = 0.1; },
+             "spec.strategy.density: does not apply to strategy ssgd (ssgd takes no parameters)"},
+        Case{"BitsWithTopk",
+             [](JobSpec& s) {
+               s.strategy.type = "topk";
+               s.strategy.bits = "4";
+             },
+             "spec.strategy.bits: does not apply to strategy topk (topk takes density, "
+             "errorFeedback, "
+             "warmupEpochs)"},
+        Case{"ErrorFeedbackWithDgc",
+             [](JobSpec& s) {
+               s.strategy.type = "dgc";
+               s.strategy.error_feedback = false;
+             },
+             "spec.strategy.errorFeedback: does not apply to strategy dgc"},
+        Case{"IntervalWithFp16",
+             [](JobSpec& s) {
+               s.strategy.type = "fp16";
+               s.strategy.interval = 4;
+             },
+             "spec.strategy.interval: does not apply to strategy fp16"},
+        Case{"PushRatioWithHps",
+             [](JobSpec& s) {
+               s.strategy.type = "hps";
+               s.strategy.push_ratio = 0.5;
+             },
+             "spec.strategy.pushRatio: does not apply to strategy hps"},
+        Case{"BadBits",
+             [](JobSpec& s) {
+               s.strategy.type = "quantized";
+               s.strategy.bits = "3";
+             },
+             "spec.strategy.bits: must be one of 1, 2, 4, 8, dynamic, got \"3\""},
+        Case{"DensityTooHigh",
+             [](JobSpec& s) {
+               s.strategy.type = "topk";
+               s.strategy.density = 1.5;
+             },
+             "spec.strategy.density: must be in (0, 1]"},
+        Case{"NegativeBucket",
+             [](JobSpec& s) {
+               s.strategy.type = "fp16";
+               s.strategy.bucket_size = -1;
+             },
+             "spec.strategy.bucketSize: must be >= 1"},
+        Case{"NegativeInterval",
+             [](JobSpec& s) {
+               s.strategy.type = "localsgd";
+               s.strategy.interval = -2;
+             },
+             "spec.strategy.interval: must be >= 1"},
+        Case{"NegativeThreshold",
+             [](JobSpec& s) {
+               s.strategy.type = "gossip";
+               s.strategy.threshold = -1;
+             },
+             "spec.strategy.threshold: must be >= 0"},
+        Case{"PushRatioRange",
+             [](JobSpec& s) {
+               s.strategy.type = "mp2";
+               s.strategy.push_ratio = 2;
+             },
+             "spec.strategy.pushRatio: must be in (0, 1]"},
+        // optimizer
+        Case{"UnknownOptimizer", [](JobSpec& s) { s.optimizer.type = "lamb"; },
+             "spec.optimizer.type: unknown optimizer \"lamb\""},
+        Case{"ZeroLr", [](JobSpec& s) { s.optimizer.lr = 0; },
+             "spec.optimizer.lr: must be > 0, got 0"},
+        Case{"MomentumOne", [](JobSpec& s) { s.optimizer.momentum = 1; },
+             "spec.optimizer.momentum: must be in [0, 1), got 1"},
+        Case{"NegativeWeightDecay", [](JobSpec& s) { s.optimizer.weight_decay = -1e-4; },
+             "spec.optimizer.weightDecay: must be >= 0"},
+        Case{"NesterovWithoutMomentum", [](JobSpec& s) { s.optimizer.nesterov = true; },
+             "spec.optimizer.nesterov: requires spec.optimizer.momentum > 0"},
+        Case{"BetasWithSgd", [](JobSpec& s) { s.optimizer.beta1 = 0.5; },
+             "spec.optimizer.betas: applies only to optimizer adam"},
+        Case{"MomentumWithAdam",
+             [](JobSpec& s) {
+               s.optimizer.type = "adam";
+               s.optimizer.momentum = 0.9;
+             },
+             "spec.optimizer.momentum: applies only to optimizer sgd"},
+        Case{"AdamBeta",
+             [](JobSpec& s) {
+               s.optimizer.type = "adam";
+               s.optimizer.beta2 = 1;
+             },
+             "spec.optimizer.betas[1]: must be in [0, 1)"},
+        Case{"UnknownSchedule", [](JobSpec& s) { s.optimizer.schedule.type = "linear"; },
+             "spec.optimizer.schedule.type: unknown schedule \"linear\""},
+        Case{"StepNeedsStepSize", [](JobSpec& s) { s.optimizer.schedule.type = "step"; },
+             "spec.optimizer.schedule.stepSize: required for schedule step"},
+        Case{"StepSizeWithCosine",
+             [](JobSpec& s) {
+               s.optimizer.schedule.type = "cosine";
+               s.optimizer.schedule.step_size = 3;
+             },
+             "spec.optimizer.schedule.stepSize: applies only to schedule step"},
+        Case{"MinLrWithConstant", [](JobSpec& s) { s.optimizer.schedule.min_lr = 0.001; },
+             "spec.optimizer.schedule.minLr: applies only to schedule cosine"},
+        Case{"MinLrAboveLr",
+             [](JobSpec& s) {
+               s.optimizer.schedule.type = "cosine";
+               s.optimizer.schedule.min_lr = 1;
+             },
+             "spec.optimizer.schedule.minLr: must be below spec.optimizer.lr"},
+        // run knobs
+        Case{"ZeroGlobalBatch", [](JobSpec& s) { s.global_batch_size = 0; },
+             "spec.globalBatchSize: must be > 0, got 0"},
+        Case{"ZeroEpochs", [](JobSpec& s) { s.epochs = 0; }, "spec.epochs: must be >= 1, got 0"},
+        Case{"NegativeMaxSteps", [](JobSpec& s) { s.max_steps = -1; },
+             "spec.maxSteps: must be >= 0"},
+        Case{"UnknownDevice", [](JobSpec& s) { s.device = "tpu"; },
+             "spec.device: unknown device \"tpu\" (expected one of cpu, cuda)"},
+        Case{"NegativeThreads", [](JobSpec& s) { s.threads = -1; }, "spec.threads: must be >= 0"},
+        Case{"ZeroBucketMiB", [](JobSpec& s) { s.bucket_mib = 0; }, "spec.bucketMiB: must be >= 1"},
+        Case{"CheckpointIntervalNeedsPath", [](JobSpec& s) { s.checkpoint.interval_steps = 10; },
+             "spec.checkpoint.path: required when spec.checkpoint.intervalSteps is set"},
+        Case{"NegativeBackoff", [](JobSpec& s) { s.run_policy.backoff_limit = -1; },
+             "spec.runPolicy.backoffLimit: must be >= 0"},
+        Case{"NegativeDeadline", [](JobSpec& s) { s.run_policy.active_deadline_seconds = -5; },
+             "spec.runPolicy.activeDeadlineSeconds: must be >= 0"},
+        Case{"NegativeTtl", [](JobSpec& s) { s.run_policy.ttl_seconds_after_finished = -5; },
+             "spec.runPolicy.ttlSecondsAfterFinished: must be >= 0"},
+        // workers
+        Case{"NoGroups", [](JobSpec& s) { s.worker_groups.clear(); },
+             "spec.workerGroups: at least one worker group is required"},
+        Case{"ZeroReplicas", [](JobSpec& s) { s.worker_groups[0].replicas = 0; },
+             "spec.workerGroups[0].replicas: must be >= 1, got 0"},
+        Case{"GroupWithoutName", [](JobSpec& s) { s.worker_groups.push_back(Group("", 1)); },
+             "spec.workerGroups[1].name: required"},
+        Case{"GroupNameNotDns", [](JobSpec& s) { s.worker_groups[0].name = "A100"; },
+             "spec.workerGroups[0].name: \"A100\" is not a DNS-1123 label"},
+        Case{"DuplicateGroup", [](JobSpec& s) { s.worker_groups.push_back(Group("cpu", 1)); },
+             "spec.workerGroups[1].name: duplicate group name \"cpu\" (also spec.workerGroups[0])"},
+        Case{"BatchBelowWorld", [](JobSpec& s) { s.global_batch_size = 1; },
+             "spec.globalBatchSize: must be at least the number of workers (2), got 1"},
+        Case{"SomeGroupsSetBatch",
+             [](JobSpec& s) {
+               s.worker_groups = {Group("a", 1, 32), Group("b", 1)};
+             },
+             "spec.workerGroups[1].batchSize: required because spec.workerGroups[0] sets it"},
+        Case{"BatchSumMismatch",
+             [](JobSpec& s) {
+               s.worker_groups = {Group("a", 2, 8), Group("b", 2, 16)};
+             },
+             "spec.globalBatchSize: must equal the sum of replicas x batchSize over the worker "
+             "groups (48), got 64"},
+        Case{"NegativeGroupBatch", [](JobSpec& s) { s.worker_groups[0].batch_size = -1; },
+             "spec.workerGroups[0].batchSize: must be >= 0"},
+        // rebalance
+        Case{"Hysteresis", [](JobSpec& s) { s.rebalance.hysteresis = 1; },
+             "spec.rebalance.hysteresis: must be in [0, 1), got 1"},
+        Case{"RebalanceInterval", [](JobSpec& s) { s.rebalance.interval_seconds = 0; },
+             "spec.rebalance.intervalSeconds: must be > 0"},
+        Case{"MinBatchZero", [](JobSpec& s) { s.rebalance.min_batch = 0; },
+             "spec.rebalance.minBatch: must be >= 1"},
+        Case{"MaxBelowMin",
+             [](JobSpec& s) {
+               s.rebalance.min_batch = 8;
+               s.rebalance.max_batch = 4;
+             },
+             "spec.rebalance.maxBatch: must be >= spec.rebalance.minBatch (8) or 0, got 4"},
+        Case{"MinBatchInfeasible",
+             [](JobSpec& s) {
+               s.rebalance.enabled = true;
+               s.rebalance.min_batch = 40;
+             },
+             "spec.rebalance.minBatch: minBatch x workers (40 x 2) exceeds spec.globalBatchSize "
+             "(64)"},
+        Case{"MaxBatchInfeasible",
+             [](JobSpec& s) {
+               s.rebalance.enabled = true;
+               s.rebalance.max_batch = 16;
+             },
+             "spec.rebalance.maxBatch: maxBatch x workers (16 x 2) is below spec.globalBatchSize "
+             "(64)"},
+        // testing
+        Case{"SlowdownLength",
+             [](JobSpec& s) {
+               s.testing.slowdown = {1, 2, 3};
+             },
+             "spec.testing.slowdown: must have one factor per worker (2), got 3"},
+        Case{"SlowdownBelowOne",
+             [](JobSpec& s) {
+               s.testing.slowdown = {1, 0.5};
+             },
+             "spec.testing.slowdown[1]: must be >= 1, got 0.5"}),
+    [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+TEST(ValidateJobTest, EveryStrategyAcceptsItsOwnParameters) {
+  for (const std::string& type : StrategyTypes()) {
+    JobSpec spec = ValidSpec();
+    spec.strategy.type = type;
+    for (const std::string& key : StrategyParameters(type)) {
+      if (key == "bits") spec.strategy.bits = "dynamic";
+      if (key == "bucketSize") spec.strategy.bucket_size = 512;
+      if (key == "density") spec.strategy.density = 0.01;
+      if (key == "errorFeedback") spec.strategy.error_feedback = true;
+      if (key == "interval") spec.strategy.interval = 4;
+      if (key == "warmupEpochs") spec.strategy.warmup_epochs = 1;
+      if (key == "threshold") spec.strategy.threshold = 0.5;
+      if (key == "pushRatio") spec.strategy.push_ratio = 0.25;
+    }
+    EXPECT_TRUE(ValidateJob(spec).ok()) << type << ": " << ValidateJob(spec);
+  }
+}
+
+TEST(ValidateJobTest, StrategyTable) {
+  EXPECT_EQ(StrategyTypes().size(), 12u);
+  EXPECT_EQ(StrategyTypes().front(), "ssgd");
+  EXPECT_THAT(StrategyParameters("ssgd"), IsEmpty());
+  EXPECT_THAT(StrategyParameters("ps"), IsEmpty());
+  EXPECT_THAT(StrategyParameters("quantized"), ElementsAre("bits", "bucketSize", "errorFeedback"));
+  EXPECT_THAT(StrategyParameters("gossip"), ElementsAre("threshold", "interval"));
+  EXPECT_THAT(StrategyParameters("nope"), IsEmpty());
+}
+
+TEST(ValidateJobTest, GroupBatchSizesThatAddUpPass) {
+  JobSpec spec = ValidSpec();
+  spec.worker_groups = {Group("t4", 2, 8), Group("a100", 2, 24)};
+  EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
+}
+
+TEST(ValidateJobTest, AdamAndSchedules) {
+  JobSpec spec = ValidSpec();
+  spec.optimizer.type = "adam";
+  spec.optimizer.beta1 = 0.8;
+  spec.optimizer.schedule.type = "cosine";
+  spec.optimizer.schedule.min_lr = 1e-4;
+  EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
+  spec.optimizer.schedule = ScheduleSpec();
+  spec.optimizer.schedule.type = "step";
+  spec.optimizer.schedule.step_size = 2;
+  spec.optimizer.schedule.gamma = 0.5;
+  EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
+}
+
+TEST(ValidateJobTest, TorchScriptNeedsNoZooName) {
+  JobSpec spec = ValidSpec();
+  spec.model.name = "";
+  spec.model.torchscript = "model.pt";
+  EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
+}
+
+TEST(IsDnsLabelTest, Cases) {
+  EXPECT_TRUE(IsDnsLabel("a"));
+  EXPECT_TRUE(IsDnsLabel("fashion-mnist-lenet5"));
+  EXPECT_TRUE(IsDnsLabel("0abc"));
+  EXPECT_TRUE(IsDnsLabel(std::string(63, 'a')));
+  EXPECT_FALSE(IsDnsLabel(""));
+  EXPECT_FALSE(IsDnsLabel(std::string(64, 'a')));
+  EXPECT_FALSE(IsDnsLabel("a-"));
+  EXPECT_FALSE(IsDnsLabel("-a"));
+  EXPECT_FALSE(IsDnsLabel("a.b"));
+  EXPECT_FALSE(IsDnsLabel("aB"));
+  EXPECT_FALSE(IsDnsLabel("a_b"));
+}
+
+}  // namespace
+}  // namespace hptrain::job

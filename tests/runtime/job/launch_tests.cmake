@@ -1,0 +1,7 @@
+# Tests of hptrain_launch (runtime/job/launch.cmake). Included from tests/runtime/job/CMakeLists.txt.
+hptrain_add_test(job_supervisor_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/supervisor_test.cc LIBS hptrain_launch)
+hptrain_add_test(job_progress_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/progress_test.cc LIBS hptrain_launch)
+hptrain_add_test(job_run_summary_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/run_summary_test.cc LIBS hptrain_launch)

@@ -1,0 +1,175 @@
+#include "runtime/job/run_summary.h"
+
+#include <cmath>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hptrain::job {
+namespace {
+
+using ::testing::HasSubstr;
+
+RunSummary Example() {
+  RunSummary s;
+  s.job = "fmnist-hps";
+  s.strategy = "hps";
+  s.workers = 2;
+  s.epochs = 2;
+  s.steps = 468;
+  s.wall_seconds = 41.25;
+  s.samples_per_second = 2909.5;
+  s.final = {0.8712, 0.3561, 0.4012};
+  s.per_epoch = {{1, 0.81, 0.55, 20.5}, {2, 0.8712, 0.4012, 20.75}};
+  s.ranks = {{0, "fast", int64_t{5} << 32, 123456789, 96, 30.5, 8.25},
+             {1, "slow", 1024, 2048, 32, 31.0, 7.5}};
+  return s;
+}
+
+void ExpectEqual(const RunSummary& a, const RunSummary& b) {
+  EXPECT_EQ(a.job, b.job);
+  EXPECT_EQ(a.strategy, b.strategy);
+  EXPECT_EQ(a.workers, b.workers);
+  EXPECT_EQ(a.epochs, b.epochs);
+  EXPECT_EQ(a.steps, b.steps);
+  EXPECT_EQ(a.wall_seconds, b.wall_seconds);
+  EXPECT_EQ(a.samples_per_second, b.samples_per_second);
+  EXPECT_EQ(a.final.test_accuracy, b.final.test_accuracy);
+  EXPECT_EQ(a.final.test_loss, b.final.test_loss);
+  EXPECT_EQ(a.final.train_loss, b.final.train_loss);
+  ASSERT_EQ(a.per_epoch.size(), b.per_epoch.size());
+  for (size_t i = 0; i < a.per_epoch.size(); ++i) {
+    EXPECT_EQ(a.per_epoch[i].epoch, b.per_epoch[i].epoch);
+    EXPECT_EQ(a.per_epoch[i].test_accuracy, b.per_epoch[i].test_accuracy);
+    EXPECT_EQ(a.per_epoch[i].train_loss, b.per_epoch[i].train_loss);
+    EXPECT_EQ(a.per_epoch[i].wall_seconds, b.per_epoch[i].wall_seconds);
+  }
+  ASSERT_EQ(a.ranks.size(), b.ranks.size());
+  for (size_t i = 0; i < a.ranks.size(); ++i) {
+    EXPECT_EQ(a.ranks[i].rank, b.ranks[i].rank);
+    EXPECT_EQ(a.ranks[i].group, b.ranks[i].group);
+    EXPECT_EQ(a.ranks[i].bytes_sent, b.ranks[i].bytes_sent);
+    EXPECT_EQ(a.ranks[i].bytes_received, b.ranks[i].bytes_received);
+    EXPECT_EQ(a.ranks[i].batch_size, b.ranks[i].batch_size);
+    EXPECT_EQ(a.ranks[i].compute_seconds, b.ranks[i].compute_seconds);
+    EXPECT_EQ(a.ranks[i].comm_seconds, b.ranks[i].comm_seconds);
+  }
+}
+
+// The field names and nesting of DESIGN.md ("Job file and run summary"), in its order.
+TEST(RunSummaryTest, JsonHasExactlyTheDesignFieldNames) {
+  RunSummary s = Example();
+  s.per_epoch.resize(1);
+  s.ranks.resize(1);
+  EXPECT_EQ(RunSummaryToJson(s), R"({
+  "job": "fmnist-hps",
+  "strategy": "hps",
+  "workers": 2,
+  "epochs": 2,
+  "steps": 468,
+  "wall_seconds": 41.25,
+  "samples_per_second": 2909.5,
+  "final": {
+    "test_accuracy": 0.8712,
+    "test_loss": 0.3561,
+    "train_loss": 0.4012
+  },
+  "per_epoch": [
+    {
+      "epoch": 1,
+      "test_accuracy": 0.81,
+      "train_loss": 0.55,
+      "wall_seconds": 20.5
+    }
+  ],
+  "ranks": [
+    {
+      "rank": 0,
+      "group": "fast",
+      "bytes_sent": 21474836480,
+      "bytes_received": 123456789,
+      "batch_size": 96,
+      "compute_seconds": 30.5,
+      "comm_seconds": 8.25
+    }
+  ]
+}
+)");
+}
+
+TEST(RunSummaryTest, RoundTripsExactly) {
+  const RunSummary original = Example();
+  auto parsed = RunSummaryFromJson(RunSummaryToJson(original));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ExpectEqual(*parsed, original);
+}
+
+TEST(RunSummaryTest, EmptyListsRoundTrip) {
+  RunSummary original;
+  original.job = "empty";
+  auto parsed = RunSummaryFromJson(RunSummaryToJson(original));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ExpectEqual(*parsed, original);
+  EXPECT_THAT(RunSummaryToJson(original), HasSubstr("\"per_epoch\": [],"));
+}
+
+TEST(RunSummaryTest, NonFiniteValuesBecomeNullAndReadBackAsNan) {
+  RunSummary s = Example();
+  s.final.test_loss = NAN;
+  s.per_epoch[0].test_accuracy = INFINITY;
+  const std::string json = RunSummaryToJson(s);
+  EXPECT_THAT(json, HasSubstr("\"test_loss\": null"));
+  auto parsed = RunSummaryFromJson(json);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(std::isnan(parsed->final.test_loss));
+  EXPECT_TRUE(std::isnan(parsed->per_epoch[0].test_accuracy));
+}
+
+TEST(RunSummaryTest, ParsesHandWrittenJsonAndIgnoresAddedFields) {
+  auto parsed = RunSummaryFromJson(R"({"job": "j", "strategy": "ssgd", "workers": 1,
+      "epochs": 1, "steps": 10, "wall_seconds": 2, "samples_per_second": 100.5,
+      "added_later": {"anything": [1, 2]},
+      "final": {"test_accuracy": 0.5, "test_loss": 1, "train_loss": 1.5},
+      "per_epoch": [{"epoch": 1, "test_accuracy": 0.5, "train_loss": 1.5, "wall_seconds": 2,
+                     "extra": true}],
+      "ranks": [{"rank": 0, "group": "default", "bytes_sent": 0, "bytes_received": 0,
+                 "batch_size": 64, "compute_seconds": 1, "comm_seconds": 0.5}]})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->wall_seconds, 2.0);  // an integer where a float is expected is fine
+  EXPECT_EQ(parsed->ranks[0].batch_size, 64);
+  EXPECT_EQ(parsed->per_epoch[0].epoch, 1);
+}
+
+TEST(RunSummaryTest, ErrorsNameTheField) {
+  const std::string good = RunSummaryToJson(Example());
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    const size_t pos = s.rfind(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    return s.replace(pos, from.size(), to);
+  };
+  struct Case {
+    std::string json;
+    std::string message;
+  } cases[] = {
+      {replace("\"bytes_sent\": 1024", "\"bytes_sent\": 1.5"),
+       "ranks[1].bytes_sent: expected an integer"},
+      {replace("\"comm_seconds\": 7.5", "\"seconds\": 7.5"), "ranks[1].comm_seconds: missing"},
+      {replace("\"strategy\": \"hps\"", "\"strategy\": 3"), "strategy: expected a string"},
+      {replace("\"test_loss\": 0.3561", "\"test_loss\": \"low\""),
+       "final.test_loss: expected a number"},
+      {replace("\"epoch\": 2", "\"epoch\": 99999999999"), "per_epoch[1].epoch: out of range"},
+      {replace("\"ranks\": [", "\"ranks\": {\"a\": ["), "run summary:"},  // malformed
+      {"[]", "expected a JSON object"},
+  };
+  for (const Case& c : cases) {
+    auto parsed = RunSummaryFromJson(c.json);
+    ASSERT_FALSE(parsed.ok()) << c.message;
+    EXPECT_TRUE(absl::IsInvalidArgument(parsed.status())) << parsed.status();
+    EXPECT_THAT(std::string(parsed.status().message()), HasSubstr(c.message));
+  }
+}
+
+}  // namespace
+}  // namespace hptrain::job
