@@ -1,6 +1,7 @@
 // Exactness: N workers with any allocation compute what one process with the whole global batch
 // computes (DESIGN.md "Training semantics"), through the real binary, processes and TCP.
 #include <cmath>
+#include <iostream>
 
 #include "gtest/gtest.h"
 #include "runtime/train/checkpoint.h"
@@ -22,9 +23,9 @@ TEST(Equivalence, FourWorkersWithUnevenAllocationMatchOneProcess) {
   std::string one = dir.Write(
       "one.yaml", LeNetJob("equivalence-one", "    - {name: single, replicas: 1}\n",
                            common + "  checkpoint: {path: " + dir.path() + "/one.ckpt}\n"));
-  ProcessResult a = Run({HptrainBinary(), "run", four, "--quiet"});
+  ProcessResult a = RunProcess({HptrainBinary(), "run", four, "--quiet"});
   ASSERT_EQ(a.exit_code, 0) << a.err;
-  ProcessResult b = Run({HptrainBinary(), "run", one, "--quiet"});
+  ProcessResult b = RunProcess({HptrainBinary(), "run", one, "--quiet"});
   ASSERT_EQ(b.exit_code, 0) << b.err;
 
   auto ca = train::LoadCheckpoint(dir.path() + "/four.ckpt");
@@ -49,6 +50,7 @@ TEST(Equivalence, FourWorkersWithUnevenAllocationMatchOneProcess) {
       worst = i;
     }
   }
+  std::cout << "max relative difference " << worst_error << " at parameter " << worst << "\n";
   EXPECT_LE(worst_error, 1e-5) << "parameter " << worst << ": " << pa[worst] << " vs " << pb[worst];
   // The two runs really trained: parameters moved away from initialisation identically.
   EXPECT_NE(pa, std::vector<float>(pa.size(), 0.0f));

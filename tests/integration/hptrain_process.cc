@@ -45,7 +45,7 @@ static std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-ProcessResult Run(const std::vector<std::string>& argv, int timeout_s,
+ProcessResult RunProcess(const std::vector<std::string>& argv, int timeout_s,
                   const std::function<void(pid_t)>& while_running) {
   TempDir capture;
   std::string out_path = capture.path() + "/out";

@@ -34,7 +34,7 @@ struct ProcessResult {
 
 // Runs argv to completion (bounded by timeout_s, then SIGKILL), capturing stdout and stderr.
 // `while_running` (optional) is called about every 50 ms with the child's pid.
-ProcessResult Run(const std::vector<std::string>& argv, int timeout_s = 600,
+ProcessResult RunProcess(const std::vector<std::string>& argv, int timeout_s = 600,
                   const std::function<void(pid_t)>& while_running = nullptr);
 
 // Pids of processes whose command line contains every one of `needles`.

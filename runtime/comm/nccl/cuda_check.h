@@ -17,7 +17,8 @@
 // Code mapping (NCCL): invalid argument -> InvalidArgument; invalid usage -> FailedPrecondition;
 // system (sockets, shared memory) and remote (a peer died) errors -> Unavailable; unhandled CUDA
 // and internal errors -> Internal; ncclInProgress -> Unavailable ("not finished yet").
-// NCCL's last warning text (ncclGetLastError) is appended when there is one.
+// NCCL's last warning text (ncclGetLastError) is appended when there is one; NCCL keeps a single
+// process-wide copy, so it may describe an earlier failure.
 //
 // Header-only; needs the CUDA and NCCL include directories (hptrain_comm_nccl carries them).
 // Thread-safe: nothing here keeps state.
@@ -81,27 +82,28 @@ inline absl::Status NcclStatus(ncclResult_t result, const char* what, const char
 
 }  // namespace hptrain::comm
 
-#define HPTRAIN_CUDA_STATUS(err, what) ::hptrain::comm::CudaStatus((err), (what), __FILE__, __LINE__)
+#define HPTRAIN_CUDA_STATUS(err, what) \
+  ::hptrain::comm::CudaStatus((err), (what), __FILE__, __LINE__)
 #define HPTRAIN_NCCL_STATUS(result, what) \
   ::hptrain::comm::NcclStatus((result), (what), __FILE__, __LINE__)
 
 // HPTRAIN_CUDA_RETURN_IF_ERROR(expr): evaluates a cudaError_t expression; returns on failure.
-#define HPTRAIN_CUDA_RETURN_IF_ERROR(expr)                                    \
-  do {                                                                        \
-    cudaError_t hptrain_cuda_err_ = (expr);                                   \
-    if (hptrain_cuda_err_ != cudaSuccess) {                                   \
+#define HPTRAIN_CUDA_RETURN_IF_ERROR(expr)                                              \
+  do {                                                                                  \
+    cudaError_t hptrain_cuda_err_ = (expr);                                             \
+    if (hptrain_cuda_err_ != cudaSuccess) {                                             \
       return ::hptrain::comm::CudaStatus(hptrain_cuda_err_, #expr, __FILE__, __LINE__); \
-    }                                                                         \
+    }                                                                                   \
   } while (0)
 
 // HPTRAIN_NCCL_RETURN_IF_ERROR(expr): evaluates an ncclResult_t expression; returns on anything
 // but ncclSuccess (ncclInProgress included).
-#define HPTRAIN_NCCL_RETURN_IF_ERROR(expr)                                       \
-  do {                                                                           \
-    ncclResult_t hptrain_nccl_result_ = (expr);                                  \
-    if (hptrain_nccl_result_ != ncclSuccess) {                                   \
+#define HPTRAIN_NCCL_RETURN_IF_ERROR(expr)                                                 \
+  do {                                                                                     \
+    ncclResult_t hptrain_nccl_result_ = (expr);                                            \
+    if (hptrain_nccl_result_ != ncclSuccess) {                                             \
       return ::hptrain::comm::NcclStatus(hptrain_nccl_result_, #expr, __FILE__, __LINE__); \
-    }                                                                            \
+    }                                                                                      \
   } while (0)
 
 #endif  // HPTRAIN_RUNTIME_COMM_NCCL_CUDA_CHECK_H_

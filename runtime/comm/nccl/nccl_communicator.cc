@@ -53,6 +53,12 @@ absl::Status EnqueuedStatus(ncclResult_t result, const char* what, const char* f
 }
 #define HPTRAIN_NCCL_ENQUEUED(result, what) EnqueuedStatus((result), (what), __FILE__, __LINE__)
 
+// What every call on a broken communicator returns.
+absl::Status Unusable(const absl::Status& broken, int rank, int size) {
+  return absl::FailedPreconditionError(absl::StrCat("NCCL communicator (rank ", rank, " of ", size,
+                                                    ") was aborted after: ", broken.message()));
+}
+
 std::chrono::milliseconds Remaining(Clock::time_point deadline) {
   return std::max(std::chrono::milliseconds(0),
                   std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
@@ -216,15 +222,6 @@ int64_t NcclCommunicator::AllReduceBytes(size_t bytes) const {
   return 2 * static_cast<int64_t>(size_ - 1) * static_cast<int64_t>(bytes) / size_;
 }
 
-namespace {
-
-absl::Status Unusable(const absl::Status& broken, int rank, int size) {
-  return absl::FailedPreconditionError(absl::StrCat("NCCL communicator (rank ", rank, " of ", size,
-                                                    ") was aborted after: ", broken.message()));
-}
-
-}  // namespace
-
 absl::Status NcclCommunicator::AllReduceSum(float* data, size_t count) {
   if (!broken_.ok()) return Unusable(broken_, rank_, size_);
   if (count == 0) return absl::OkStatus();
@@ -233,10 +230,9 @@ absl::Status NcclCommunicator::AllReduceSum(float* data, size_t count) {
   HPTRAIN_RETURN_IF_ERROR(scoped.status());
   const std::string what =
       absl::StrCat("ncclAllReduce of ", count, " floats (rank ", rank_, " of ", size_, ")");
-  HPTRAIN_RETURN_IF_ERROR(Complete(
-      HPTRAIN_NCCL_ENQUEUED(
-          ncclAllReduce(data, data, count, ncclFloat32, ncclSum, comm_, stream_), what.c_str()),
-      what.c_str()));
+  const absl::Status enqueued = HPTRAIN_NCCL_ENQUEUED(
+      ncclAllReduce(data, data, count, ncclFloat32, ncclSum, comm_, stream_), what.c_str());
+  HPTRAIN_RETURN_IF_ERROR(Complete(enqueued, what.c_str()));
   const int64_t bytes = AllReduceBytes(count * sizeof(float));
   Count(bytes, bytes);
   return absl::OkStatus();
@@ -252,10 +248,9 @@ absl::Status NcclCommunicator::AllGather(const void* send, void* recv, size_t bl
   HPTRAIN_RETURN_IF_ERROR(scoped.status());
   const std::string what = absl::StrCat("ncclAllGather of ", block_bytes, " bytes per rank (rank ",
                                         rank_, " of ", size_, ")");
-  HPTRAIN_RETURN_IF_ERROR(Complete(
-      HPTRAIN_NCCL_ENQUEUED(ncclAllGather(send, recv, block_bytes, ncclUint8, comm_, stream_),
-                            what.c_str()),
-      what.c_str()));
+  const absl::Status enqueued = HPTRAIN_NCCL_ENQUEUED(
+      ncclAllGather(send, recv, block_bytes, ncclUint8, comm_, stream_), what.c_str());
+  HPTRAIN_RETURN_IF_ERROR(Complete(enqueued, what.c_str()));
   const int64_t bytes = static_cast<int64_t>(size_ - 1) * static_cast<int64_t>(block_bytes);
   Count(bytes, bytes);
   return absl::OkStatus();
@@ -273,10 +268,9 @@ absl::Status NcclCommunicator::Broadcast(void* data, size_t bytes, int root) {
   HPTRAIN_RETURN_IF_ERROR(scoped.status());
   const std::string what = absl::StrCat("ncclBroadcast of ", bytes, " bytes from rank ", root,
                                         " (rank ", rank_, " of ", size_, ")");
-  HPTRAIN_RETURN_IF_ERROR(Complete(
-      HPTRAIN_NCCL_ENQUEUED(ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, stream_),
-                            what.c_str()),
-      what.c_str()));
+  const absl::Status enqueued = HPTRAIN_NCCL_ENQUEUED(
+      ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, stream_), what.c_str());
+  HPTRAIN_RETURN_IF_ERROR(Complete(enqueued, what.c_str()));
   if (size_ > 1) {
     const int64_t payload = static_cast<int64_t>(bytes);
     if (rank_ == root) {
@@ -293,11 +287,10 @@ absl::Status NcclCommunicator::Barrier() {
   ScopedDevice scoped(device_);
   HPTRAIN_RETURN_IF_ERROR(scoped.status());
   const std::string what = absl::StrCat("NCCL barrier (rank ", rank_, " of ", size_, ")");
-  HPTRAIN_RETURN_IF_ERROR(Complete(
-      HPTRAIN_NCCL_ENQUEUED(ncclAllReduce(barrier_scratch_, barrier_scratch_, 1, ncclFloat32,
-                                          ncclSum, comm_, stream_),
-                            what.c_str()),
-      what.c_str()));
+  const absl::Status enqueued = HPTRAIN_NCCL_ENQUEUED(
+      ncclAllReduce(barrier_scratch_, barrier_scratch_, 1, ncclFloat32, ncclSum, comm_, stream_),
+      what.c_str());
+  HPTRAIN_RETURN_IF_ERROR(Complete(enqueued, what.c_str()));
   const int64_t bytes = AllReduceBytes(sizeof(float));
   Count(bytes, bytes);
   return absl::OkStatus();

@@ -135,7 +135,7 @@ class NcclCommunicator : public Communicator {
   // failed step left behind.
   absl::Status Init(KeyValueStore& store, const std::string& key_prefix);
 
-  // Takes the outcome of enqueueing a non-blocking NCCL call (see Enqueued() in the .cc), then
+  // Takes the outcome of enqueueing a non-blocking NCCL call (HPTRAIN_NCCL_ENQUEUED in the .cc), then
   // waits for the work to leave NCCL and for the stream to drain. Any failure aborts the
   // communicator and is remembered in broken_.
   absl::Status Complete(const absl::Status& enqueued, const char* what);
@@ -158,10 +158,10 @@ class NcclCommunicator : public Communicator {
   const int device_;
   const std::chrono::milliseconds timeout_;
 
-  ncclComm* comm_ = nullptr;           // ncclComm_t; null until initialized and after abort
-  CUstream_st* stream_ = nullptr;      // cudaStream_t, non-blocking w.r.t. the legacy stream
-  float* barrier_scratch_ = nullptr;   // one device float for Barrier()
-  absl::Status broken_;                // first fatal error; OK while usable
+  ncclComm* comm_ = nullptr;          // ncclComm_t; null until initialized and after abort
+  CUstream_st* stream_ = nullptr;     // cudaStream_t, non-blocking w.r.t. the legacy stream
+  float* barrier_scratch_ = nullptr;  // one device float for Barrier()
+  absl::Status broken_;               // first fatal error; OK while usable
 
   std::atomic<int64_t> bytes_sent_{0};
   std::atomic<int64_t> bytes_received_{0};

@@ -149,14 +149,12 @@ std::vector<std::string> DatasetNames() {
 absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(const job::DatasetSpec& spec, Split split,
                                                      uint64_t seed) {
   const DatasetInfo* info = nullptr;
-  std::vector<std::string> names;
   for (const DatasetInfo& known : KnownDatasets()) {
     if (known.name == spec.name) info = &known;
-    names.push_back(known.name);
   }
   if (info == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown data set \"", spec.name, "\"; known: ", absl::StrJoin(names, ", ")));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown data set \"", spec.name, "\"; known: ", absl::StrJoin(DatasetNames(), ", ")));
   }
   const std::string format = spec.format.empty() ? info->format : spec.format;
   if (format != info->format) {
