@@ -36,9 +36,9 @@ struct RankResult {
 
 absl::Status RunRank(KeyValueStore& store, int rank, int ranks, size_t count, int iterations,
                      RankResult* result) {
-  HPTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<NcclCommunicator> comm,
-                           NcclCommunicator::Create(store, rank, ranks, /*device=*/rank,
-                                                    std::chrono::seconds(60)));
+  HPTRAIN_ASSIGN_OR_RETURN(
+      std::unique_ptr<NcclCommunicator> comm,
+      NcclCommunicator::Create(store, rank, ranks, /*device=*/rank, std::chrono::seconds(60)));
   std::vector<float> host(count);
   for (size_t i = 0; i < count; ++i) host[i] = static_cast<float>((rank + 1) * (i % 1000));
   float* device = nullptr;
@@ -56,8 +56,8 @@ absl::Status RunRank(KeyValueStore& store, int rank, int ranks, size_t count, in
     for (size_t i = 0; i < count; ++i) {
       const float expected = factor * static_cast<float>(i % 1000);
       if (host[i] != expected) {
-        return absl::DataLossError(absl::StrCat("element ", i, " is ", host[i], ", expected ",
-                                                expected));
+        return absl::DataLossError(
+            absl::StrCat("element ", i, " is ", host[i], ", expected ", expected));
       }
     }
     HPTRAIN_RETURN_IF_ERROR(comm->Barrier(), "barrier before timing");
@@ -85,8 +85,9 @@ int Main(int argc, char** argv) {
   int devices = 0;
   absl::Status probe = HPTRAIN_CUDA_STATUS(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
   if (!probe.ok() || devices == 0) {
-    std::fprintf(stderr, "no CUDA device: %s\n",
-                 probe.ok() ? "cudaGetDeviceCount returned 0" : std::string(probe.message()).c_str());
+    std::fprintf(
+        stderr, "no CUDA device: %s\n",
+        probe.ok() ? "cudaGetDeviceCount returned 0" : std::string(probe.message()).c_str());
     return 2;
   }
   if (ranks > devices) {
@@ -103,9 +104,8 @@ int Main(int argc, char** argv) {
   std::vector<RankResult> results(ranks);
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      results[r].status = RunRank(store, r, ranks, count, iterations, &results[r]);
-    });
+    threads.emplace_back(
+        [&, r] { results[r].status = RunRank(store, r, ranks, count, iterations, &results[r]); });
   }
   for (std::thread& t : threads) t.join();
 
@@ -118,7 +118,8 @@ int Main(int argc, char** argv) {
   }
   if (failed > 0) return 1;
   double seconds = 0;
-  for (const RankResult& result : results) seconds = std::max(seconds, result.seconds_per_iteration);
+  for (const RankResult& result : results)
+    seconds = std::max(seconds, result.seconds_per_iteration);
   const double bytes = static_cast<double>(count * sizeof(float));
   const double algbw = bytes / seconds / 1e9;
   const double busbw = algbw * 2.0 * (ranks - 1) / ranks;

@@ -150,11 +150,12 @@ absl::Status RunWorker(const WorkerFlags& flags) {
   options.resume = flags.resume;
 
   auto last_report = Clock::now() - std::chrono::seconds(1);
-  double compute_total = 0, comm_total = 0;
+  double compute_total = 0, comm_total = 0, train_total = 0;
   train::TrainerCallbacks callbacks;
   callbacks.on_step = [&](const train::StepStats& stats) {
     compute_total += stats.compute_seconds;
     comm_total += stats.comm_seconds;
+    train_total += stats.step_seconds;
     worker_metrics.OnStep(stats, communicator.bytes_sent(), communicator.bytes_received());
     const bool last = stats.step == stats.total_steps;
     if (!last && Clock::now() - last_report < std::chrono::milliseconds(500)) return;
@@ -172,6 +173,7 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     report.set_compute_seconds(compute_total);
     report.set_comm_seconds(comm_total);
     report.set_batch_size(stats.batch_size);
+    report.set_train_seconds(train_total);
     // Progress is advisory: a lost report must not fail training.
     (void)client.ReportProgress(report);
   };

@@ -108,9 +108,14 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
   summary.epochs = spec.epochs;
   for (const auto& r : status.ranks()) summary.steps = std::max<int64_t>(summary.steps, r.step());
   summary.wall_seconds = wall_seconds;
+  // Throughput over the time spent in training steps (the slowest rank's), so start-up and
+  // evaluation do not dilute it; wall_seconds has the whole run.
+  double train_seconds = 0;
+  for (const auto& r : status.ranks()) train_seconds = std::max(train_seconds, r.train_seconds());
   summary.samples_per_second =
-      wall_seconds > 0 ? summary.steps * static_cast<double>(spec.global_batch_size) / wall_seconds
-                       : 0.0;
+      train_seconds > 0
+          ? summary.steps * static_cast<double>(spec.global_batch_size) / train_seconds
+          : 0.0;
   double previous = 0;
   for (const auto& e : status.epochs()) {
     EpochSummary epoch;

@@ -37,10 +37,10 @@ std::string NoDeviceReason() {
   return "";
 }
 
-#define SKIP_WITHOUT_CUDA_DEVICE()                                          \
-  do {                                                                      \
-    const std::string reason = NoDeviceReason();                           \
-    if (!reason.empty()) GTEST_SKIP() << "no CUDA device: " << reason;    \
+#define SKIP_WITHOUT_CUDA_DEVICE()                                     \
+  do {                                                                 \
+    const std::string reason = NoDeviceReason();                       \
+    if (!reason.empty()) GTEST_SKIP() << "no CUDA device: " << reason; \
   } while (0)
 
 // A cudaMalloc'ed buffer, freed on scope exit.
@@ -123,8 +123,7 @@ TEST(CudaCheck, NcclResultsMapToStatusCodes) {
   EXPECT_EQ(NcclStatus(ncclRemoteError, "f", "y.cc", 1).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(NcclStatus(ncclInvalidArgument, "f", "y.cc", 1).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(NcclStatus(ncclUnhandledCudaError, "f", "y.cc", 1).code(),
-            absl::StatusCode::kInternal);
+  EXPECT_EQ(NcclStatus(ncclUnhandledCudaError, "f", "y.cc", 1).code(), absl::StatusCode::kInternal);
 }
 
 absl::Status ReturnsThroughMacros(cudaError_t cuda, ncclResult_t nccl) {
@@ -144,8 +143,7 @@ TEST(CudaCheck, MacrosReturnOnlyOnError) {
 
 TEST(NcclCommunicator, RejectsBadArgumentsBeforeTouchingCuda) {
   InMemoryStore store;
-  for (auto [rank, size, device, timeout] :
-       std::vector<std::tuple<int, int, int, int>>{
+  for (auto [rank, size, device, timeout] : std::vector<std::tuple<int, int, int, int>>{
            {0, 0, 0, 1000}, {2, 2, 0, 1000}, {-1, 2, 0, 1000}, {0, 1, -1, 1000}, {0, 1, 0, 0}}) {
     auto comm = NcclCommunicator::Create(store, rank, size, device, milliseconds(timeout));
     EXPECT_EQ(comm.status().code(), absl::StatusCode::kInvalidArgument)
@@ -251,8 +249,7 @@ TEST(NcclCommunicator, TwoRanksOnOneDevice) {
   });
 
   for (int r = 0; r < kRanks; ++r) {
-    if (!created[r].ok() &&
-        created[r].message().find("Duplicate GPU") != absl::string_view::npos) {
+    if (!created[r].ok() && created[r].message().find("Duplicate GPU") != absl::string_view::npos) {
       GTEST_SKIP() << "this NCCL refuses two ranks on one GPU: " << created[r];
     }
   }
