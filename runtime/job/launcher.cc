@@ -244,9 +244,11 @@ int Launch(const LaunchOptions& options) {
     if (!options.quiet && state.steps_per_epoch > 0) display.Update(state);
     for (; epochs_shown < static_cast<size_t>(last.epochs_size()); ++epochs_shown) {
       const auto& e = last.epochs(static_cast<int>(epochs_shown));
+      const double previous =
+          epochs_shown == 0 ? 0.0 : last.epochs(static_cast<int>(epochs_shown) - 1).wall_seconds();
       if (!options.quiet) {
         display.EpochEnd(e.epoch() + 1, e.test_accuracy(), e.test_loss(), e.train_loss(),
-                         e.wall_seconds());
+                         e.wall_seconds() - previous);
       }
     }
     if (last.done() == spec.WorldSize() && !shutdown_sent) {

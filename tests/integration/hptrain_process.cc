@@ -2,8 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,7 +48,7 @@ static std::string Slurp(const std::string& path) {
 }
 
 ProcessResult RunProcess(const std::vector<std::string>& argv, int timeout_s,
-                  const std::function<void(pid_t)>& while_running) {
+                         const std::function<void(pid_t)>& while_running, const std::string& cwd) {
   TempDir capture;
   std::string out_path = capture.path() + "/out";
   std::string err_path = capture.path() + "/err";
@@ -58,6 +60,7 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, int timeout_s,
     dup2(in, 0);
     dup2(out, 1);
     dup2(err, 2);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -82,6 +85,80 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, int timeout_s,
   result.out = Slurp(out_path);
   result.err = Slurp(err_path);
   return result;
+}
+
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& stdout_path,
+            const std::string& stderr_path) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int out = open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int in = open("/dev/null", O_RDONLY);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int Terminate(pid_t pid, int grace_s) {
+  if (pid <= 0) return -1;
+  kill(pid, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
+  int status = 0;
+  while (true) {
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0) return -1;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      if (waitpid(pid, &status, 0) != pid) return -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string ReadFile(const std::string& path) { return Slurp(path); }
+
+bool FileExists(const std::string& path) {
+  std::error_code ignored;
+  return std::filesystem::exists(path, ignored);
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
 }
 
 std::vector<pid_t> FindProcesses(const std::vector<std::string>& needles) {
@@ -116,6 +193,21 @@ std::string LeNetJob(const std::string& name, const std::string& groups,
          "  strategy: {type: ssgd}\n"
          "  optimizer: {type: sgd, lr: 0.05, momentum: 0.9, weightDecay: 5.0e-4}\n"
          "  workerGroups:\n" + groups + extra;
+}
+
+std::string SyntheticJob(const std::string& name, int replicas, const std::string& extra) {
+  return "apiVersion: hptrain.io/v1alpha1\n"
+         "kind: TrainingJob\n"
+         "metadata:\n"
+         "  name: " + name + "\n"
+         "spec:\n"
+         "  model: {name: mlp, hidden: [64]}\n"
+         "  dataset: {name: synthetic, synthetic: {samples: 2048, testSamples: 256}}\n"
+         "  strategy: {type: ssgd}\n"
+         "  optimizer: {type: sgd, lr: 0.1}\n"
+         "  globalBatchSize: 64\n"
+         "  threads: 1\n"
+         "  workers: {replicas: " + std::to_string(replicas) + "}\n" + extra;
 }
 
 }  // namespace hptrain::testing
