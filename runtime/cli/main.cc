@@ -1,5 +1,6 @@
 // hptrain: the runtime's single binary. Subcommands: run, ps, worker, version.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "runtime/cli/commands.h"
@@ -20,6 +21,9 @@ constexpr char kUsage[] =
 }  // namespace
 
 int main(int argc, char** argv) {
+  // gRPC logs its own copy of errors we report as one line (e.g. a port in use); keep it quiet
+  // unless the user asks for it.
+  setenv("GRPC_VERBOSITY", "NONE", /*overwrite=*/0);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);

@@ -151,6 +151,16 @@ absl::Status RunWorker(const WorkerFlags& flags) {
 
   auto last_report = Clock::now() - std::chrono::seconds(1);
   double compute_total = 0, comm_total = 0, train_total = 0;
+  hptrain::v1::ProgressReport report;
+  auto send_report = [&] {
+    report.set_bytes_sent(communicator.bytes_sent());
+    report.set_bytes_received(communicator.bytes_received());
+    report.set_compute_seconds(compute_total);
+    report.set_comm_seconds(comm_total);
+    report.set_train_seconds(train_total);
+    // Progress is advisory: a lost report must not fail training.
+    (void)client.ReportProgress(report);
+  };
   train::TrainerCallbacks callbacks;
   callbacks.on_step = [&](const train::StepStats& stats) {
     compute_total += stats.compute_seconds;
@@ -160,7 +170,6 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     const bool last = stats.step == stats.total_steps;
     if (!last && Clock::now() - last_report < std::chrono::milliseconds(500)) return;
     last_report = Clock::now();
-    hptrain::v1::ProgressReport report;
     report.set_rank(flags.rank);
     report.set_step(stats.step);
     report.set_epoch(stats.epoch);
@@ -168,14 +177,8 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     report.set_train_loss(stats.train_loss);
     report.set_samples_per_second(stats.step_seconds > 0 ? stats.batch_size / stats.step_seconds
                                                          : 0);
-    report.set_bytes_sent(communicator.bytes_sent());
-    report.set_bytes_received(communicator.bytes_received());
-    report.set_compute_seconds(compute_total);
-    report.set_comm_seconds(comm_total);
     report.set_batch_size(stats.batch_size);
-    report.set_train_seconds(train_total);
-    // Progress is advisory: a lost report must not fail training.
-    (void)client.ReportProgress(report);
+    send_report();
   };
   callbacks.on_epoch = [&](const train::EpochStats& stats) {
     worker_metrics.OnEpoch(stats);
@@ -197,7 +200,8 @@ absl::Status RunWorker(const WorkerFlags& flags) {
   if (absl::IsCancelled(status)) {
     status = absl::AbortedError(absl::StrCat("stopped: ", heartbeat.reason()));
   }
-  // Final progress (exact byte totals) and the outcome.
+  // Final progress (byte totals including the end-of-epoch collectives) and the outcome.
+  if (report.step() > 0) send_report();
   (void)client.ReportDone(flags.rank, status.ok(), std::string(status.message()));
   return status;
 }

@@ -22,6 +22,7 @@
 #include "runtime/job/run_summary.h"
 #include "runtime/job/supervisor.h"
 #include "runtime/ps/coordinator_client.h"
+#include "runtime/train/checkpoint.h"
 #include "runtime/train/trainer.h"
 
 namespace hptrain::job {
@@ -158,6 +159,13 @@ int Launch(const LaunchOptions& options) {
   if (options.resume && spec.checkpoint.path.empty()) {
     return ReportError("run", absl::InvalidArgumentError(
                                        "--resume needs spec.checkpoint.path in the job"));
+  }
+  if (options.resume) {
+    // A damaged checkpoint is bad input: say so once here rather than once per worker.
+    auto checkpoint = train::LoadCheckpoint(spec.checkpoint.path);
+    if (!checkpoint.ok() && !absl::IsNotFound(checkpoint.status())) {
+      return ReportError("run", checkpoint.status());
+    }
   }
   auto dir = RunDirectory::Create(spec.name);
   if (!dir.ok()) return ReportError("run", dir.status());

@@ -42,6 +42,14 @@ absl::Status TorchCall(const char* what, Fn&& fn) {
   }
 }
 
+absl::Status CheckDevice(const job::JobSpec& spec) {
+  if (spec.device == "cpu") return absl::OkStatus();
+  // The NCCL communicator and the CUDA update kernels exist, but the trainer keeps its flat
+  // buffers in host memory; refusing is better than silently training on the CPU.
+  return absl::UnimplementedError(absl::StrCat(
+      "spec.device: \"", spec.device, "\" is not supported by this trainer yet (use cpu)"));
+}
+
 ModelShape ShapeOf(const Dataset& data) {
   ModelShape shape;
   shape.channels = data.shape().channels;
@@ -95,6 +103,7 @@ class Trainer::Impl {
 };
 
 absl::Status Trainer::Impl::Init() {
+  HPTRAIN_RETURN_IF_ERROR(CheckDevice(spec_));
   if (options_.rank < 0 || options_.rank >= static_cast<int>(options_.allocation.size())) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", options_.rank, " out of range"));
   }
@@ -401,6 +410,7 @@ absl::Status Trainer::Run() { return impl_->Run(); }
 int64_t Trainer::num_parameters() const { return impl_->num_parameters(); }
 
 absl::Status Preflight(const job::JobSpec& spec) {
+  HPTRAIN_RETURN_IF_ERROR(CheckDevice(spec));
   const std::vector<std::string> strategies = sync::RegisteredStrategies();
   if (std::find(strategies.begin(), strategies.end(), spec.strategy.type) == strategies.end()) {
     return absl::UnimplementedError(absl::StrCat(

@@ -3,36 +3,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/base/splitmix64.h"
 
 namespace hptrain::train {
-namespace {
-
-// splitmix64 (Steele, Lea, Flood 2014): a tiny generator with a fully specified output, so the
-// permutation is bit-identical across compilers and standard libraries.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform integer in [0, bound), bound > 0, unbiased by rejection.
-  uint64_t Below(uint64_t bound) {
-    const uint64_t threshold = (0 - bound) % bound;  // 2^64 mod bound
-    for (;;) {
-      const uint64_t r = Next();
-      if (r >= threshold) return r % bound;
-    }
-  }
-
- private:
-  uint64_t state_;
-};
-
-}  // namespace
-
 std::vector<int64_t> EpochPermutation(int64_t n, uint64_t seed, int epoch) {
   if (n <= 0) return {};
   std::vector<int64_t> perm(static_cast<size_t>(n));

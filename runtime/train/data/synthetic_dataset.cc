@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/base/status.h"
+#include "runtime/base/splitmix64.h"
 #include "runtime/train/data/dataset_readers.h"
 
 namespace hptrain::train::internal {
@@ -21,21 +22,7 @@ constexpr int kLatent = 16;
 // (A z)_d has variance 16 / 9 (sum of 16 products of two U(-1, 1)); 48 x 4/3 = 64 = 0.25 x 255.
 constexpr double kScale = 48.0;
 
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [-1, 1), from the top 53 bits.
-  double Symmetric() { return static_cast<double>(Next() >> 11) * 0x1.0p-52 - 1.0; }
-
- private:
-  uint64_t state_;
-};
+using ::hptrain::SplitMix64;
 
 // Independent stream `tag` of `seed`.
 SplitMix64 Stream(uint64_t seed, uint64_t tag) {

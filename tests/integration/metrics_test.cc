@@ -1,0 +1,242 @@
+// The live HTTP endpoints of a running ps and worker (started by hand, as the controller does in
+// pods): /healthz, /readyz, and /metrics in an exposition `promtool check metrics` accepts, with
+// the metrics dashboards use. And the coordinator's token check, seen from outside: a client with
+// the wrong token is refused, and the refusal is counted on /metrics.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "runtime/ps/coordinator_client.h"
+#include "tests/integration/hptrain_process.h"
+
+namespace hptrain::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr char kPromtool[] = "/usr/bin/promtool";
+
+struct HttpResult {
+  int status = -1;  // -1: no response
+  std::string body;
+};
+
+HttpResult Get(int port, const std::string& path) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(2, 0);
+  client.set_read_timeout(5, 0);
+  auto response = client.Get(path.c_str());
+  if (!response) return {};
+  return {response->status, response->body};
+}
+
+// The value of the first sample of `name` whose label set contains every one of `labels`
+// (each like `direction="sent"`); nullopt when there is none.
+std::optional<double> Sample(const std::string& exposition, const std::string& name,
+                             const std::vector<std::string>& labels = {}) {
+  for (const std::string& line : Lines(exposition)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line.compare(0, name.size(), name) != 0) continue;
+    const char next = line.size() > name.size() ? line[name.size()] : '\0';
+    if (next != '{' && next != ' ') continue;
+    std::string label_set;
+    size_t value_at = name.size();
+    if (next == '{') {
+      size_t close = line.find('}', name.size());
+      if (close == std::string::npos) continue;
+      label_set = line.substr(name.size(), close - name.size() + 1);
+      value_at = close + 1;
+    }
+    bool all = true;
+    for (const auto& l : labels) all = all && label_set.find(l) != std::string::npos;
+    if (!all) continue;
+    std::istringstream value(line.substr(value_at));
+    double v;
+    if (value >> v) return v;
+  }
+  return std::nullopt;
+}
+
+// Runs `promtool check metrics < file`; returns its exit status and everything it printed.
+std::pair<int, std::string> Promtool(const TempDir& dir, const std::string& name,
+                                     const std::string& exposition) {
+  const std::string file = dir.Write(name, exposition);
+  const std::string output = dir.path() + "/" + name + ".promtool";
+  const std::string command = std::string(kPromtool) + " check metrics < '" + file + "' > '" +
+                              output + "' 2>&1";
+  const int status = std::system(command.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(output)};
+}
+
+// Polls until `done` or the timeout; returns whether `done` became true.
+template <typename F>
+bool WaitFor(F done, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+// Whether `pid` (our child) has exited; reaps it and stores its status if so.
+bool Exited(pid_t pid, int* exit_code) {
+  int status = 0;
+  if (waitpid(pid, &status, WNOHANG) != pid) return false;
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return true;
+}
+
+class LiveEndpoints : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    // Whatever the test did, nothing it started outlives it.
+    if (worker_ > 0 && !worker_reaped_) Terminate(worker_);
+    if (ps_ > 0 && !ps_reaped_) Terminate(ps_);
+    EXPECT_TRUE(FindProcesses({dir_.path()}).empty()) << "a process of the test outlived it";
+  }
+
+  // Starts the ps; fills ps_port_ and ps_metrics_port_ from its port file.
+  void StartPs(const std::string& job, const std::string& token) {
+    const std::string port_file = dir_.path() + "/ps.port";
+    ps_ = Spawn({HptrainBinary(), "ps", "--job", job, "--token-file", token, "--port", "0",
+                 "--port-file", port_file, "--metrics-port", "0", "--linger", "5"},
+                dir_.path() + "/ps.out", dir_.path() + "/ps.err");
+    ASSERT_GT(ps_, 0);
+    int exit_code = 0;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          std::istringstream ports(ReadFile(port_file));
+          return static_cast<bool>(ports >> ps_port_ >> ps_metrics_port_) ||
+                 Exited(ps_, &exit_code);
+        },
+        std::chrono::seconds(60)))
+        << "no port file; ps stderr: " << ReadFile(dir_.path() + "/ps.err");
+    ASSERT_GT(ps_port_, 0) << "ps exited with " << exit_code << ": "
+                           << ReadFile(dir_.path() + "/ps.err");
+    ASSERT_GT(ps_metrics_port_, 0);
+  }
+
+  TempDir dir_;
+  pid_t ps_ = -1, worker_ = -1;
+  bool ps_reaped_ = false, worker_reaped_ = false;
+  int ps_port_ = 0, ps_metrics_port_ = 0;
+};
+
+TEST_F(LiveEndpoints, PsAndWorkerServeValidMetricsAndCountRefusedTokens) {
+  if (access(kPromtool, X_OK) != 0) {
+    GTEST_SKIP() << kPromtool << " not installed (Debian package prometheus); needed to check "
+                 << "the exposition format";
+  }
+  const std::string job = dir_.Write(
+      "job.yaml", SyntheticJob("metrics-live", 1,
+                               "  maxSteps: 16\n  testing: {slowdown: [20]}\n"));
+  const std::string token = dir_.Write("token", "the-right-token\n");
+  ASSERT_NO_FATAL_FAILURE(StartPs(job, token));
+
+  // The ps: alive and ready as soon as it serves.
+  EXPECT_EQ(Get(ps_metrics_port_, "/healthz").status, 200);
+  EXPECT_EQ(Get(ps_metrics_port_, "/readyz").status, 200);
+  EXPECT_EQ(Get(ps_metrics_port_, "/no-such-page").status, 404);
+
+  // A client with the wrong token is refused, and counted once as a bad token.
+  {
+    ps::CoordinatorClient intruder("127.0.0.1:" + std::to_string(ps_port_), "a-wrong-token",
+                                   std::chrono::seconds(5));
+    auto status = intruder.GetJobStatus();
+    ASSERT_FALSE(status.ok());
+    EXPECT_EQ(status.status().code(), absl::StatusCode::kUnauthenticated) << status.status();
+    // The right token works on the same server.
+    ps::CoordinatorClient owner("127.0.0.1:" + std::to_string(ps_port_), "the-right-token",
+                                std::chrono::seconds(5));
+    EXPECT_TRUE(owner.GetJobStatus().ok());
+  }
+  HttpResult ps_metrics = Get(ps_metrics_port_, "/metrics");
+  ASSERT_EQ(ps_metrics.status, 200);
+  EXPECT_EQ(Sample(ps_metrics.body, "hptrain_rpc_rejected_total", {"reason=\"bad_token\""}), 1.0)
+      << ps_metrics.body;
+  EXPECT_EQ(Sample(ps_metrics.body, "hptrain_rpc_rejected_total", {"reason=\"missing_token\""}),
+            0.0)
+      << ps_metrics.body;
+
+  // The worker, on a metrics port picked here.
+  const int worker_metrics_port = FreePort();
+  ASSERT_GT(worker_metrics_port, 0);
+  worker_ = Spawn({HptrainBinary(), "worker", "--job", job, "--coordinator",
+                   "127.0.0.1:" + std::to_string(ps_port_), "--rank", "0", "--token-file", token,
+                   "--metrics-port", std::to_string(worker_metrics_port)},
+                  dir_.path() + "/worker.out", dir_.path() + "/worker.err");
+  ASSERT_GT(worker_, 0);
+  int worker_exit = -1;
+  // Ready once training started; then scrape after a few steps.
+  std::string worker_body;
+  bool healthy = false, ready = false;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        if (Exited(worker_, &worker_exit)) {
+          worker_reaped_ = true;
+          return true;
+        }
+        healthy = healthy || Get(worker_metrics_port, "/healthz").status == 200;
+        ready = ready || Get(worker_metrics_port, "/readyz").status == 200;
+        if (!ready) return false;
+        HttpResult m = Get(worker_metrics_port, "/metrics");
+        if (m.status != 200) return false;
+        worker_body = m.body;
+        auto step = Sample(worker_body, "hptrain_step");
+        return step && *step >= 3;
+      },
+      std::chrono::seconds(120)));
+  ASSERT_FALSE(worker_reaped_) << "the worker exited (" << worker_exit
+                               << ") before it could be scraped: "
+                               << ReadFile(dir_.path() + "/worker.err");
+  EXPECT_TRUE(healthy);
+  EXPECT_TRUE(ready);
+  ps_metrics = Get(ps_metrics_port_, "/metrics");
+  ASSERT_EQ(ps_metrics.status, 200);
+
+  // The exposition formats are valid: promtool exits 0 and prints nothing.
+  for (const auto& [name, body] :
+       {std::pair<std::string, std::string>{"ps.prom", ps_metrics.body},
+        std::pair<std::string, std::string>{"worker.prom", worker_body}}) {
+    auto [code, output] = Promtool(dir_, name, body);
+    EXPECT_EQ(code, 0) << name << ": " << output << "\n" << body;
+    EXPECT_EQ(output, "") << name << ":\n" << body;
+  }
+
+  // What the dashboards use.
+  EXPECT_TRUE(Sample(worker_body, "hptrain_step_duration_seconds_bucket", {"le=\"+Inf\""}))
+      << worker_body;
+  EXPECT_GE(Sample(worker_body, "hptrain_step_duration_seconds_count").value_or(0), 3.0);
+  EXPECT_TRUE(Sample(worker_body, "hptrain_comm_bytes_total", {"direction=\"sent\""}))
+      << worker_body;
+  EXPECT_GT(Sample(worker_body, "hptrain_samples_per_second").value_or(0), 0.0) << worker_body;
+  EXPECT_EQ(Sample(worker_body, "hptrain_batch_size", {"rank=\"0\""}), 64.0) << worker_body;
+  EXPECT_EQ(Sample(ps_metrics.body, "hptrain_workers_registered"), 1.0) << ps_metrics.body;
+  EXPECT_EQ(Sample(ps_metrics.body, "hptrain_rpc_rejected_total", {"reason=\"bad_token\""}), 1.0)
+      << "the worker's calls with the right token must not count as refused\n"
+      << ps_metrics.body;
+
+  // The worker finishes on its own; the ps then exits after lingering (or on SIGTERM).
+  ASSERT_TRUE(WaitFor([&] { return worker_reaped_ = Exited(worker_, &worker_exit); },
+                      std::chrono::seconds(120)))
+      << ReadFile(dir_.path() + "/worker.err");
+  EXPECT_EQ(worker_exit, 0) << ReadFile(dir_.path() + "/worker.err");
+  EXPECT_EQ(Terminate(ps_), 0) << ReadFile(dir_.path() + "/ps.err");
+  ps_reaped_ = true;
+}
+
+}  // namespace
+}  // namespace hptrain::testing
