@@ -27,4 +27,29 @@ absl::Status RingAllGather(Transport& transport, const void* send, void* recv, s
   return absl::OkStatus();
 }
 
+absl::Status RingAllGatherV(Transport& transport, const void* send, size_t send_bytes,
+                            std::vector<std::string>* blocks, uint64_t tag) {
+  const int n = transport.size();
+  const int r = transport.rank();
+  std::vector<uint64_t> sizes(n);
+  uint64_t mine = send_bytes;
+  HPTRAIN_RETURN_IF_ERROR(RingAllGather(transport, &mine, sizes.data(), sizeof(mine), tag),
+                          "all-gather-v sizes");
+  blocks->assign(n, std::string());
+  for (int j = 0; j < n; ++j) (*blocks)[j].resize(sizes[j]);
+  if (send_bytes > 0) std::memcpy((*blocks)[r].data(), send, send_bytes);
+  const int right = (r + 1) % n;
+  const int left = (r + n - 1) % n;
+  for (int s = 0; s < n - 1; ++s) {
+    int send_block = ((r - s) % n + n) % n;
+    int recv_block = ((r - s - 1) % n + n) % n;
+    std::string& out = (*blocks)[send_block];
+    std::string& in = (*blocks)[recv_block];
+    HPTRAIN_RETURN_IF_ERROR(
+        transport.SendRecv(right, out.data(), out.size(), left, in.data(), in.size(), tag),
+        "all-gather-v step ", s + 1, " of ", n - 1, " (rank ", r, ")");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace hptrain::comm

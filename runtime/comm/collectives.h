@@ -1,11 +1,13 @@
 // CPU collectives over a Transport, one file per algorithm:
 //   ring_allreduce.cc  RingAllReduceSum  reduce-scatter then all-gather around the ring
 //   allgather.cc       RingAllGather     every rank ends with every rank's block
+//                      RingAllGatherV    the same with a block size per rank
 //   broadcast.cc       Broadcast         root's buffer to everyone (chain)
 //
 // Byte cost per rank (S = payload bytes, N ranks), as counted by Transport's counters:
 //   all-reduce: sends and receives 2(N-1)/N · S (chunk rounding aside)
 //   all-gather: sends and receives (N-1) · block
+//   all-gather-v: the sizes' all-gather (8 bytes per rank per step) plus Σ_{j≠r} block_j
 //   broadcast:  root sends S; every other rank receives S and all but the last forward it.
 // All ranks must call the same collectives in the same order with the same sizes; `tag` separates
 // concurrent traffic and is advanced by the callers (Communicator does this).
@@ -15,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -28,6 +31,11 @@ absl::Status RingAllReduceSum(Transport& transport, float* data, size_t count, u
 // `recv` (size() * block_bytes) receives every rank's `block_bytes` of `send`, in rank order.
 absl::Status RingAllGather(Transport& transport, const void* send, void* recv, size_t block_bytes,
                            uint64_t tag);
+
+// Every rank contributes `send_bytes` (which may differ between ranks); on return blocks[j]
+// holds rank j's bytes. Sizes are exchanged first, so receivers never guess a length.
+absl::Status RingAllGatherV(Transport& transport, const void* send, size_t send_bytes,
+                            std::vector<std::string>* blocks, uint64_t tag);
 
 // Copies `bytes` of `data` on `root` into `data` on every rank.
 absl::Status Broadcast(Transport& transport, void* data, size_t bytes, int root, uint64_t tag);

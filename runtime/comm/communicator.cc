@@ -15,6 +15,11 @@ absl::Status TransportCommunicator::AllGather(const void* send, void* recv, size
   return RingAllGather(*transport_, send, recv, block_bytes, next_tag_++);
 }
 
+absl::Status TransportCommunicator::AllGatherV(const void* send, size_t send_bytes,
+                                              std::vector<std::string>* blocks) {
+  return RingAllGatherV(*transport_, send, send_bytes, blocks, next_tag_++);
+}
+
 absl::Status TransportCommunicator::Broadcast(void* data, size_t bytes, int root) {
   return comm::Broadcast(*transport_, data, bytes, root, next_tag_++);
 }

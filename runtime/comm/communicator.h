@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "runtime/comm/transport.h"
@@ -30,6 +32,9 @@ class Communicator {
   virtual absl::Status AllReduceSum(float* data, size_t count) = 0;
   // `recv` (size() * block_bytes) receives every rank's block of `send`, in rank order.
   virtual absl::Status AllGather(const void* send, void* recv, size_t block_bytes) = 0;
+  // Every rank contributes `send_bytes` (sizes may differ); blocks[j] receives rank j's bytes.
+  virtual absl::Status AllGatherV(const void* send, size_t send_bytes,
+                                  std::vector<std::string>* blocks) = 0;
   // Copies `bytes` of `data` on `root` to every rank.
   virtual absl::Status Broadcast(void* data, size_t bytes, int root) = 0;
   // Returns once every rank has called Barrier.
@@ -49,6 +54,8 @@ class TransportCommunicator : public Communicator {
   int size() const override { return transport_->size(); }
   absl::Status AllReduceSum(float* data, size_t count) override;
   absl::Status AllGather(const void* send, void* recv, size_t block_bytes) override;
+  absl::Status AllGatherV(const void* send, size_t send_bytes,
+                          std::vector<std::string>* blocks) override;
   absl::Status Broadcast(void* data, size_t bytes, int root) override;
   absl::Status Barrier() override;
   int64_t bytes_sent() const override { return transport_->counters().sent.load(); }

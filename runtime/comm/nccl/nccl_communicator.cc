@@ -256,6 +256,50 @@ absl::Status NcclCommunicator::AllGather(const void* send, void* recv, size_t bl
   return absl::OkStatus();
 }
 
+absl::Status NcclCommunicator::AllGatherV(const void* send, size_t send_bytes,
+                                          std::vector<std::string>* blocks) {
+  if (!broken_.ok()) return Unusable(broken_, rank_, size_);
+  ScopedDevice scoped(device_);
+  HPTRAIN_RETURN_IF_ERROR(scoped.status());
+  // 1. Every rank's size, gathered on the device.
+  uint64_t* sizes_device = nullptr;
+  HPTRAIN_CUDA_RETURN_IF_ERROR(cudaMalloc(&sizes_device, sizeof(uint64_t) * size_));
+  std::vector<uint64_t> sizes(size_);
+  const uint64_t mine = send_bytes;
+  absl::Status status = HPTRAIN_CUDA_STATUS(
+      cudaMemcpy(sizes_device + rank_, &mine, sizeof(mine), cudaMemcpyHostToDevice),
+      "copying the all-gather-v size");
+  if (status.ok()) status = AllGather(sizes_device + rank_, sizes_device, sizeof(uint64_t));
+  if (status.ok()) {
+    status = HPTRAIN_CUDA_STATUS(cudaMemcpy(sizes.data(), sizes_device, sizeof(uint64_t) * size_,
+                                            cudaMemcpyDeviceToHost),
+                                 "reading the all-gather-v sizes");
+  }
+  cudaFree(sizes_device);
+  HPTRAIN_RETURN_IF_ERROR(status);
+  // 2. One broadcast per rank, each into a scratch buffer of that rank's size.
+  blocks->assign(size_, std::string());
+  for (int j = 0; j < size_; ++j) {
+    (*blocks)[j].resize(sizes[j]);
+    if (sizes[j] == 0) continue;
+    void* scratch = nullptr;
+    HPTRAIN_CUDA_RETURN_IF_ERROR(cudaMalloc(&scratch, sizes[j]));
+    status = j == rank_ ? HPTRAIN_CUDA_STATUS(cudaMemcpy(scratch, send, sizes[j],
+                                                         cudaMemcpyDeviceToDevice),
+                                              "copying the all-gather-v block")
+                        : absl::OkStatus();
+    if (status.ok()) status = Broadcast(scratch, sizes[j], j);
+    if (status.ok()) {
+      status = HPTRAIN_CUDA_STATUS(
+          cudaMemcpy((*blocks)[j].data(), scratch, sizes[j], cudaMemcpyDeviceToHost),
+          "reading an all-gather-v block");
+    }
+    cudaFree(scratch);
+    HPTRAIN_RETURN_IF_ERROR(status, "all-gather-v block of rank ", j);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status NcclCommunicator::Broadcast(void* data, size_t bytes, int root) {
   if (!broken_.ok()) return Unusable(broken_, rank_, size_);
   if (root < 0 || root >= size_) {

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -111,6 +112,11 @@ class NcclCommunicator : public Communicator {
   // buffer `send`, in rank order (ncclAllGather on bytes). `send` may be recv + rank() *
   // block_bytes (in place). Errors as AllReduceSum.
   absl::Status AllGather(const void* send, void* recv, size_t block_bytes) override;
+  // `send` is a device pointer; the gathered blocks are copied to host memory. Built from an
+  // all-gather of the sizes and one broadcast per rank, so it costs N collectives: meant for
+  // small, irregular payloads (sparse indices), not for bulk data.
+  absl::Status AllGatherV(const void* send, size_t send_bytes,
+                          std::vector<std::string>* blocks) override;
 
   // Copies `bytes` of device buffer `data` on `root` into `data` on every rank (ncclBroadcast,
   // in place). InvalidArgument if `root` is outside [0, size()); otherwise errors as

@@ -74,6 +74,26 @@ TEST(AllGather, EveryRankGetsEveryBlockInOrder) {
   }
 }
 
+TEST(AllGatherV, BlocksOfDifferentSizesArriveIntact) {
+  const int size = 4;
+  auto comms = MakeGroup(size);
+  std::vector<std::vector<std::string>> out(size);
+  Spawn(size, [&](int r) {
+    std::string mine(static_cast<size_t>(r * 3), static_cast<char>('a' + r));  // rank 0 sends 0
+    ASSERT_TRUE(comms[r]->AllGatherV(mine.data(), mine.size(), &out[r]).ok());
+  });
+  for (int r = 0; r < size; ++r) {
+    ASSERT_EQ(out[r].size(), 4u);
+    EXPECT_EQ(out[r][0], "");
+    EXPECT_EQ(out[r][1], "bbb");
+    EXPECT_EQ(out[r][3], "ddddddddd");
+  }
+  // Sizes: 3 ring steps of 8 bytes. Blocks: rank 2 forwards every block but its right
+  // neighbour's (0 + 3 + 6 bytes) and receives every block but its own (0 + 3 + 9).
+  EXPECT_EQ(comms[2]->bytes_sent(), 3 * 8 + (0 + 3 + 6));
+  EXPECT_EQ(comms[2]->bytes_received(), 3 * 8 + (0 + 3 + 9));
+}
+
 TEST(Broadcast, CopiesRootBufferEverywhere) {
   const int size = 4;
   auto comms = MakeGroup(size);
