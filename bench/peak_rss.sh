@@ -12,12 +12,14 @@ launcher=$!
 declare -A peak
 while kill -0 "$launcher" 2>/dev/null; do
   for pid in $(pgrep -P "$launcher" || true); do
-    cmd=$(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null || true)
+    cmd=$( (tr '\0' ' ' </proc/"$pid"/cmdline) 2>/dev/null || true)
     role=$(echo "$cmd" | awk '{print $2}')
+    [ -n "$role" ] || continue
     rank=$(echo "$cmd" | sed -n 's/.*--rank \([0-9]*\).*/\1/p')
     key="$role${rank:+-$rank}"
-    hwm=$(awk '/VmHWM/ {print $2}' /proc/"$pid"/status 2>/dev/null || echo 0)
-    [ -n "$hwm" ] && [ "${hwm:-0}" -gt "${peak[$key]:-0}" ] && peak[$key]=$hwm
+    hwm=$( (awk '/VmHWM/ {print $2}' /proc/"$pid"/status) 2>/dev/null || true)
+    [ -n "$hwm" ] || continue
+    if [ "$hwm" -gt "${peak[$key]:-0}" ]; then peak[$key]=$hwm; fi
   done
   sleep 0.2
 done
