@@ -1,5 +1,6 @@
 // CPU collectives over a Transport, one file per algorithm:
 //   ring_allreduce.cc  RingAllReduceSum  reduce-scatter then all-gather around the ring
+//   compressed_ring_allreduce.cc        the same ring with encoded chunks (ChunkCodec)
 //   allgather.cc       RingAllGather     every rank ends with every rank's block
 //                      RingAllGatherV    the same with a block size per rank
 //   broadcast.cc       Broadcast         root's buffer to everyone (chain)
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "runtime/comm/chunk_codec.h"
 #include "runtime/comm/transport.h"
 
 namespace hptrain::comm {
@@ -36,6 +38,11 @@ absl::Status RingAllGather(Transport& transport, const void* send, void* recv, s
 // holds rank j's bytes. Sizes are exchanged first, so receivers never guess a length.
 absl::Status RingAllGatherV(Transport& transport, const void* send, size_t send_bytes,
                             std::vector<std::string>* blocks, uint64_t tag);
+
+// In-place sum like RingAllReduceSum, with every chunk encoded by `codec` on the wire (see
+// compressed_ring_allreduce.cc for the protocol and its byte cost).
+absl::Status CompressedRingAllReduceSum(Transport& transport, float* data, size_t count,
+                                        ChunkCodec& codec, uint64_t tag);
 
 // Copies `bytes` of `data` on `root` into `data` on every rank.
 absl::Status Broadcast(Transport& transport, void* data, size_t bytes, int root, uint64_t tag);

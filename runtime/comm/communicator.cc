@@ -11,6 +11,11 @@ absl::Status TransportCommunicator::AllReduceSum(float* data, size_t count) {
   return RingAllReduceSum(*transport_, data, count, next_tag_++);
 }
 
+absl::Status TransportCommunicator::AllReduceSumCompressed(float* data, size_t count,
+                                                          ChunkCodec& codec) {
+  return CompressedRingAllReduceSum(*transport_, data, count, codec, next_tag_++);
+}
+
 absl::Status TransportCommunicator::AllGather(const void* send, void* recv, size_t block_bytes) {
   return RingAllGather(*transport_, send, recv, block_bytes, next_tag_++);
 }

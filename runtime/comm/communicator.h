@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "runtime/comm/chunk_codec.h"
 #include "runtime/comm/transport.h"
 
 namespace hptrain::comm {
@@ -30,6 +31,9 @@ class Communicator {
 
   // In-place sum of `count` floats over every rank; all ranks end bit-identical.
   virtual absl::Status AllReduceSum(float* data, size_t count) = 0;
+  // In-place sum with every chunk encoded by `codec` on the wire; all ranks end bit-identical.
+  // Unimplemented on back ends without compressed collectives.
+  virtual absl::Status AllReduceSumCompressed(float* data, size_t count, ChunkCodec& codec) = 0;
   // `recv` (size() * block_bytes) receives every rank's block of `send`, in rank order.
   virtual absl::Status AllGather(const void* send, void* recv, size_t block_bytes) = 0;
   // Every rank contributes `send_bytes` (sizes may differ); blocks[j] receives rank j's bytes.
@@ -53,6 +57,7 @@ class TransportCommunicator : public Communicator {
   int rank() const override { return transport_->rank(); }
   int size() const override { return transport_->size(); }
   absl::Status AllReduceSum(float* data, size_t count) override;
+  absl::Status AllReduceSumCompressed(float* data, size_t count, ChunkCodec& codec) override;
   absl::Status AllGather(const void* send, void* recv, size_t block_bytes) override;
   absl::Status AllGatherV(const void* send, size_t send_bytes,
                           std::vector<std::string>* blocks) override;

@@ -238,6 +238,11 @@ absl::Status NcclCommunicator::AllReduceSum(float* data, size_t count) {
   return absl::OkStatus();
 }
 
+absl::Status NcclCommunicator::AllReduceSumCompressed(float*, size_t, ChunkCodec&) {
+  return absl::UnimplementedError(
+      "compressed all-reduce is not available on the NCCL back end (use the Gloo back end)");
+}
+
 absl::Status NcclCommunicator::AllGather(const void* send, void* recv, size_t block_bytes) {
   if (!broken_.ok()) return Unusable(broken_, rank_, size_);
   if (block_bytes == 0) return absl::OkStatus();

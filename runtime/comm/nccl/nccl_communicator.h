@@ -111,6 +111,8 @@ class NcclCommunicator : public Communicator {
   // Device buffer `recv` (size() * block_bytes) receives every rank's `block_bytes` of device
   // buffer `send`, in rank order (ncclAllGather on bytes). `send` may be recv + rank() *
   // block_bytes (in place). Errors as AllReduceSum.
+  // Compressed collectives run on the CPU ring today; on NCCL this returns Unimplemented.
+  absl::Status AllReduceSumCompressed(float* data, size_t count, ChunkCodec& codec) override;
   absl::Status AllGather(const void* send, void* recv, size_t block_bytes) override;
   // `send` is a device pointer; the gathered blocks are copied to host memory. Built from an
   // all-gather of the sizes and one broadcast per rank, so it costs N collectives: meant for
