@@ -20,11 +20,14 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
   compression_ratio_ = r.Gauge("hptrain_compression_ratio",
                                "Uncompressed over sent gradient bytes (1 without compression).")
                            ->Get();
+  quant_bits_ = r.Gauge("hptrain_quant_bits",
+                        "Bits per gradient element on the wire (32 = uncompressed).")->Get();
   train_loss_ = r.Gauge("hptrain_train_loss", "Mean training loss of the last step.")->Get();
   eval_accuracy_ = r.Gauge("hptrain_eval_accuracy", "Test accuracy after the last epoch.")->Get();
   step_ = r.Gauge("hptrain_step", "Global training steps completed.")->Get();
   epoch_ = r.Gauge("hptrain_epoch", "Current epoch (0-based).")->Get();
   compression_ratio_->Set(1.0);
+  quant_bits_->Set(32);
 }
 
 void WorkerMetrics::OnStep(const train::StepStats& stats, int64_t bytes_sent,
@@ -38,6 +41,8 @@ void WorkerMetrics::OnStep(const train::StepStats& stats, int64_t bytes_sent,
   bytes_received_->Inc(static_cast<double>(bytes_received - last_received_));
   last_sent_ = bytes_sent;
   last_received_ = bytes_received;
+  compression_ratio_->Set(stats.compression_ratio);
+  quant_bits_->Set(stats.bits);
   train_loss_->Set(stats.train_loss);
   step_->Set(static_cast<double>(stats.step));
   epoch_->Set(stats.epoch);

@@ -27,6 +27,7 @@ class WorkerMetrics {
   metrics::Counter* bytes_sent_;
   metrics::Counter* bytes_received_;
   metrics::Gauge* compression_ratio_;
+  metrics::Gauge* quant_bits_;
   metrics::Gauge* train_loss_;
   metrics::Gauge* eval_accuracy_;
   metrics::Gauge* step_;

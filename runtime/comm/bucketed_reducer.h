@@ -23,6 +23,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,6 +44,12 @@ class BucketedReducer {
   float* data_for(int tensor) { return flat_.data() + offsets_[tensor]; }
   size_t offset(int tensor) const { return offsets_[tensor]; }
   int num_buckets() const { return static_cast<int>(buckets_.size()); }
+  // Element range [begin, end) of bucket k in the flat buffer.
+  std::pair<size_t, size_t> bucket_range(int k) const {
+    return {buckets_[k].begin, buckets_[k].end};
+  }
+  size_t tensor_size(int tensor) const { return sizes_[tensor]; }
+  int num_tensors() const { return static_cast<int>(sizes_.size()); }
 
   void BeginStep();
   void MarkReady(int tensor);

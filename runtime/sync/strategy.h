@@ -17,11 +17,36 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 
 namespace hptrain::sync {
+
+// Where each parameter's gradient sits in the flat gradient buffer, and the reducer's buckets.
+struct GradientLayout {
+  struct Range {
+    size_t begin = 0;  // element offset in the flat buffer
+    size_t end = 0;
+  };
+  std::vector<Range> tensors;  // in registration order
+  std::vector<Range> buckets;  // bucket k covers tensors entirely
+};
+
+// Times of one epoch as this worker measured them, handed to OnEpochEnd.
+struct EpochTiming {
+  int epoch = 0;
+  double compute_seconds = 0;        // data + forward + backward
+  double comm_seconds = 0;           // time inside ReduceGradients (overlapped or not)
+  double exposed_comm_seconds = 0;   // time the trainer waited for communication after backward
+};
+
+// What the strategy reports for the metrics (hptrain_compression_ratio, hptrain_quant_bits).
+struct StrategyStats {
+  double compression_ratio = 1.0;  // uncompressed gradient bytes / bytes put on the wire
+  int bits = 32;                   // current bits per gradient element (32 = uncompressed)
+};
 
 struct StepInfo {
   int64_t step = 0;        // global step, 0-based
@@ -36,6 +61,12 @@ class Strategy {
 
   virtual std::string name() const = 0;
 
+  // Called once before the first step with the gradient layout. The default does nothing.
+  virtual absl::Status Init(const GradientLayout& layout) {
+    (void)layout;
+    return absl::OkStatus();
+  }
+
   // Hook 1 (see above). `bucket` indexes the reducer's buckets; called for every bucket of every
   // step, in bucket order. An error fails the step.
   virtual absl::Status ReduceGradients(const StepInfo& step, int bucket,
@@ -47,6 +78,19 @@ class Strategy {
     (void)parameters;
     return absl::OkStatus();
   }
+
+  // Called on every rank at the end of each epoch, on the trainer thread (collectives allowed:
+  // strategies that adapt use them to agree on one decision). The default does nothing.
+  virtual absl::Status OnEpochEnd(const EpochTiming& timing) {
+    (void)timing;
+    return absl::OkStatus();
+  }
+
+  // True when the strategy applies momentum itself (DGC's momentum correction): the optimizer
+  // then runs without momentum.
+  virtual bool applies_momentum() const { return false; }
+
+  virtual StrategyStats stats() const { return StrategyStats(); }
 };
 
 }  // namespace hptrain::sync

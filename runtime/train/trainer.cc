@@ -95,6 +95,7 @@ class Trainer::Impl {
   std::unique_ptr<sync::Strategy> strategy_;
   std::unique_ptr<Optimizer> optimizer_;
   sync::StepInfo step_info_;
+  sync::EpochTiming epoch_timing_;
 
   int64_t global_step_ = 0;
   int start_epoch_ = 0;
@@ -125,7 +126,18 @@ absl::Status Trainer::Impl::Init() {
       [this](int bucket, float* data, size_t count) {
         return strategy_->ReduceGradients(step_info_, bucket, absl::MakeSpan(data, count));
       });
-  optimizer_ = std::make_unique<Optimizer>(spec_.optimizer, sizes.empty() ? 0 : reducer_->size());
+  sync::GradientLayout layout;
+  for (int t = 0; t < reducer_->num_tensors(); ++t) {
+    layout.tensors.push_back({reducer_->offset(t), reducer_->offset(t) + reducer_->tensor_size(t)});
+  }
+  for (int k = 0; k < reducer_->num_buckets(); ++k) {
+    auto [begin, end] = reducer_->bucket_range(k);
+    layout.buckets.push_back({begin, end});
+  }
+  HPTRAIN_RETURN_IF_ERROR(strategy_->Init(layout), "strategy ", strategy_->name());
+  job::OptimizerSpec optimizer_spec = spec_.optimizer;
+  if (strategy_->applies_momentum()) optimizer_spec.momentum = 0.0;
+  optimizer_ = std::make_unique<Optimizer>(optimizer_spec, reducer_->size());
 
   // Autograd hooks: copy each finished gradient into its slot and mark it ready. The returned
   // undefined tensor leaves the gradient itself unchanged.
@@ -220,6 +232,12 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   stats->exposed_comm_seconds = reducer_->last_exposed_seconds();
   stats->step_seconds = Since(step_start);
   stats->lr = lr;
+  const sync::StrategyStats strategy_stats = strategy_->stats();
+  stats->compression_ratio = strategy_stats.compression_ratio;
+  stats->bits = strategy_stats.bits;
+  epoch_timing_.compute_seconds += compute;
+  epoch_timing_.comm_seconds += stats->comm_seconds;
+  epoch_timing_.exposed_comm_seconds += stats->exposed_comm_seconds;
   return absl::OkStatus();
 }
 
@@ -286,6 +304,10 @@ absl::Status Trainer::Impl::EndOfEpoch(int epoch, double loss_sum, double loss_c
   stats.epoch = epoch;
   stats.train_loss = train[1] > 0 ? train[0] / train[1] : 0.0;
   HPTRAIN_RETURN_IF_ERROR(Evaluate(&stats.test_accuracy, &stats.test_loss));
+  epoch_timing_.epoch = epoch;
+  HPTRAIN_RETURN_IF_ERROR(strategy_->OnEpochEnd(epoch_timing_), "strategy ", strategy_->name(),
+                          " at the end of epoch ", epoch);
+  epoch_timing_ = sync::EpochTiming();
   stats.wall_seconds = Since(run_start_);
   if (callbacks_.on_epoch) callbacks_.on_epoch(stats);
   return absl::OkStatus();

@@ -41,6 +41,8 @@ struct StepStats {
   double exposed_comm_seconds = 0;
   double step_seconds = 0;
   double lr = 0;
+  double compression_ratio = 1.0;  // from the strategy
+  int bits = 32;                   // bits per gradient element on the wire (32 = uncompressed)
 };
 
 struct EpochStats {

@@ -1,0 +1,108 @@
+#include "tests/runtime/sync/strategy_harness.h"
+
+#include <cmath>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "kernels/update/update.h"
+#include "runtime/comm/bucketed_reducer.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/comm/loopback_transport.h"
+#include "runtime/sync/registry.h"
+#include "runtime/train/optimizer.h"
+
+namespace hptrain::sync::testing {
+
+job::JobSpec HarnessJob(const std::string& strategy) {
+  job::JobSpec spec;
+  spec.name = "harness";
+  spec.strategy.type = strategy;
+  spec.optimizer.lr = 0.1;
+  spec.optimizer.momentum = 0.9;
+  spec.optimizer.weight_decay = 1e-4;
+  spec.global_batch_size = 64;
+  spec.seed = 5;
+  return spec;
+}
+
+SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
+  const int world = options.world;
+  auto hub = std::make_shared<comm::LoopbackHub>(world);
+  SimResult result;
+  result.params.resize(world);
+  result.bytes_sent.resize(world);
+  std::mutex mu;
+  auto gradient = options.gradient ? options.gradient : [](int rank, int step, size_t i) {
+    return std::sin(0.001f * static_cast<float>(i) + 0.3f * rank + 0.7f * step) * 0.5f +
+           0.01f * rank;
+  };
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto fail = [&](const absl::Status& status) {
+        std::lock_guard<std::mutex> lock(mu);
+        result.ok = false;
+        result.error = std::string(status.message());
+      };
+      comm::TransportCommunicator comm(std::make_unique<comm::LoopbackTransport>(hub, rank));
+      StrategyContext context{&spec, &comm};
+      auto strategy = CreateStrategy(context);
+      if (!strategy.ok()) return fail(strategy.status());
+      StepInfo info;
+      comm::BucketedReducer reducer(
+          options.tensor_sizes, options.bucket_bytes, [&](int bucket, float* data, size_t n) {
+            return (*strategy)->ReduceGradients(info, bucket, absl::MakeSpan(data, n));
+          });
+      GradientLayout layout;
+      for (int t = 0; t < reducer.num_tensors(); ++t) {
+        layout.tensors.push_back({reducer.offset(t), reducer.offset(t) + reducer.tensor_size(t)});
+      }
+      for (int k = 0; k < reducer.num_buckets(); ++k) {
+        auto [b, e] = reducer.bucket_range(k);
+        layout.buckets.push_back({b, e});
+      }
+      if (auto s = (*strategy)->Init(layout); !s.ok()) return fail(s);
+      job::OptimizerSpec optimizer_spec = spec.optimizer;
+      if ((*strategy)->applies_momentum()) optimizer_spec.momentum = 0;
+      train::Optimizer optimizer(optimizer_spec, reducer.size());
+      std::vector<float> params(reducer.size());
+      for (size_t i = 0; i < params.size(); ++i) params[i] = 0.01f * std::cos(0.01f * i);
+      for (int step = 0; step < options.steps; ++step) {
+        info.step = step;
+        info.global_batch = options.global_batch;
+        info.local_batch = options.global_batch / world;
+        reducer.BeginStep();
+        for (int t = reducer.num_tensors() - 1; t >= 0; --t) {
+          float* g = reducer.data_for(t);
+          for (size_t i = 0; i < reducer.tensor_size(t); ++i) {
+            g[i] = gradient(rank, step, reducer.offset(t) + i);
+          }
+          reducer.MarkReady(t);
+        }
+        if (auto s = reducer.FinishStep(); !s.ok()) return fail(s);
+        kernels::Scale(reducer.data(), reducer.size(), 1.0f / options.global_batch);
+        optimizer.Step(params.data(), reducer.data(), spec.optimizer.lr);
+        if (auto s = (*strategy)->AfterOptimizerStep(info, absl::MakeSpan(params)); !s.ok()) {
+          return fail(s);
+        }
+        if (options.steps_per_epoch > 0 && (step + 1) % options.steps_per_epoch == 0) {
+          EpochTiming timing;
+          timing.epoch = (step + 1) / options.steps_per_epoch - 1;
+          timing.compute_seconds = 1.0;
+          timing.comm_seconds = reducer.last_comm_seconds();
+          timing.exposed_comm_seconds = reducer.last_exposed_seconds();
+          if (auto s = (*strategy)->OnEpochEnd(timing); !s.ok()) return fail(s);
+          if (rank == 0) result.bits.push_back((*strategy)->stats().bits);
+        }
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      result.params[rank] = params;
+      result.bytes_sent[rank] = comm.bytes_sent();
+    });
+  }
+  for (auto& t : threads) t.join();
+  return result;
+}
+
+}  // namespace hptrain::sync::testing

@@ -1,0 +1,42 @@
+// A libtorch-free training simulation for strategy tests: N ranks as threads over the loopback
+// transport, each with a flat parameter vector, synthetic per-rank gradients and the real
+// BucketedReducer + Strategy + Optimizer path of the trainer (sum of gradients, reduce, / B, step).
+#ifndef HPTRAIN_TESTS_RUNTIME_SYNC_STRATEGY_HARNESS_H_
+#define HPTRAIN_TESTS_RUNTIME_SYNC_STRATEGY_HARNESS_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "runtime/job/job_spec.h"
+
+namespace hptrain::sync::testing {
+
+struct SimOptions {
+  int world = 4;
+  int steps = 20;
+  std::vector<size_t> tensor_sizes = {150, 6, 2400, 16, 48000, 120, 10080, 84, 840, 10};
+  size_t bucket_bytes = 25u << 20;
+  int global_batch = 64;
+  // Summed gradient of `rank` at `step` for element i (before the strategy); default: a smooth
+  // deterministic function of (rank, step, i).
+  std::function<float(int rank, int step, size_t i)> gradient;
+  int steps_per_epoch = 0;  // > 0: call OnEpochEnd every this many steps
+};
+
+struct SimResult {
+  std::vector<std::vector<float>> params;  // per rank, after the last step
+  std::vector<int64_t> bytes_sent;         // per rank
+  std::vector<int> bits;                   // rank 0's StrategyStats::bits after each epoch
+  bool ok = true;
+  std::string error;
+};
+
+SimResult Simulate(const job::JobSpec& spec, const SimOptions& options);
+
+// A job spec with the given strategy block for the harness (SGD lr 0.1, momentum 0.9, wd 1e-4).
+job::JobSpec HarnessJob(const std::string& strategy);
+
+}  // namespace hptrain::sync::testing
+
+#endif  // HPTRAIN_TESTS_RUNTIME_SYNC_STRATEGY_HARNESS_H_
