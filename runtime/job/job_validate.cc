@@ -151,9 +151,10 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
                    s.type, " takes ",
                    accepted.empty() ? "no parameters" : absl::StrJoin(accepted, ", "), ")");
   }
-  static const std::vector<std::string> kBits = {"1", "2", "4", "8", "dynamic"};
+  // 16 is fp16 on the wire and 32 is uncompressed (both also reached by `dynamic`).
+  static const std::vector<std::string> kBits = {"1", "2", "4", "8", "16", "32", "dynamic"};
   if (!s.bits.empty() && !Contains(kBits, s.bits)) {
-    return Invalid("spec.strategy.bits", "must be one of 1, 2, 4, 8, dynamic, got \"", s.bits,
+    return Invalid("spec.strategy.bits", "must be one of 1, 2, 4, 8, 16, 32, dynamic, got \"", s.bits,
                    "\"");
   }
   if (s.bucket_size != 0)

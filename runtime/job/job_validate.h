@@ -9,7 +9,7 @@
 //     and a unique DNS-1123 label as name;
 //   * enumerations: strategy type, model name, dataset name and format (and that the format is
 //     the one the data set comes in), optimizer and schedule type, device (cpu | cuda),
-//     strategy bits (1, 2, 4, 8, dynamic);
+//     strategy bits (1, 2, 4, 8, 16, 32, dynamic);
 //   * ranges: lr > 0, momentum in [0, 1), weightDecay >= 0, density in (0, 1],
 //     pushRatio in (0, 1], bucketMiB >= 1, rebalance hysteresis in [0, 1), counts >= 0, ...;
 //   * cross-field rules: globalBatchSize >= world size; if any group sets batchSize, every group

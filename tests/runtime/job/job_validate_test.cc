@@ -146,7 +146,7 @@ INSTANTIATE_TEST_SUITE_P(
                s.strategy.type = "quantized";
                s.strategy.bits = "3";
              },
-             "spec.strategy.bits: must be one of 1, 2, 4, 8, dynamic, got \"3\""},
+             "spec.strategy.bits: must be one of 1, 2, 4, 8, 16, 32, dynamic, got \"3\""},
         Case{"DensityTooHigh",
              [](JobSpec& s) {
                s.strategy.type = "topk";

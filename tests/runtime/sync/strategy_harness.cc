@@ -70,6 +70,7 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
       for (size_t i = 0; i < params.size(); ++i) params[i] = 0.01f * std::cos(0.01f * i);
       for (int step = 0; step < options.steps; ++step) {
         info.step = step;
+        info.epoch = options.steps_per_epoch > 0 ? step / options.steps_per_epoch : 0;
         info.global_batch = options.global_batch;
         info.local_batch = options.global_batch / world;
         reducer.BeginStep();
@@ -92,6 +93,7 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
           timing.compute_seconds = 1.0;
           timing.comm_seconds = reducer.last_comm_seconds();
           timing.exposed_comm_seconds = reducer.last_exposed_seconds();
+          if (options.epoch_timing) timing = options.epoch_timing(timing.epoch);
           if (auto s = (*strategy)->OnEpochEnd(timing); !s.ok()) return fail(s);
           if (rank == 0) result.bits.push_back((*strategy)->stats().bits);
         }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/job/job_spec.h"
+#include "runtime/sync/strategy.h"
 
 namespace hptrain::sync::testing {
 
@@ -22,6 +23,8 @@ struct SimOptions {
   // deterministic function of (rank, step, i).
   std::function<float(int rank, int step, size_t i)> gradient;
   int steps_per_epoch = 0;  // > 0: call OnEpochEnd every this many steps
+  // Times handed to OnEpochEnd (default: compute 1 s, the reducer's measured communication).
+  std::function<EpochTiming(int epoch)> epoch_timing;
 };
 
 struct SimResult {

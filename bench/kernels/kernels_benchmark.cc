@@ -1,0 +1,118 @@
+// Throughput of the compression kernels on 64 MiB fp32 buffers (16 Mi elements), next to a
+// memcpy of the same buffer in the same run. Bytes per second count the fp32 input once
+// (the figure the ≥ 60 %-of-memcpy target compares).
+//
+//   build/bin/hptrain-kernels-benchmark [--benchmark_repetitions=5 ...]
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cast/cast.h"
+#include "kernels/quantize/quantize.h"
+#include "kernels/topk/topk.h"
+
+namespace {
+
+constexpr int64_t kElements = 16 << 20;  // 64 MiB of float
+
+const std::vector<float>& Input() {
+  static const std::vector<float>* data = [] {
+    auto* v = new std::vector<float>(kElements);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& x : *v) x = normal(rng);
+    return v;
+  }();
+  return *data;
+}
+
+void SetBytes(benchmark::State& state) {
+  state.SetBytesProcessed(state.iterations() * kElements * static_cast<int64_t>(sizeof(float)));
+}
+
+void BM_Memcpy(benchmark::State& state) {
+  const auto& x = Input();
+  std::vector<float> out(kElements);
+  for (auto _ : state) {
+    std::memcpy(out.data(), x.data(), kElements * sizeof(float));
+    benchmark::DoNotOptimize(out.data());
+  }
+  SetBytes(state);
+}
+
+void BM_Quantize(benchmark::State& state) {
+  const auto& x = Input();
+  hptrain::kernels::QuantizeParams p;
+  p.bits = static_cast<int>(state.range(0));
+  std::vector<float> meta(2 * hptrain::kernels::NumBuckets(kElements, p.bucket_size));
+  std::vector<uint8_t> codes(hptrain::kernels::QuantizedCodeBytes(kElements, p.bits));
+  for (auto _ : state) {
+    p.step++;
+    benchmark::DoNotOptimize(hptrain::kernels::Quantize(x.data(), kElements, p, meta.data(),
+                                                        codes.data()));
+  }
+  SetBytes(state);
+}
+
+void BM_DequantizeAccumulate(benchmark::State& state) {
+  const auto& x = Input();
+  hptrain::kernels::QuantizeParams p;
+  p.bits = 8;
+  std::vector<float> meta(2 * hptrain::kernels::NumBuckets(kElements, p.bucket_size));
+  std::vector<uint8_t> codes(hptrain::kernels::QuantizedCodeBytes(kElements, p.bits));
+  (void)hptrain::kernels::Quantize(x.data(), kElements, p, meta.data(), codes.data());
+  std::vector<float> acc(kElements, 0.0f);
+  for (auto _ : state) {
+    hptrain::kernels::DequantizeAccumulate(meta.data(), codes.data(), kElements, p, acc.data());
+    benchmark::DoNotOptimize(acc.data());
+  }
+  SetBytes(state);
+}
+
+void BM_Fp16Cast(benchmark::State& state) {
+  const auto& x = Input();
+  std::vector<uint16_t> out(kElements);
+  for (auto _ : state) {
+    hptrain::kernels::FloatToHalf(x.data(), kElements, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  SetBytes(state);
+}
+
+void BM_TopkThreshold(benchmark::State& state) {
+  const auto& x = Input();
+  uint64_t step = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        hptrain::kernels::DgcThreshold(x.data(), kElements, 0.001, 0.01, 7, step++));
+  }
+  SetBytes(state);
+}
+
+void BM_ScatterAdd(benchmark::State& state) {
+  // 1 % of the elements, ascending indices, into a 64 MiB dense buffer.
+  const int64_t k = kElements / 100;
+  std::vector<int32_t> indices(k);
+  std::vector<float> values(k, 0.5f);
+  for (int64_t i = 0; i < k; ++i) indices[i] = static_cast<int32_t>(i * 100);
+  std::vector<float> dense(kElements, 0.0f);
+  for (auto _ : state) {
+    hptrain::kernels::ScatterAdd(indices.data(), values.data(), k, dense.data(), kElements);
+    benchmark::DoNotOptimize(dense.data());
+  }
+  SetBytes(state);
+}
+
+BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Quantize)->Arg(8)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DequantizeAccumulate)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Fp16Cast)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_TopkThreshold)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ScatterAdd)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,67 @@
+// The compressing strategies on the real demo job (Fashion-MNIST, LeNet-5, 4 workers, global
+// batch 128, same seed and schedule as ssgd), one epoch each: bytes per worker per step from the
+// communicators' counters against ssgd's, and final test accuracy against ssgd's.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/hptrain_process.h"
+
+namespace hptrain::testing {
+namespace {
+
+struct Outcome {
+  double accuracy = 0;
+  double bytes_per_step = 0;  // mean over ranks of bytes_sent / steps
+};
+
+Outcome RunDemo(const TempDir& dir, const std::string& tag, const std::vector<std::string>& sets) {
+  const std::string json = dir.path() + "/" + tag + ".json";
+  std::vector<std::string> argv = {HptrainBinary(), "run", "examples/fashion-mnist.yaml",
+                                   "--quiet", "--output-json", json, "--set", "spec.epochs=1"};
+  for (const auto& s : sets) {
+    argv.push_back("--set");
+    argv.push_back(s);
+  }
+  ProcessResult r = RunProcess(argv, 900);
+  EXPECT_EQ(r.exit_code, 0) << tag << ": " << r.err;
+  Outcome o;
+  if (r.exit_code != 0) return o;
+  nlohmann::json summary = nlohmann::json::parse(ReadFile(json));
+  o.accuracy = summary["final"]["test_accuracy"].get<double>();
+  const double steps = summary["steps"].get<double>();
+  for (const auto& rank : summary["ranks"]) o.bytes_per_step += rank["bytes_sent"].get<double>();
+  o.bytes_per_step /= summary["ranks"].size() * steps;
+  std::cout << tag << ": test accuracy " << 100 * o.accuracy << " %, " << o.bytes_per_step
+            << " bytes per worker per step\n";
+  return o;
+}
+
+TEST(Compression, OneEpochBytesAndAccuracyAgainstSsgd) {
+  TempDir dir;
+  const Outcome ssgd = RunDemo(dir, "ssgd", {});
+  struct Case {
+    std::string tag;
+    std::vector<std::string> sets;
+    double max_byte_fraction;
+    double max_accuracy_drop;  // percentage points
+  };
+  const std::vector<Case> cases = {
+      {"quantized-8", {"spec.strategy.type=quantized", "spec.strategy.bits=8"}, 0.30, 0.5},
+      {"fp16", {"spec.strategy.type=fp16"}, 0.51, 0.5},
+      {"quantized-4", {"spec.strategy.type=quantized", "spec.strategy.bits=4"}, 0.17, 1.0},
+      {"topk-0.01", {"spec.strategy.type=topk", "spec.strategy.density=0.01"}, 0.05, 1.0},
+      {"dgc-0.01", {"spec.strategy.type=dgc", "spec.strategy.density=0.01"}, 0.05, 1.0},
+  };
+  for (const Case& c : cases) {
+    const Outcome o = RunDemo(dir, c.tag, c.sets);
+    EXPECT_LE(o.bytes_per_step, c.max_byte_fraction * ssgd.bytes_per_step) << c.tag;
+    EXPECT_GT(o.bytes_per_step, 0) << c.tag;
+    EXPECT_GE(100 * o.accuracy, 100 * ssgd.accuracy - c.max_accuracy_drop) << c.tag;
+  }
+}
+
+}  // namespace
+}  // namespace hptrain::testing

@@ -1,0 +1,253 @@
+// The CUDA quantization kernels against the CPU reference: the same codes and scales for the same
+// seed and step, decoded values within 1 ulp (they are expected to be equal), the same residuals,
+// and the same rejection of non-finite input. Every test skips itself, printing why, on a machine
+// without a usable CUDA device.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "kernels/quantize/quantize.h"
+
+namespace hptrain::kernels {
+namespace {
+
+using Params = QuantizeParams;
+
+// Why this machine cannot run the GPU tests, or "" if it can.
+std::string NoDeviceReason() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    return absl::StrCat("cudaGetDeviceCount failed: ", cudaGetErrorName(err), " (",
+                        cudaGetErrorString(err), ")");
+  }
+  if (count == 0) return "cudaGetDeviceCount returned 0";
+  return "";
+}
+
+#define SKIP_WITHOUT_CUDA_DEVICE()                                     \
+  do {                                                                 \
+    const std::string reason = NoDeviceReason();                       \
+    if (!reason.empty()) GTEST_SKIP() << "no CUDA device: " << reason; \
+  } while (0)
+
+// A device copy of a host vector, freed on scope exit.
+template <typename T>
+class DeviceVector {
+ public:
+  explicit DeviceVector(const std::vector<T>& host) : size_(host.size()) {
+    EXPECT_EQ(cudaMalloc(&ptr_, Bytes()), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(ptr_, host.data(), Bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~DeviceVector() { cudaFree(ptr_); }
+  DeviceVector(const DeviceVector&) = delete;
+  DeviceVector& operator=(const DeviceVector&) = delete;
+
+  T* get() { return ptr_; }
+  std::vector<T> ToHost() const {
+    std::vector<T> host(size_);
+    EXPECT_EQ(cudaMemcpy(host.data(), ptr_, Bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+    return host;
+  }
+
+ private:
+  size_t Bytes() const { return std::max<size_t>(size_, 1) * sizeof(T); }
+  T* ptr_ = nullptr;
+  size_t size_;
+};
+
+Params MakeParams(int bits, int64_t bucket_size, Params::Scale scale, Params::Rounding rounding) {
+  Params p;
+  p.bits = bits;
+  p.bucket_size = bucket_size;
+  p.scale = scale;
+  p.rounding = rounding;
+  p.seed = 1234;
+  p.step = 77;
+  return p;
+}
+
+std::vector<float> RandomValues(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = normal(rng) * 3.0f + 0.5f;
+  for (int64_t i = 0; i < n; i += 977) x[i] = 0.0f;  // some exact zeros, some −0
+  for (int64_t i = 1; i < n; i += 1303) x[i] = -0.0f;
+  return x;
+}
+
+// Distance in units in the last place between two finite floats of the same sign (or zeros).
+int64_t UlpDistance(float a, float b) {
+  if (a == b) return 0;
+  int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  if ((ia < 0) != (ib < 0)) return std::numeric_limits<int64_t>::max();
+  return std::abs(static_cast<int64_t>(ia) - static_cast<int64_t>(ib));
+}
+
+struct CpuResult {
+  std::vector<float> meta, decoded, residual;
+  std::vector<uint8_t> codes;
+};
+
+CpuResult RunCpu(const std::vector<float>& x, const std::vector<float>* residual, const Params& p) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  CpuResult r;
+  r.meta.assign(2 * NumBuckets(n, p.bucket_size), 0.0f);
+  r.codes.assign(QuantizedCodeBytes(n, p.bits), 0);
+  r.decoded.assign(x.size(), 0.0f);
+  absl::Status s;
+  if (residual != nullptr) {
+    r.residual = *residual;
+    s = QuantizeWithErrorFeedback(x.data(), r.residual.data(), n, p, r.meta.data(), r.codes.data());
+  } else {
+    s = Quantize(x.data(), n, p, r.meta.data(), r.codes.data());
+  }
+  EXPECT_TRUE(s.ok()) << s;
+  Dequantize(r.meta.data(), r.codes.data(), n, p, r.decoded.data());
+  return r;
+}
+
+void ExpectCudaMatchesCpu(const std::vector<float>& x, const Params& p, bool feedback) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> residual_init(x.size());
+  for (size_t i = 0; i < x.size(); ++i) residual_init[i] = 0.001f * static_cast<float>(i % 7);
+  const CpuResult cpu = RunCpu(x, feedback ? &residual_init : nullptr, p);
+
+  DeviceVector<float> d_x(x), d_residual(residual_init), d_out(std::vector<float>(x.size()));
+  DeviceVector<float> d_meta(std::vector<float>(cpu.meta.size()));
+  DeviceVector<uint8_t> d_codes(std::vector<uint8_t>(cpu.codes.size()));
+  const absl::Status s = feedback
+                             ? QuantizeWithErrorFeedbackCuda(d_x.get(), d_residual.get(), n, p,
+                                                             d_meta.get(), d_codes.get(), nullptr)
+                             : QuantizeCuda(d_x.get(), n, p, d_meta.get(), d_codes.get(), nullptr);
+  ASSERT_TRUE(s.ok()) << s;
+  const std::vector<float> meta = d_meta.ToHost();
+  ASSERT_EQ(std::memcmp(meta.data(), cpu.meta.data(), meta.size() * sizeof(float)), 0);
+  ASSERT_EQ(d_codes.ToHost(), cpu.codes);
+  if (feedback) {
+    const std::vector<float> residual = d_residual.ToHost();
+    ASSERT_EQ(std::memcmp(residual.data(), cpu.residual.data(), residual.size() * 4), 0);
+  }
+
+  DequantizeCuda(d_meta.get(), d_codes.get(), n, p, d_out.get(), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<float> decoded = d_out.ToHost();
+  for (int64_t i = 0; i < n; ++i) ASSERT_LE(UlpDistance(decoded[i], cpu.decoded[i]), 1) << i;
+
+  // Accumulate onto x: compare with x + CPU decode.
+  DeviceVector<float> d_acc(x);
+  DequantizeAccumulateCuda(d_meta.get(), d_codes.get(), n, p, d_acc.get(), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<float> acc = d_acc.ToHost();
+  for (int64_t i = 0; i < n; ++i) ASSERT_LE(UlpDistance(acc[i], x[i] + cpu.decoded[i]), 1) << i;
+}
+
+TEST(QuantizeCuda, SameCodesAndScalesAsCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const std::vector<float> x = RandomValues(100003, 1);
+  // 1000 is not a multiple of 8 (buckets share bytes); 10000 spans several warps' pieces;
+  // 100003 is one bucket for the whole buffer.
+  for (int64_t bucket_size : {int64_t{512}, int64_t{1000}, int64_t{10000}, int64_t{100003}}) {
+    for (int bits : {1, 2, 4, 8}) {
+      for (Params::Scale scale : {Params::kMinMax, Params::kAbsMax}) {
+        for (Params::Rounding rounding : {Params::kStochastic, Params::kNearest}) {
+          SCOPED_TRACE(testing::Message() << "bucket " << bucket_size << " bits " << bits
+                                          << " scale " << scale << " rounding " << rounding);
+          ExpectCudaMatchesCpu(x, MakeParams(bits, bucket_size, scale, rounding), false);
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantizeCuda, ErrorFeedbackMatchesCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const std::vector<float> x = RandomValues(50001, 2);
+  for (int bits : {1, 2, 4, 8}) {
+    SCOPED_TRACE(bits);
+    ExpectCudaMatchesCpu(x, MakeParams(bits, 512, Params::kMinMax, Params::kStochastic), true);
+  }
+}
+
+TEST(QuantizeCuda, LargeBufferMatchesCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const std::vector<float> x = RandomValues((int64_t{4} << 20) + 5, 3);
+  ExpectCudaMatchesCpu(x, MakeParams(2, 512, Params::kMinMax, Params::kStochastic), false);
+}
+
+TEST(QuantizeCuda, RejectsNanAndInfLeavingCodesUntouched) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  constexpr int64_t kN = 5000;
+  const Params p = MakeParams(4, 512, Params::kMinMax, Params::kStochastic);
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
+    for (int64_t pos : {int64_t{0}, int64_t{2600}, kN - 1}) {
+      SCOPED_TRACE(testing::Message() << bad << " at " << pos);
+      std::vector<float> x = RandomValues(kN, 4);
+      x[pos] = bad;
+      const std::vector<uint8_t> sentinel(QuantizedCodeBytes(kN, p.bits), 0xA5);
+      const std::vector<float> residual_init(kN, 0.25f);
+      DeviceVector<float> d_x(x), d_residual(residual_init);
+      DeviceVector<float> d_meta(std::vector<float>(2 * NumBuckets(kN, p.bucket_size)));
+      DeviceVector<uint8_t> d_codes(sentinel);
+      absl::Status s = QuantizeCuda(d_x.get(), kN, p, d_meta.get(), d_codes.get(), nullptr);
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+      EXPECT_EQ(d_codes.ToHost(), sentinel);
+      s = QuantizeWithErrorFeedbackCuda(d_x.get(), d_residual.get(), kN, p, d_meta.get(),
+                                        d_codes.get(), nullptr);
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+      EXPECT_EQ(d_codes.ToHost(), sentinel);
+      EXPECT_EQ(d_residual.ToHost(), residual_init);
+
+      // The async form reports through the device flag.
+      DeviceVector<int> d_flag(std::vector<int>{0});
+      ASSERT_TRUE(
+          QuantizeCudaAsync(d_x.get(), kN, p, d_meta.get(), d_codes.get(), d_flag.get(), nullptr)
+              .ok());
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_NE(d_flag.ToHost()[0], 0);
+      EXPECT_EQ(d_codes.ToHost(), sentinel);
+    }
+  }
+}
+
+TEST(QuantizeCuda, RejectsOverflowingRangeAndBadParams) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const std::vector<float> x = {-3e38f, 3e38f};
+  const Params p = MakeParams(8, 512, Params::kMinMax, Params::kNearest);
+  DeviceVector<float> d_x(x), d_meta(std::vector<float>(2));
+  DeviceVector<uint8_t> d_codes(std::vector<uint8_t>(2, 7));
+  EXPECT_EQ(QuantizeCuda(d_x.get(), 2, p, d_meta.get(), d_codes.get(), nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(d_codes.ToHost(), (std::vector<uint8_t>{7, 7}));
+  Params bad = p;
+  bad.bits = 3;
+  EXPECT_EQ(QuantizeCuda(d_x.get(), 2, bad, d_meta.get(), d_codes.get(), nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(QuantizeCuda, UpdateResidualMatchesCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const std::vector<float> x = RandomValues(1001, 5), decoded = RandomValues(1001, 6);
+  std::vector<float> expected(x.size());
+  UpdateResidual(x.data(), decoded.data(), expected.data(), 1001);
+  DeviceVector<float> d_x(x), d_decoded(decoded), d_residual(std::vector<float>(x.size()));
+  UpdateResidualCuda(d_x.get(), d_decoded.get(), d_residual.get(), 1001, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(d_residual.ToHost(), expected);
+}
+
+}  // namespace
+}  // namespace hptrain::kernels

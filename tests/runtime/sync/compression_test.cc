@@ -1,0 +1,142 @@
+// The compressing strategies on the simulation harness (LeNet-5's tensor sizes, 4 workers):
+// degenerate settings reproduce ssgd bit for bit, every worker ends identical, and the bytes on
+// the wire shrink as the byte formulas in the strategies say.
+#include <cmath>
+#include <cstring>
+
+#include "gtest/gtest.h"
+#include "tests/runtime/sync/strategy_harness.h"
+
+namespace hptrain::sync::testing {
+namespace {
+
+size_t TotalElements(const SimOptions& o) {
+  size_t p = 0;
+  for (size_t s : o.tensor_sizes) p += s;
+  return p;
+}
+
+void ExpectIdenticalRanks(const SimResult& r) {
+  for (size_t rank = 1; rank < r.params.size(); ++rank) {
+    ASSERT_EQ(r.params[0], r.params[rank]) << "rank " << rank << " differs from rank 0";
+  }
+}
+
+void ExpectBitwiseEqual(const SimResult& a, const SimResult& b) {
+  ASSERT_EQ(a.params[0].size(), b.params[0].size());
+  EXPECT_EQ(std::memcmp(a.params[0].data(), b.params[0].data(), 4 * a.params[0].size()), 0);
+}
+
+job::JobSpec With(const std::string& type, const std::string& bits = "", double density = 0) {
+  job::JobSpec spec = HarnessJob(type);
+  spec.strategy.bits = bits;
+  spec.strategy.density = density;
+  return spec;
+}
+
+TEST(Degenerate, QuantizedAt32BitsIsSsgd) {
+  SimOptions o;
+  SimResult ssgd = Simulate(HarnessJob("ssgd"), o);
+  SimResult q32 = Simulate(With("quantized", "32"), o);
+  ASSERT_TRUE(ssgd.ok && q32.ok) << ssgd.error << q32.error;
+  ExpectBitwiseEqual(ssgd, q32);
+  EXPECT_EQ(ssgd.bytes_sent, q32.bytes_sent);
+}
+
+TEST(Degenerate, TopkAtDensityOneIsSsgd) {
+  SimOptions o;
+  SimResult ssgd = Simulate(HarnessJob("ssgd"), o);
+  SimResult topk = Simulate(With("topk", "", 1.0), o);
+  ASSERT_TRUE(ssgd.ok && topk.ok) << ssgd.error << topk.error;
+  ExpectBitwiseEqual(ssgd, topk);
+}
+
+TEST(Degenerate, Fp16OnExactlyRepresentableGradientsIsSsgd) {
+  SimOptions o;
+  // Multiples of 2^-6 below 1 in magnitude, and their sums over 4 workers, are exact in fp16.
+  o.gradient = [](int rank, int step, size_t i) {
+    return static_cast<float>(static_cast<int>((i * 7 + step * 3) % 17) - 8 + rank) / 64.0f;
+  };
+  SimResult ssgd = Simulate(HarnessJob("ssgd"), o);
+  SimResult fp16 = Simulate(HarnessJob("fp16"), o);
+  ASSERT_TRUE(ssgd.ok && fp16.ok) << ssgd.error << fp16.error;
+  ExpectBitwiseEqual(ssgd, fp16);
+  EXPECT_NEAR(fp16.bytes_sent[0], ssgd.bytes_sent[0] / 2.0, 0.01 * ssgd.bytes_sent[0]);
+}
+
+struct ByteCase {
+  std::string type;
+  std::string bits;
+  double density;
+  double max_fraction;  // of ssgd's bytes
+};
+
+class Bytes : public ::testing::TestWithParam<ByteCase> {};
+
+TEST_P(Bytes, WithinTheFractionOfSsgd) {
+  const ByteCase& c = GetParam();
+  SimOptions o;
+  SimResult ssgd = Simulate(HarnessJob("ssgd"), o);
+  SimResult r = Simulate(With(c.type, c.bits, c.density), o);
+  ASSERT_TRUE(ssgd.ok && r.ok) << ssgd.error << r.error;
+  ExpectIdenticalRanks(r);
+  for (size_t rank = 0; rank < r.bytes_sent.size(); ++rank) {
+    const double fraction = static_cast<double>(r.bytes_sent[rank]) / ssgd.bytes_sent[rank];
+    EXPECT_LE(fraction, c.max_fraction) << c.type << " " << c.bits << " rank " << rank;
+    EXPECT_GT(fraction, 0.0);
+  }
+  // Training still moves the parameters toward ssgd's: compare the update direction.
+  double dot = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < r.params[0].size(); ++i) {
+    const double init = 0.01 * std::cos(0.01 * i);
+    const double a = r.params[0][i] - init, b = ssgd.params[0][i] - init;
+    dot += a * b;
+    na += a * a;
+    nb += b * b;
+  }
+  EXPECT_GT(dot / std::sqrt(na * nb), 0.5) << "update direction diverged from ssgd's";
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, Bytes,
+                         ::testing::Values(ByteCase{"quantized", "8", 0, 0.30},
+                                           ByteCase{"quantized", "4", 0, 0.17},
+                                           ByteCase{"fp16", "", 0, 0.51},
+                                           ByteCase{"topk", "", 0.01, 0.05},
+                                           ByteCase{"dgc", "", 0.01, 0.05}),
+                         [](const auto& info) {
+                           return info.param.type + info.param.bits;
+                         });
+
+TEST(DynamicBits, HalvesWhenCommunicationIsExposedAndDoublesWhenItIsCheap) {
+  SimOptions o;
+  o.steps = 6;
+  o.steps_per_epoch = 1;
+  // Epochs 0-2: communication exposed (30 % of compute); epochs 3-5: cheap.
+  o.epoch_timing = [](int epoch) {
+    EpochTiming t;
+    t.compute_seconds = 1.0;
+    t.comm_seconds = epoch < 3 ? 0.6 : 0.1;
+    t.exposed_comm_seconds = epoch < 3 ? 0.3 : 0.0;
+    return t;
+  };
+  SimResult r = Simulate(With("quantized", "dynamic"), o);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.bits, (std::vector<int>{4, 2, 2, 4, 8, 16}));
+  ExpectIdenticalRanks(r);
+}
+
+TEST(Warmup, TopkDensityFollowsTheExponentialSchedule) {
+  // In epoch 0 of a 2-epoch warm-up the density is 25 %: more bytes than at the final 1 %.
+  SimOptions o;
+  o.steps = 2;
+  job::JobSpec spec = With("topk", "", 0.01);
+  spec.strategy.warmup_epochs = 2;
+  SimResult warm = Simulate(spec, o);
+  spec.strategy.warmup_epochs = 0;
+  SimResult cold = Simulate(spec, o);
+  ASSERT_TRUE(warm.ok && cold.ok);
+  EXPECT_GT(warm.bytes_sent[0], 10 * cold.bytes_sent[0]);
+}
+
+}  // namespace
+}  // namespace hptrain::sync::testing
