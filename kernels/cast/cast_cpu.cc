@@ -35,7 +35,7 @@ constexpr int kRoundNearestEven = _MM_FROUND_TO_NEAREST_INT;
 
 // The tails go through an 8-lane stack buffer so that they use the same instruction as the body.
 __attribute__((target("avx,f16c"))) void FloatToHalfF16c(const float* in, int64_t n,
-                                                          uint16_t* out) {
+                                                         uint16_t* out) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), kRoundNearestEven);
@@ -45,8 +45,8 @@ __attribute__((target("avx,f16c"))) void FloatToHalfF16c(const float* in, int64_
     alignas(32) float f[8] = {};
     alignas(16) uint16_t h[8];
     for (int64_t j = i; j < n; ++j) f[j - i] = in[j];
-    _mm_store_si128(reinterpret_cast<__m128i*>(h), _mm256_cvtps_ph(_mm256_load_ps(f),
-                                                                   kRoundNearestEven));
+    _mm_store_si128(reinterpret_cast<__m128i*>(h),
+                    _mm256_cvtps_ph(_mm256_load_ps(f), kRoundNearestEven));
     for (int64_t j = i; j < n; ++j) out[j] = h[j - i];
   }
 }
@@ -61,7 +61,7 @@ __attribute__((target("avx,f16c"))) __m256 LoadHalves(const uint16_t* in, int64_
 }
 
 __attribute__((target("avx,f16c"))) void HalfToFloatF16c(const uint16_t* in, int64_t n,
-                                                          float* out) {
+                                                         float* out) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, LoadHalves(in + i, 8));
   if (i < n) {
@@ -72,7 +72,7 @@ __attribute__((target("avx,f16c"))) void HalfToFloatF16c(const uint16_t* in, int
 }
 
 __attribute__((target("avx,f16c"))) void HalfAccumulateF16c(const uint16_t* in, int64_t n,
-                                                             float* acc) {
+                                                            float* acc) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), LoadHalves(in + i, 8)));

@@ -41,7 +41,7 @@ __device__ __forceinline__ float DeviceBfloat16ToFloat(uint16_t b) {
   return __bfloat162float(__ushort_as_bfloat16(b));
 }
 
-#define HPTRAIN_GRID_STRIDE(i, n)                                                   \
+#define HPTRAIN_GRID_STRIDE(i, n)                                                        \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 

@@ -68,10 +68,9 @@ void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
     fn(0, n);
     return;
   }
-  // Chunk c covers [c·n/chunks, (c+1)·n/chunks): sizes differ by at most one item.
-  auto bound = [n, chunks](int64_t c) {
-    return static_cast<int64_t>(static_cast<__int128>(n) * c / chunks);
-  };
+  // Chunk c covers [bound(c), bound(c + 1)): the first n % chunks chunks get one extra item.
+  const int64_t base = n / chunks, extra = n % chunks;
+  auto bound = [base, extra](int64_t c) { return c * base + std::min(c, extra); };
   std::vector<std::thread> workers;
   std::vector<int64_t> inline_chunks;
   workers.reserve(static_cast<size_t>(chunks - 1));

@@ -69,9 +69,10 @@ int64_t NumBuckets(int64_t n, int64_t bucket_size);
 absl::Status ValidateQuantizeParams(const QuantizeParams& params);
 
 // Quantizes x[0, n) into meta[2·NumBuckets] and codes[QuantizedCodeBytes].
-// Errors (all InvalidArgument): invalid params or n < 0; a NaN or ±Inf in x (the message names
-// the first such element); a bucket whose range max − min (or 2·absmax) overflows float. On an
-// error `codes` is untouched and `meta` holds unspecified values. n == 0 writes nothing.
+// Errors (all InvalidArgument): invalid params, n < 0 or a null buffer; a NaN or ±Inf in x (the
+// message names the first such element); a bucket whose range max − min (or 2·absmax) overflows
+// float. On an error `codes` is untouched and `meta` holds unspecified values. n == 0 writes
+// nothing.
 absl::Status Quantize(const float* x, int64_t n, const QuantizeParams& params, float* meta,
                       uint8_t* codes);
 
@@ -98,8 +99,8 @@ absl::Status QuantizeWithErrorFeedback(const float* grad, float* residual, int64
 // decoded what the receiver will reconstruct). `residual` may alias `x` or `decoded`.
 void UpdateResidual(const float* x, const float* decoded, float* residual, int64_t n);
 
-// Testing only: false makes the CPU kernels use their portable build even where the CPU has AVX2;
-// both builds give identical results. Not thread-safe with running kernels.
+// Testing only: false makes the CPU kernels use their portable (SSE2) build even where the CPU has
+// AVX2. Both builds give identical results, so flipping it while kernels run is harmless.
 void SetQuantizeAvx2ForTesting(bool enabled);
 
 #ifdef HPTRAIN_HAVE_CUDA

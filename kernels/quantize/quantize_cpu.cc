@@ -471,7 +471,9 @@ size_t QuantizedCodeBytes(int64_t n, int bits) {
   return (static_cast<size_t>(n) * static_cast<size_t>(bits) + 7) / 8;
 }
 
-int64_t NumBuckets(int64_t n, int64_t bucket_size) { return (n + bucket_size - 1) / bucket_size; }
+int64_t NumBuckets(int64_t n, int64_t bucket_size) {
+  return n / bucket_size + (n % bucket_size != 0 ? 1 : 0);  // no overflow for huge bucket_size
+}
 
 absl::Status ValidateQuantizeParams(const QuantizeParams& params) {
   if (params.bits != 1 && params.bits != 2 && params.bits != 4 && params.bits != 8) {

@@ -58,11 +58,11 @@ struct ThresholdSelection {
     kExact,     // exact k-th largest, ties capped if needed
   };
 
-  float threshold = 0.0f;   // select |x| >= threshold (>= 0)
+  float threshold = 0.0f;    // select |x| >= threshold (>= 0)
   int64_t equal_limit = -1;  // < 0: every |x| == threshold; else only the first equal_limit of them
   int64_t count = 0;         // number of elements the selection takes (exact)
   Method method = Method::kAll;
-  int count_passes = 0;      // full passes over x spent counting (1 + adjustment steps)
+  int count_passes = 0;  // full passes over x spent counting (1 + adjustment steps)
 };
 
 struct DgcThresholdOptions {
@@ -71,7 +71,7 @@ struct DgcThresholdOptions {
   int64_t min_samples = 2048;  // lower bound on the sample size (all of x when n is smaller)
   double lower_ratio = 0.8;    // accepted band [lower_ratio·k, upper_ratio·k]
   double upper_ratio = 1.3;
-  int max_adjustments = 10;    // counting passes allowed in step 4
+  int max_adjustments = 10;  // counting passes allowed in step 4
 };
 
 // k = ceil(density·n) clamped to [1, n] (0 when n == 0). An excess below 1e-6 is ignored so that
@@ -120,8 +120,8 @@ void ScatterAdd(const int32_t* indices, const float* values, int64_t k, float* d
 
 // ScatterAdd for untrusted input. Returns InvalidArgument naming the first entry whose index is
 // outside [0, n) (or k < 0), and then leaves `dense` untouched; OK after adding.
-absl::Status ScatterAddChecked(const int32_t* indices, const float* values, int64_t k,
-                               float* dense, int64_t n);
+absl::Status ScatterAddChecked(const int32_t* indices, const float* values, int64_t k, float* dense,
+                               int64_t n);
 
 #ifdef HPTRAIN_HAVE_CUDA
 // Device twins. Pointers are device memory, `stream` a cudaStream_t (nullptr: default stream).
@@ -131,8 +131,8 @@ absl::Status ScatterAddChecked(const int32_t* indices, const float* values, int6
 // Same selection as DgcSelect for the same data, seed and step. Blocks on `stream` (a few small
 // device-to-host copies per count pass).
 absl::StatusOr<ThresholdSelection> DgcSelectCuda(const float* x, int64_t n,
-                                                 const DgcThresholdOptions& options,
-                                                 uint64_t seed, uint64_t step, void* stream);
+                                                 const DgcThresholdOptions& options, uint64_t seed,
+                                                 uint64_t step, void* stream);
 
 // Same output as TopKExact. Blocks until the k-th largest key is known; the outputs are written
 // asynchronously on `stream` after that.
@@ -152,8 +152,8 @@ absl::StatusOr<int64_t> PackSelectionCuda(const float* x, int64_t n,
 // ScatterAdd with atomicAdd: duplicate indices are added in an unspecified order, so sums agree
 // with the CPU bit for bit only when every partial sum is exact (e.g. integer-valued data);
 // otherwise within fp32 rounding. Asynchronous, unchecked.
-void ScatterAddCuda(const int32_t* indices, const float* values, int64_t k, float* dense,
-                    int64_t n, void* stream);
+void ScatterAddCuda(const int32_t* indices, const float* values, int64_t k, float* dense, int64_t n,
+                    void* stream);
 
 // ScatterAddChecked on the device: validates all indices first (blocks for the verdict), then
 // enqueues the scatter. InvalidArgument names the first bad entry; `dense` is then untouched.

@@ -221,8 +221,8 @@ ThresholdSelection SearchDgcThreshold(Ops& ops, int64_t n, const DgcThresholdOpt
     if (n <= hi) return accept(0, n, Method::kAdjusted);
     low = 0;
     high = key;
-    const double rank = std::ceil(static_cast<double>(k_s) * 2.0 * hi /
-                                  static_cast<double>(count > 0 ? count : 1));
+    const double rank =
+        std::ceil(static_cast<double>(k_s) * 2.0 * hi / static_cast<double>(count > 0 ? count : 1));
     probe = ops.SampleKthLargest(rank >= static_cast<double>(s) ? s : static_cast<int64_t>(rank));
     have_probe = probe > low && probe < high;
   }

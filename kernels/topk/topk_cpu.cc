@@ -85,15 +85,25 @@ int64_t Pack(const float* x, int64_t n, uint32_t threshold_key, int64_t equal_li
     uint32_t unused_max = 0;
     const int64_t in_block = CountBlock(x + start, end - start, threshold_key, &unused_max);
     if (in_block == 0) continue;
+    if (count + in_block < capacity && equal_limit < 0) {
+      for (int64_t i = start; i < end; ++i) {
+        indices[count] = static_cast<int32_t>(i);
+        values[count] = x[i];
+        count += AbsKey(x[i]) >= threshold_key ? 1 : 0;
+      }
+      continue;
+    }
     if (count + in_block < capacity) {
       for (int64_t i = start; i < end; ++i) {
         const uint32_t key = AbsKey(x[i]);
-        const bool equal = key == threshold_key;
-        const bool take = key > threshold_key || (equal && equal_taken < limit);
-        equal_taken += equal ? 1 : 0;
+        // Bitwise, not ||: GCC turns the short-circuit back into a branch.
+        const int64_t equal = key == threshold_key;
+        const int64_t take = static_cast<int64_t>(key > threshold_key) |
+                             (equal & static_cast<int64_t>(equal_taken < limit));
+        equal_taken += equal;
         indices[count] = static_cast<int32_t>(i);
         values[count] = x[i];
-        count += take ? 1 : 0;
+        count += take;
       }
       continue;
     }
@@ -196,8 +206,8 @@ void ScatterAdd(const int32_t* indices, const float* values, int64_t k, float* d
   for (int64_t i = 0; i < k; ++i) dense[indices[i]] += values[i];
 }
 
-absl::Status ScatterAddChecked(const int32_t* indices, const float* values, int64_t k,
-                               float* dense, int64_t n) {
+absl::Status ScatterAddChecked(const int32_t* indices, const float* values, int64_t k, float* dense,
+                               int64_t n) {
   if (k < 0) return absl::InvalidArgumentError(absl::StrCat("ScatterAdd: negative count ", k));
   int32_t min = std::numeric_limits<int32_t>::max();
   int32_t max = std::numeric_limits<int32_t>::min();
@@ -209,8 +219,8 @@ absl::Status ScatterAddChecked(const int32_t* indices, const float* values, int6
     for (int64_t i = 0; i < k; ++i) {
       if (indices[i] < 0 || indices[i] >= n) {
         return absl::InvalidArgumentError(absl::StrCat("ScatterAdd: entry ", i, " of ", k,
-                                                       " has index ", indices[i],
-                                                       " outside [0, ", n, ")"));
+                                                       " has index ", indices[i], " outside [0, ",
+                                                       n, ")"));
       }
     }
   }

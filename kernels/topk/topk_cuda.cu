@@ -321,20 +321,20 @@ absl::StatusOr<int64_t> PackKeys(const float* x, int64_t n, uint32_t threshold_k
   if (!s.ok()) return s;
   unsigned long long* counts = scratch.At<unsigned long long>(counts_offset);
   unsigned long long* offsets = scratch.At<unsigned long long>(offsets_offset);
-  s = TopkCudaStatus(
-      cudaMemsetAsync(counts + tiles, 0, sizeof(unsigned long long), stream), "pack memset");
+  s = TopkCudaStatus(cudaMemsetAsync(counts + tiles, 0, sizeof(unsigned long long), stream),
+                     "pack memset");
   if (!s.ok()) return s;
   TileCountKernel<<<static_cast<unsigned int>(tiles), kThreads, 0, stream>>>(x, n, threshold_key,
-                                                                          counts);
-  s = TopkCudaStatus(cub::DeviceScan::ExclusiveSum(scratch.At<void>(scan_offset), scan_bytes,
-                                                   counts, offsets,
-                                                   static_cast<int64_t>(words), stream),
-                     "pack scan");
+                                                                             counts);
+  s = TopkCudaStatus(
+      cub::DeviceScan::ExclusiveSum(scratch.At<void>(scan_offset), scan_bytes, counts, offsets,
+                                    static_cast<int64_t>(words), stream),
+      "pack scan");
   if (!s.ok()) return s;
   unsigned long long totals = 0;
-  s = TopkCudaStatus(cudaMemcpyAsync(&totals, offsets + tiles, sizeof(totals),
-                                     cudaMemcpyDeviceToHost, stream),
-                     "pack total copy");
+  s = TopkCudaStatus(
+      cudaMemcpyAsync(&totals, offsets + tiles, sizeof(totals), cudaMemcpyDeviceToHost, stream),
+      "pack total copy");
   if (!s.ok()) return s;
   s = SyncStatus(stream, "pack count");
   if (!s.ok()) return s;
@@ -353,8 +353,8 @@ absl::StatusOr<int64_t> PackKeys(const float* x, int64_t n, uint32_t threshold_k
 }  // namespace
 
 absl::StatusOr<ThresholdSelection> DgcSelectCuda(const float* x, int64_t n,
-                                                 const DgcThresholdOptions& options,
-                                                 uint64_t seed, uint64_t step, void* stream) {
+                                                 const DgcThresholdOptions& options, uint64_t seed,
+                                                 uint64_t step, void* stream) {
   CudaOps ops(x, n, AsStream(stream));
   const ThresholdSelection selection = SearchDgcThreshold(ops, n, options, seed, step);
   if (!ops.ok()) return ops.status();
@@ -422,13 +422,12 @@ absl::Status ScatterAddCheckedCuda(const int32_t* indices, const float* values, 
   if (!status.ok()) return status;
   if (bad < static_cast<unsigned long long>(k)) {
     int32_t index = 0;
-    status = TopkCudaStatus(
-        cudaMemcpy(&index, indices + bad, sizeof(index), cudaMemcpyDeviceToHost),
-        "ScatterAdd bad index copy");
+    status =
+        TopkCudaStatus(cudaMemcpy(&index, indices + bad, sizeof(index), cudaMemcpyDeviceToHost),
+                       "ScatterAdd bad index copy");
     if (!status.ok()) return status;
     return absl::InvalidArgumentError(absl::StrCat("ScatterAdd: entry ", bad, " of ", k,
-                                                   " has index ", index, " outside [0, ", n,
-                                                   ")"));
+                                                   " has index ", index, " outside [0, ", n, ")"));
   }
   ScatterAddCuda(indices, values, k, dense, n, stream);
   return TopkCudaStatus(cudaGetLastError(), "ScatterAdd launch");

@@ -66,7 +66,9 @@ std::string CheckFields(const Fields& f, uint64_t max_elements, EncodedLayout* l
       return absl::StrCat("bucket_size is ", f.bucket_size, ", must be < 2^32");
     }
   } else {
-    if (f.bits != 0) return absl::StrCat("bits is ", f.bits, " for ", Name(f.encoding), ", must be 0");
+    if (f.bits != 0) {
+      return absl::StrCat("bits is ", f.bits, " for ", Name(f.encoding), ", must be 0");
+    }
     if (f.scale_mode != 0) {
       return absl::StrCat("scale_mode is ", f.scale_mode, " for ", Name(f.encoding), ", must be 0");
     }
@@ -158,9 +160,9 @@ absl::StatusOr<Fields> Widen(const EncodedHeaderFields& f) {
   if (f.sparse_count < 0) {
     return Invalid(absl::StrCat("sparse_count is ", f.sparse_count, ", must be ≥ 0"));
   }
-  return Fields{static_cast<uint64_t>(f.encoding),     static_cast<uint64_t>(f.bits),
-                static_cast<uint64_t>(f.scale_mode),   static_cast<uint64_t>(f.num_elements),
-                static_cast<uint64_t>(f.bucket_size),  static_cast<uint64_t>(f.sparse_count)};
+  return Fields{static_cast<uint64_t>(f.encoding),    static_cast<uint64_t>(f.bits),
+                static_cast<uint64_t>(f.scale_mode),  static_cast<uint64_t>(f.num_elements),
+                static_cast<uint64_t>(f.bucket_size), static_cast<uint64_t>(f.sparse_count)};
 }
 
 }  // namespace
@@ -235,16 +237,16 @@ absl::StatusOr<EncodedView> DecodeEncoded(const uint8_t* data, size_t size,
     return Corrupt(absl::StrCat("unsupported version ", static_cast<int>(data[4]),
                                 ", this build reads version ", static_cast<int>(kEncodedVersion)));
   }
-  const Fields f{data[5], data[6], data[7], LoadLE(data + 8, 8), LoadLE(data + 16, 4),
-                 LoadLE(data + 20, 4)};
+  const Fields f{
+      data[5], data[6], data[7], LoadLE(data + 8, 8), LoadLE(data + 16, 4), LoadLE(data + 20, 4)};
   const uint64_t header_payload = LoadLE(data + 24, 8);
 
   EncodedLayout layout;
   const std::string why = CheckFields(f, static_cast<uint64_t>(max_elements), &layout);
   if (!why.empty()) return Corrupt(why);
   if (expected_elements >= 0 && f.num_elements != static_cast<uint64_t>(expected_elements)) {
-    return Corrupt(absl::StrCat("num_elements is ", f.num_elements, ", expected ",
-                                expected_elements));
+    return Corrupt(
+        absl::StrCat("num_elements is ", f.num_elements, ", expected ", expected_elements));
   }
   const size_t payload = size - kEncodedHeaderBytes;
   if (header_payload != payload) {
@@ -287,12 +289,12 @@ absl::StatusOr<EncodedView> DecodeEncoded(const uint8_t* data, size_t size,
       const float lo = view.lo_at(b);
       const float delta = view.delta_at(b);
       if (!std::isfinite(lo) || !std::isfinite(delta)) {
-        return Corrupt(absl::StrCat("quantization metadata of bucket ", b,
-                                    " is not finite (lo ", lo, ", delta ", delta, ")"));
+        return Corrupt(absl::StrCat("quantization metadata of bucket ", b, " is not finite (lo ",
+                                    lo, ", delta ", delta, ")"));
       }
       if (delta < 0) {
-        return Corrupt(absl::StrCat("quantization delta of bucket ", b, " is negative (", delta,
-                                    ")"));
+        return Corrupt(
+            absl::StrCat("quantization delta of bucket ", b, " is negative (", delta, ")"));
       }
     }
     // Writers zero the bits past the last code (kernels/quantize does); anything else there is

@@ -68,13 +68,13 @@ absl::StatusOr<EncodedTensor> ToProto(const EncodedView& view, EncodedTensor::DT
   if (n != view.num_elements) {
     return invalid(absl::StrCat("shape has ", n, " elements, the view ", view.num_elements));
   }
-  EncodedHeaderFields fields{view.encoding,     view.bits,         view.scale_mode,
+  EncodedHeaderFields fields{view.encoding,     view.bits,        view.scale_mode,
                              view.num_elements, view.bucket_size, view.sparse_count};
   auto layout = ComputeLayout(fields, std::numeric_limits<int64_t>::max());
   if (!layout.ok()) return layout.status();
   if (layout->payload_bytes() != view.payload_bytes || (view.payload == nullptr && n > 0)) {
-    return invalid(absl::StrCat("view's payload is ", view.payload_bytes, " bytes, its fields imply ",
-                                layout->payload_bytes()));
+    return invalid(absl::StrCat("view's payload is ", view.payload_bytes,
+                                " bytes, its fields imply ", layout->payload_bytes()));
   }
 
   EncodedTensor message;
@@ -166,8 +166,8 @@ absl::StatusOr<DecodedTensor> FromProto(const EncodedTensor& message, int64_t ma
     case EncodedTensor::kSparse: {
       const std::string& indices = message.sparse().indices();
       if (indices.size() % 4 != 0) {
-        return BadProto(absl::StrCat("sparse.indices is ", indices.size(),
-                                     " bytes, not a multiple of 4"));
+        return BadProto(
+            absl::StrCat("sparse.indices is ", indices.size(), " bytes, not a multiple of 4"));
       }
       fields.encoding = Encoding::kSparse;
       fields.sparse_count = static_cast<int64_t>(indices.size() / 4);
@@ -209,10 +209,9 @@ absl::StatusOr<DecodedTensor> FromProto(const EncodedTensor& message, int64_t ma
   }
   for (const Piece& piece : pieces) {
     if (piece.bytes->size() != piece.expected) {
-      const std::string with_indices =
-          fields.encoding == Encoding::kSparse
-              ? absl::StrCat(" with ", fields.sparse_count, " indices")
-              : "";
+      const std::string with_indices = fields.encoding == Encoding::kSparse
+                                           ? absl::StrCat(" with ", fields.sparse_count, " indices")
+                                           : "";
       return BadProto(absl::StrCat(piece.what, " is ", piece.bytes->size(), " bytes, ", context,
                                    with_indices, " needs ", piece.expected));
     }
@@ -356,10 +355,9 @@ absl::StatusOr<DecodedTensor> ReassembleEncodedTensor(const std::vector<v1::Tens
         absl::StrCat("ReassembleEncodedTensor: max_elements is ", max_elements));
   }
   // At most 9 bytes per element (QUANTIZED with bucket 1 and 8 bits), plus field overhead.
-  const int64_t max_bytes =
-      max_elements > (std::numeric_limits<int64_t>::max() - 65536) / 16
-          ? std::numeric_limits<int64_t>::max()
-          : max_elements * 16 + 65536;
+  const int64_t max_bytes = max_elements > (std::numeric_limits<int64_t>::max() - 65536) / 16
+                                ? std::numeric_limits<int64_t>::max()
+                                : max_elements * 16 + 65536;
   auto bytes = ReassembleChunks(chunks, max_bytes);
   if (!bytes.ok()) return bytes.status();
   EncodedTensor message;

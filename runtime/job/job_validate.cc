@@ -63,7 +63,7 @@ absl::Status DnsLabel(absl::string_view path, const std::string& name) {
 const std::vector<std::pair<std::string, std::vector<std::string>>>& StrategyTable() {
   static const auto* table = new std::vector<std::pair<std::string, std::vector<std::string>>>{
       {"ssgd", {}},
-      {"fp16", {"bucketSize"}},
+      {"fp16", {"bucketSize", "errorFeedback"}},
       {"quantized", {"bits", "bucketSize", "errorFeedback"}},
       {"topk", {"density", "errorFeedback", "warmupEpochs"}},
       {"dgc", {"density", "warmupEpochs"}},

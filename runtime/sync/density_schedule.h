@@ -1,6 +1,7 @@
-// Density during the warm-up of the sparsifying strategies (DGC's exponential warm-up): in epoch
-// e < warmup_epochs the density is max(final, 0.25^(e+1)) — 25 %, 6.25 %, 1.5625 %, 0.39 %, ... —
-// and `final` afterwards.
+// Density during the warm-up of the sparsifying strategies, DGC's exponential warm-up in four
+// stages: over a warm-up of W epochs (W may be fractional) the density is
+// max(final, 0.25^(1 + floor(4·clock/W))) — 25 %, 6.25 %, 1.5625 %, 0.39 % — and `final` after.
+// With W = 4 that is DGC's schedule of one stage per epoch. `clock` is epoch + fraction done.
 #ifndef HPTRAIN_RUNTIME_SYNC_DENSITY_SCHEDULE_H_
 #define HPTRAIN_RUNTIME_SYNC_DENSITY_SCHEDULE_H_
 
@@ -9,9 +10,10 @@
 
 namespace hptrain::sync {
 
-inline double WarmupDensity(double final_density, double warmup_epochs, int epoch) {
-  if (epoch >= warmup_epochs) return final_density;
-  return std::max(final_density, std::pow(0.25, epoch + 1));
+inline double WarmupDensity(double final_density, double warmup_epochs, double clock) {
+  if (clock >= warmup_epochs) return final_density;
+  const double stage = std::floor(4.0 * clock / warmup_epochs);
+  return std::max(final_density, std::pow(0.25, 1.0 + stage));
 }
 
 // Densities at or above this are sent dense: a dense all-reduce moves fewer bytes than

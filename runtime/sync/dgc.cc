@@ -51,7 +51,7 @@ class Dgc : public Strategy {
     kernels::DgcMomentumCorrection(gradients.data(), n, momentum_, u.data(), v.data());
     raw_bytes_ += 4.0 * n;
     const double density =
-        WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch);
+        WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch_clock);
     if (density >= kDenseAboveDensity) {
       std::copy(v.begin(), v.end(), gradients.begin());
       std::fill(u.begin(), u.end(), 0.0f);

@@ -1,6 +1,7 @@
 // fp16: every gradient element travels as IEEE half precision through the compressed ring
 // (re-rounded at every hop). Bytes per worker per step: 2(N-1)/N · 2P, half of ssgd's.
-// No error feedback: this is the plain casting baseline (DDP's fp16 compression hook).
+// Error feedback (default on; `errorFeedback: false` gives the plain casting of DDP's fp16 hook)
+// carries each hop's rounding error, including gradients below fp16's range, into the next step.
 #include <memory>
 #include <vector>
 
@@ -12,11 +13,19 @@ namespace {
 
 class Fp16 : public Strategy {
  public:
-  explicit Fp16(comm::Communicator* comm) : comm_(comm) {}
+  Fp16(comm::Communicator* comm, bool feedback) : comm_(comm), feedback_(feedback) {}
   std::string name() const override { return "fp16"; }
 
-  absl::Status ReduceGradients(const StepInfo&, int, absl::Span<float> gradients) override {
-    return comm_->AllReduceSumCompressed(gradients.data(), gradients.size(), codec_);
+  absl::Status Init(const GradientLayout& layout) override {
+    for (const auto& bucket : layout.buckets) {
+      codecs_.push_back(std::make_unique<HalfCodec>(feedback_ ? bucket.end - bucket.begin : 0));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ReduceGradients(const StepInfo&, int bucket,
+                               absl::Span<float> gradients) override {
+    return comm_->AllReduceSumCompressed(gradients.data(), gradients.size(), *codecs_[bucket]);
   }
 
   StrategyStats stats() const override {
@@ -28,14 +37,16 @@ class Fp16 : public Strategy {
 
  private:
   comm::Communicator* comm_;
-  HalfCodec codec_;
+  bool feedback_;
+  std::vector<std::unique_ptr<HalfCodec>> codecs_;
 };
 
 }  // namespace
 
 bool fp16_registered = RegisterStrategy(
     "fp16", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      return std::make_unique<Fp16>(context.comm);
+      return std::make_unique<Fp16>(context.comm,
+                                    context.job->strategy.error_feedback.value_or(true));
     });
 
 }  // namespace hptrain::sync

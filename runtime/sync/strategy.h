@@ -51,6 +51,7 @@ struct StrategyStats {
 struct StepInfo {
   int64_t step = 0;        // global step, 0-based
   int epoch = 0;
+  double epoch_clock = 0;  // epoch + fraction of it done before this step (for schedules)
   int local_batch = 0;     // b_i of this worker in this step
   int global_batch = 0;    // B
 };

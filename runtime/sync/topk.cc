@@ -46,7 +46,7 @@ class TopK : public Strategy {
     }
     raw_bytes_ += 4.0 * n;
     const double density =
-        WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch);
+        WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch_clock);
     if (density >= kDenseAboveDensity) {
       if (feedback_) std::fill(r.begin(), r.end(), 0.0f);
       wire_bytes_ += 4.0 * n;

@@ -185,6 +185,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   const int local_batch = options_.allocation[rank];
   step_info_.step = global_step_;
   step_info_.epoch = epoch;
+  step_info_.epoch_clock = epoch + static_cast<double>(step_in_epoch) / steps_per_epoch;
   step_info_.local_batch = local_batch;
   step_info_.global_batch = spec_.global_batch_size;
   // Dropout and other random layers draw from a generator keyed by step and rank, so a resumed

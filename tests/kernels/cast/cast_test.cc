@@ -47,8 +47,8 @@ uint16_t ReferenceHalf(float f) {
     return sign | static_cast<uint16_t>(std::nearbyint(a * 0x1p24));
   }
   int e;
-  std::frexp(a, &e);  // a = m · 2^e, m in [0.5, 1)
-  e -= 1;             // a in [2^e, 2^(e+1))
+  std::frexp(a, &e);                                 // a = m · 2^e, m in [0.5, 1)
+  e -= 1;                                            // a in [2^e, 2^(e+1))
   double m = std::nearbyint(std::ldexp(a, 10 - e));  // 11 significant bits, in [1024, 2048]
   if (m == 2048.0) {
     m = 1024.0;
@@ -79,7 +79,8 @@ std::vector<float> StressFloats() {
       v.push_back(-x);
     }
   }
-  for (uint64_t u = 0; u <= 0xffffffffull; u += 4093) v.push_back(FromBits(static_cast<uint32_t>(u)));
+  for (uint64_t u = 0; u <= 0xffffffffull; u += 4093)
+    v.push_back(FromBits(static_cast<uint32_t>(u)));
   std::mt19937 rng(12345);
   for (int i = 0; i < 200000; ++i) v.push_back(FromBits(static_cast<uint32_t>(rng())));
   const float inf = std::numeric_limits<float>::infinity();
@@ -89,8 +90,8 @@ std::vector<float> StressFloats() {
     v.push_back(x);
     v.push_back(-x);
   }
-  for (uint32_t nan : {0x7f800001u, 0x7fc00000u, 0xff800001u, 0x7fbfffffu, 0x7f802000u,
-                       0xffffffffu, 0x7f801fffu}) {
+  for (uint32_t nan : {0x7f800001u, 0x7fc00000u, 0xff800001u, 0x7fbfffffu, 0x7f802000u, 0xffffffffu,
+                       0x7f801fffu}) {
     v.push_back(FromBits(nan));
   }
   return v;
@@ -124,8 +125,8 @@ TEST(HalfToFloat, AllHalvesMatchTheDefinition) {
         }
         continue;
       }
-      const double expect = exp == 0 ? sign * std::ldexp(mant, -24)
-                                     : sign * std::ldexp(1024 + mant, exp - 25);
+      const double expect =
+          exp == 0 ? sign * std::ldexp(mant, -24) : sign * std::ldexp(1024 + mant, exp - 25);
       ASSERT_EQ(static_cast<double>(f[i]), expect) << std::hex << i;
       ASSERT_EQ(std::signbit(f[i]), (i & 0x8000) != 0) << std::hex << i;
     }
@@ -150,8 +151,8 @@ TEST(FloatToHalf, AllHalvesRoundTripOnEveryImpl) {
 
 TEST(FloatToHalf, RoundsTiesToEven) {
   for (CastImpl impl : Impls()) {
-    EXPECT_EQ(ToHalf(1.0f + 0x1p-11f, impl), 0x3c00);        // tie, 1.0 is even
-    EXPECT_EQ(ToHalf(1.0f + 3 * 0x1p-11f, impl), 0x3c02);    // tie, rounds up to even
+    EXPECT_EQ(ToHalf(1.0f + 0x1p-11f, impl), 0x3c00);             // tie, 1.0 is even
+    EXPECT_EQ(ToHalf(1.0f + 3 * 0x1p-11f, impl), 0x3c02);         // tie, rounds up to even
     EXPECT_EQ(ToHalf(1.0f + 0x1p-11f + 0x1p-23f, impl), 0x3c01);  // just above the tie
     EXPECT_EQ(ToHalf(-(1.0f + 3 * 0x1p-11f), impl), 0xbc02);
     EXPECT_EQ(ToHalf(2048.0f + 1.0f, impl), 0x6800);  // 2049 is a tie between 2048 and 2050
@@ -161,8 +162,8 @@ TEST(FloatToHalf, RoundsTiesToEven) {
 
 TEST(FloatToHalf, OverflowsToInfinity) {
   for (CastImpl impl : Impls()) {
-    EXPECT_EQ(ToHalf(65504.0f, impl), 0x7bff);     // largest finite half
-    EXPECT_EQ(ToHalf(65519.996f, impl), 0x7bff);   // below the tie with 65536
+    EXPECT_EQ(ToHalf(65504.0f, impl), 0x7bff);    // largest finite half
+    EXPECT_EQ(ToHalf(65519.996f, impl), 0x7bff);  // below the tie with 65536
     EXPECT_EQ(ToHalf(65520.0f, impl), 0x7c00);    // the tie rounds to even = Inf
     EXPECT_EQ(ToHalf(1e10f, impl), 0x7c00);
     EXPECT_EQ(ToHalf(-1e10f, impl), 0xfc00);
@@ -173,11 +174,11 @@ TEST(FloatToHalf, OverflowsToInfinity) {
 
 TEST(FloatToHalf, RoundsSubnormalsCorrectly) {
   for (CastImpl impl : Impls()) {
-    EXPECT_EQ(ToHalf(0x1p-24f, impl), 0x0001);    // smallest subnormal
-    EXPECT_EQ(ToHalf(0x1p-25f, impl), 0x0000);    // tie with 0 rounds to even (0)
-    EXPECT_EQ(ToHalf(0x1.8p-25f, impl), 0x0001);  // above the tie
-    EXPECT_EQ(ToHalf(3 * 0x1p-25f, impl), 0x0002);  // tie between 1 and 2 ulps
-    EXPECT_EQ(ToHalf(0x1p-14f, impl), 0x0400);    // smallest normal
+    EXPECT_EQ(ToHalf(0x1p-24f, impl), 0x0001);             // smallest subnormal
+    EXPECT_EQ(ToHalf(0x1p-25f, impl), 0x0000);             // tie with 0 rounds to even (0)
+    EXPECT_EQ(ToHalf(0x1.8p-25f, impl), 0x0001);           // above the tie
+    EXPECT_EQ(ToHalf(3 * 0x1p-25f, impl), 0x0002);         // tie between 1 and 2 ulps
+    EXPECT_EQ(ToHalf(0x1p-14f, impl), 0x0400);             // smallest normal
     EXPECT_EQ(ToHalf(0x1p-14f - 0x1p-25f, impl), 0x0400);  // rounds up into the normals
     EXPECT_EQ(ToHalf(-0x1p-24f, impl), 0x8001);
     EXPECT_EQ(ToHalf(std::numeric_limits<float>::denorm_min(), impl), 0x0000);
@@ -203,7 +204,7 @@ TEST(FloatToHalf, AllImplsMatchTheOracleBitForBit) {
     FloatToHalf(in.data(), static_cast<int64_t>(in.size()), outs.back().data(), impl);
   }
   for (size_t i = 0; i < in.size(); ++i) {
-    const uint16_t expect = std::isnan(in[i]) ? HalfNanFromFloatBits(Bits(in[i]))
+    const uint16_t expect = std::isnan(in[i])   ? HalfNanFromFloatBits(Bits(in[i]))
                             : std::isinf(in[i]) ? (std::signbit(in[i]) ? 0xfc00 : 0x7c00)
                                                 : ReferenceHalf(in[i]);
     for (const auto& out : outs) {
@@ -267,8 +268,8 @@ TEST(HalfAccumulate, AddsTheDecodedValue) {
 }
 
 TEST(FloatToBfloat16, RoundsTiesToEven) {
-  EXPECT_EQ(ToBf16(1.0f + 0x1p-8f), 0x3f80);      // tie, 1.0 is even
-  EXPECT_EQ(ToBf16(1.0f + 3 * 0x1p-8f), 0x3f82);  // tie, rounds up to even
+  EXPECT_EQ(ToBf16(1.0f + 0x1p-8f), 0x3f80);         // tie, 1.0 is even
+  EXPECT_EQ(ToBf16(1.0f + 3 * 0x1p-8f), 0x3f82);     // tie, rounds up to even
   EXPECT_EQ(ToBf16(FromBits(0x3f808001u)), 0x3f81);  // just above the tie
   EXPECT_EQ(ToBf16(FromBits(0x3f807fffu)), 0x3f80);  // just below the tie
   EXPECT_EQ(ToBf16(FromBits(0xbf818000u)), 0xbf82);

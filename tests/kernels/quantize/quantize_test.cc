@@ -125,6 +125,7 @@ TEST(QuantizeLayout, SizesRoundUp) {
   EXPECT_EQ(NumBuckets(1, 512), 1);
   EXPECT_EQ(NumBuckets(512, 512), 1);
   EXPECT_EQ(NumBuckets(513, 512), 2);
+  EXPECT_EQ(NumBuckets(5, std::numeric_limits<int64_t>::max()), 1);
 }
 
 struct PackingCase {
@@ -249,7 +250,9 @@ TEST(QuantizeRoundTrip, ConstantBucketsAndTailsRoundTripExactly) {
       EXPECT_EQ(std::signbit(e.meta[6]), false) << "a zero lo is +0";
       // Padding bits of the last byte are zero.
       const int used_bits = static_cast<int>(x.size() * bits % 8);
-      if (used_bits != 0) EXPECT_EQ(e.codes[e.code_bytes - 1] >> used_bits, 0);
+      if (used_bits != 0) {
+        EXPECT_EQ(e.codes[e.code_bytes - 1] >> used_bits, 0);
+      }
     }
   }
   // kAbsMax: only an all-zero bucket is constant.
@@ -330,6 +333,21 @@ TEST(QuantizeStochastic, CodesDependOnSeedAndStepOnly) {
   nearest_other.step = 11;
   nearest_other.seed = 1;
   EXPECT_EQ(QuantizeOrDie(x, nearest).Codes(), QuantizeOrDie(x, nearest_other).Codes());
+}
+
+TEST(QuantizeStochastic, CodesFollowTheDocumentedFormula) {
+  // q_i = floor((x_i − lo) / delta + u_i), u_i = RngUniform(seed, step, i): checks that tiles,
+  // bucket segments and threads hand every element its own global index.
+  constexpr int64_t kN = 20000, kBucket = 700;
+  const std::vector<float> x = RandomBuckets(kN, kBucket, 12);
+  const Params p = MakeParams(4, kBucket, Params::kMinMax, Params::kStochastic, 31);
+  const Encoded e = QuantizeOrDie(x, p);
+  for (int64_t i = 0; i < kN; ++i) {
+    const int64_t b = i / kBucket;
+    const float lo = e.meta[2 * b], delta = e.meta[2 * b + 1];
+    const float t = (x[i] - lo) / delta + RngUniform(p.seed, p.step, static_cast<uint64_t>(i));
+    ASSERT_EQ(CodeAt(e, i, 4), static_cast<uint32_t>(std::min(std::floor(t), 15.0f))) << i;
+  }
 }
 
 TEST(QuantizeRng, UniformAndIndependentAcrossSteps) {

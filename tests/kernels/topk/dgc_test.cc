@@ -37,11 +37,16 @@ enum class Dist { kNormal, kCauchy, kPareto, kQuantized, kFewValues };
 
 const char* Name(Dist d) {
   switch (d) {
-    case Dist::kNormal: return "normal";
-    case Dist::kCauchy: return "cauchy";
-    case Dist::kPareto: return "pareto(1.2)";
-    case Dist::kQuantized: return "normal rounded to 1/8";
-    case Dist::kFewValues: return "90% zero + 5 values";
+    case Dist::kNormal:
+      return "normal";
+    case Dist::kCauchy:
+      return "cauchy";
+    case Dist::kPareto:
+      return "pareto(1.2)";
+    case Dist::kQuantized:
+      return "normal rounded to 1/8";
+    case Dist::kFewValues:
+      return "90% zero + 5 values";
   }
   return "?";
 }
@@ -75,10 +80,14 @@ std::vector<float> Make(Dist d, int64_t n, uint64_t seed) {
 
 const char* MethodName(ThresholdSelection::Method m) {
   switch (m) {
-    case ThresholdSelection::Method::kAll: return "all";
-    case ThresholdSelection::Method::kSampled: return "sampled";
-    case ThresholdSelection::Method::kAdjusted: return "adjusted";
-    case ThresholdSelection::Method::kExact: return "exact";
+    case ThresholdSelection::Method::kAll:
+      return "all";
+    case ThresholdSelection::Method::kSampled:
+      return "sampled";
+    case ThresholdSelection::Method::kAdjusted:
+      return "adjusted";
+    case ThresholdSelection::Method::kExact:
+      return "exact";
   }
   return "?";
 }
@@ -118,12 +127,12 @@ TEST_P(DgcSelectBand, CountIsWithinBandForEveryDensity) {
       DgcThresholdOptions options;
       options.density = density;
       const ThresholdSelection sel = DgcSelect(x.data(), kN, options, /*seed=*/7, step);
-      std::printf("%-22s density %-5g step %d: threshold %-12g count %-7lld (k %lld) %s, %d "
-                  "count passes%s\n",
-                  Name(GetParam()), density, static_cast<int>(step), sel.threshold,
-                  static_cast<long long>(sel.count),
-                  static_cast<long long>(DgcTargetCount(kN, density)), MethodName(sel.method),
-                  sel.count_passes, sel.equal_limit >= 0 ? ", ties capped" : "");
+      std::printf(
+          "%-22s density %-5g step %d: threshold %-12g count %-7lld (k %lld) %s, %d "
+          "count passes%s\n",
+          Name(GetParam()), density, static_cast<int>(step), sel.threshold,
+          static_cast<long long>(sel.count), static_cast<long long>(DgcTargetCount(kN, density)),
+          MethodName(sel.method), sel.count_passes, sel.equal_limit >= 0 ? ", ties capped" : "");
       ExpectValidSelection(x, density, sel);
       EXPECT_LE(sel.count_passes, 1 + options.max_adjustments);
     }
@@ -135,11 +144,16 @@ INSTANTIATE_TEST_SUITE_P(Distributions, DgcSelectBand,
                                            Dist::kQuantized, Dist::kFewValues),
                          [](const ::testing::TestParamInfo<Dist>& info) {
                            switch (info.param) {
-                             case Dist::kNormal: return std::string("Normal");
-                             case Dist::kCauchy: return std::string("Cauchy");
-                             case Dist::kPareto: return std::string("Pareto");
-                             case Dist::kQuantized: return std::string("Quantized");
-                             case Dist::kFewValues: return std::string("FewValues");
+                             case Dist::kNormal:
+                               return std::string("Normal");
+                             case Dist::kCauchy:
+                               return std::string("Cauchy");
+                             case Dist::kPareto:
+                               return std::string("Pareto");
+                             case Dist::kQuantized:
+                               return std::string("Quantized");
+                             case Dist::kFewValues:
+                               return std::string("FewValues");
                            }
                            return std::string("Unknown");
                          });

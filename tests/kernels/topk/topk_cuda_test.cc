@@ -15,12 +15,12 @@ namespace hptrain::kernels {
 namespace {
 
 // Skips the calling test unless a CUDA device is usable.
-#define SKIP_WITHOUT_CUDA_DEVICE()                                                     \
-  do {                                                                                 \
-    int count = 0;                                                                     \
-    const cudaError_t err = cudaGetDeviceCount(&count);                                \
+#define SKIP_WITHOUT_CUDA_DEVICE()                                                         \
+  do {                                                                                     \
+    int count = 0;                                                                         \
+    const cudaError_t err = cudaGetDeviceCount(&count);                                    \
     if (err != cudaSuccess) GTEST_SKIP() << "no CUDA device: " << cudaGetErrorString(err); \
-    if (count == 0) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount returned 0";   \
+    if (count == 0) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount returned 0";       \
   } while (0)
 
 // A device buffer, optionally filled from a host vector; Download() synchronises and copies back.

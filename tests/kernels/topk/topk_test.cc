@@ -144,8 +144,7 @@ TEST(PackAboveThreshold, ReturnsMinusOneWithoutWritingPastCapacity) {
   const int64_t capacity = total / 2;
   std::vector<int32_t> indices(total, -9);
   std::vector<float> values(total, -9.0f);
-  EXPECT_EQ(PackAboveThreshold(x.data(), 10000, 1.0f, indices.data(), values.data(), capacity),
-            -1);
+  EXPECT_EQ(PackAboveThreshold(x.data(), 10000, 1.0f, indices.data(), values.data(), capacity), -1);
   std::vector<int32_t> full(total);
   std::vector<float> full_values(total);
   PackAboveThreshold(x.data(), 10000, 1.0f, full.data(), full_values.data(), total);

@@ -10,8 +10,8 @@
 // section contents, random bytes. Protobuf messages and chunk streams get the same treatment.
 //
 // Built with -DHPTRAIN_LIBFUZZER (clang -fsanitize=fuzzer), the same checks become a libFuzzer
-// target: the first input byte picks raw or proto decoding (tests/runtime/comm/CMakeLists.txt,
-// option HPTRAIN_LIBFUZZER).
+// target: the first input byte picks raw, proto, or raw-behind-a-valid-frame decoding
+// (tests/runtime/comm/CMakeLists.txt, option HPTRAIN_LIBFUZZER).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -67,10 +67,21 @@ bool ReferenceAccepts(const uint8_t* d, size_t size, int64_t expected, int64_t m
     offset += bytes;
   };
   switch (encoding) {
-    case 1: add(4 * n); break;
-    case 2: case 3: add(2 * n); break;
-    case 4: add(8 * ((n + bucket - 1) / bucket)); add((n * bits + 7) / 8); break;
-    case 5: add(4 * count); add(4 * count); break;
+    case 1:
+      add(4 * n);
+      break;
+    case 2:
+    case 3:
+      add(2 * n);
+      break;
+    case 4:
+      add(8 * ((n + bucket - 1) / bucket));
+      add((n * bits + 7) / 8);
+      break;
+    case 5:
+      add(4 * count);
+      add(4 * count);
+      break;
   }
   if (pb != size - 32 || offset != size) return false;
   if (encoding == 5) {
@@ -215,11 +226,29 @@ std::string CheckProtoBytes(const uint8_t* data, size_t size, int64_t max) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
+  // data[0] picks the mode and the element limit. Mode 2 forces magic, version and a consistent
+  // payload_bytes, so the fuzzer spends its time on the fields behind them.
   const int64_t limits[] = {hptrain::comm::kNoLimit, 1 << 20, 100};
-  const int64_t max = limits[(data[0] >> 1) % 3];
-  const std::string failure =
-      (data[0] & 1) ? hptrain::comm::CheckProtoBytes(data + 1, size - 1, max)
-                    : hptrain::comm::CheckRaw(data + 1, size - 1, -1, max);
+  const int64_t max = limits[(data[0] / 3) % 3];
+  std::string failure;
+  switch (data[0] % 3) {
+    case 0:
+      failure = hptrain::comm::CheckRaw(data + 1, size - 1, -1, max);
+      break;
+    case 1:
+      failure = hptrain::comm::CheckProtoBytes(data + 1, size - 1, max);
+      break;
+    case 2: {
+      std::vector<uint8_t> b(data + 1, data + size);
+      if (b.size() >= 32) {
+        const uint64_t payload = b.size() - 32;
+        std::memcpy(b.data(), "HPTE\x01", 5);
+        for (int i = 0; i < 8; ++i) b[24 + i] = static_cast<uint8_t>(payload >> (8 * i));
+      }
+      failure = hptrain::comm::CheckRaw(b.data(), b.size(), -1, max);
+      break;
+    }
+  }
   if (!failure.empty()) {
     std::fprintf(stderr, "encoded tensor fuzz: %s\n", failure.c_str());
     std::abort();
@@ -371,13 +400,27 @@ TEST_F(EncodedTensorFuzzTest, CorruptedRawBuffers) {
     for (int f = 0; f < fields; ++f) {
       const uint64_t value = Extreme(rng_);
       switch (rng_.Below(7)) {
-        case 0: Put(&b, 8, value, 8); break;   // num_elements
-        case 1: Put(&b, 16, value, 4); break;  // bucket_size
-        case 2: Put(&b, 20, value, 4); break;  // sparse_count
-        case 3: Put(&b, 24, value, 8); break;  // payload_bytes
-        case 4: b[5] = static_cast<uint8_t>(value % 7); break;   // encoding
-        case 5: b[6] = static_cast<uint8_t>(value % 10); break;  // bits
-        case 6: b[7] = static_cast<uint8_t>(value % 4); break;   // scale_mode
+        case 0:  // num_elements
+          Put(&b, 8, value, 8);
+          break;
+        case 1:  // bucket_size
+          Put(&b, 16, value, 4);
+          break;
+        case 2:  // sparse_count
+          Put(&b, 20, value, 4);
+          break;
+        case 3:  // payload_bytes
+          Put(&b, 24, value, 8);
+          break;
+        case 4:  // encoding
+          b[5] = static_cast<uint8_t>(value % 7);
+          break;
+        case 5:  // bits
+          b[6] = static_cast<uint8_t>(value % 10);
+          break;
+        case 6:  // scale_mode
+          b[7] = static_cast<uint8_t>(value % 4);
+          break;
       }
     }
     if (rng_.Below(2)) Put(&b, 24, b.size() - 32, 8);
@@ -421,7 +464,7 @@ TEST_F(EncodedTensorFuzzTest, CorruptedRawBuffers) {
     std::vector<uint8_t> b = seeds[rng_.Below(seeds.size())];
     if (b.size() <= 32) continue;
     static const uint32_t kWords[] = {0x7fc00000, 0x7f800000, 0xff800000, 0x80000000, 0xbf800000,
-                                      0xffffffff, 0x7fffffff, 0, 1};
+                                      0xffffffff, 0x7fffffff, 0,          1};
     const size_t words = (b.size() - 32) / 4;
     if (words == 0) {
       b.back() ^= static_cast<uint8_t>(1u << rng_.Below(8));
@@ -480,13 +523,17 @@ TEST_F(EncodedTensorFuzzTest, CorruptedProtoMessages) {
         // dtype 0; shape 127; shape 2^35 − 1; quantized.bits 3; quantized.bucket_size 0;
         // quantized.scale_mode 0; quantized.zero_points "\x07"; sparse.indices of 1 byte;
         // payload "\0"; dense_f32 set; packed shape [5].
-        static const std::string kFields[] = {
-            std::string("\x08\x00", 2),         std::string("\x10\x7f", 2),
-            std::string("\x10\xff\xff\xff\xff\x7f", 6), std::string("\x32\x02\x08\x03", 4),
-            std::string("\x32\x02\x10\x00", 4), std::string("\x32\x02\x18\x00", 4),
-            std::string("\x32\x03\x2a\x01\x07", 5), std::string("\x3a\x03\x0a\x01\x00", 5),
-            std::string("\x42\x01\x00", 3),     std::string("\x1a\x00", 2),
-            std::string("\x12\x01\x05", 3)};
+        static const std::string kFields[] = {std::string("\x08\x00", 2),
+                                              std::string("\x10\x7f", 2),
+                                              std::string("\x10\xff\xff\xff\xff\x7f", 6),
+                                              std::string("\x32\x02\x08\x03", 4),
+                                              std::string("\x32\x02\x10\x00", 4),
+                                              std::string("\x32\x02\x18\x00", 4),
+                                              std::string("\x32\x03\x2a\x01\x07", 5),
+                                              std::string("\x3a\x03\x0a\x01\x00", 5),
+                                              std::string("\x42\x01\x00", 3),
+                                              std::string("\x1a\x00", 2),
+                                              std::string("\x12\x01\x05", 3)};
         m += kFields[rng_.Below(sizeof(kFields) / sizeof(kFields[0]))];
         break;
     }
@@ -539,7 +586,8 @@ TEST_F(EncodedTensorFuzzTest, DroppedReorderedAndCorruptedChunks) {
         break;
       case 6:  // wrong total in one chunk (or in all: the data no longer fits)
         if (rng_.Below(2)) {
-          chunks[k].set_total_bytes(static_cast<int64_t>(Extreme(rng_) | 1) ^ chunks[k].total_bytes());
+          chunks[k].set_total_bytes(static_cast<int64_t>(Extreme(rng_) | 1) ^
+                                    chunks[k].total_bytes());
         } else {
           for (auto& c : chunks) c.set_total_bytes(c.total_bytes() - 1);
         }

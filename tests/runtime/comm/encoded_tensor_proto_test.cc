@@ -181,8 +181,7 @@ TEST(EncodedTensorProtoValidationTest, DensePayloadSize) {
 }
 
 TEST(EncodedTensorProtoValidationTest, QuantizedFields) {
-  const EncodedTensor good =
-      Message({Encoding::kQuantized, 4, ScaleMode::kMinMax, 1000, 512, 0});
+  const EncodedTensor good = Message({Encoding::kQuantized, 4, ScaleMode::kMinMax, 1000, 512, 0});
   EncodedTensor m = good;
   m.mutable_quantized()->set_bits(3);
   ExpectBadProto(m, "bits is 3 for QUANTIZED, must be 1, 2, 4 or 8");
@@ -201,14 +200,14 @@ TEST(EncodedTensorProtoValidationTest, QuantizedFields) {
 }
 
 TEST(EncodedTensorProtoValidationTest, QuantizedSectionSizes) {
-  const EncodedTensor good =
-      Message({Encoding::kQuantized, 4, ScaleMode::kMinMax, 1000, 512, 0});
+  const EncodedTensor good = Message({Encoding::kQuantized, 4, ScaleMode::kMinMax, 1000, 512, 0});
   EncodedTensor m = good;
   // Moving 8 bytes from scales to payload keeps the total, but each section is checked.
   m.mutable_quantized()->mutable_scales()->resize(8);
   m.mutable_payload()->append(8, '\0');
-  ExpectBadProto(m, "quantized.scales is 8 bytes, QUANTIZED of 1000 elements (4 bits, bucket 512) "
-                    "needs 16");
+  ExpectBadProto(m,
+                 "quantized.scales is 8 bytes, QUANTIZED of 1000 elements (4 bits, bucket 512) "
+                 "needs 16");
   // A huge shape with an empty payload is refused before anything is allocated.
   m = Message({Encoding::kDenseF32, 0, ScaleMode::kNone, 4, 0, 0});
   m.set_shape(0, int64_t{1} << 50);
@@ -217,8 +216,9 @@ TEST(EncodedTensorProtoValidationTest, QuantizedSectionSizes) {
                         "4503599627370496"));
   m = good;
   m.mutable_payload()->resize(100);
-  ExpectBadProto(m, "payload (codes) is 100 bytes, QUANTIZED of 1000 elements (4 bits, bucket "
-                    "512) needs 500");
+  ExpectBadProto(m,
+                 "payload (codes) is 100 bytes, QUANTIZED of 1000 elements (4 bits, bucket "
+                 "512) needs 500");
 }
 
 TEST(EncodedTensorProtoValidationTest, QuantizedContentGoesThroughTheRawChecks) {
@@ -235,7 +235,8 @@ TEST(EncodedTensorProtoValidationTest, SparseSections) {
   ExpectBadProto(m, "sparse.indices is 79 bytes, not a multiple of 4");
   m = good;
   m.mutable_payload()->resize(76);
-  ExpectBadProto(m, "payload (values) is 76 bytes, SPARSE of 100 elements with 20 indices needs 80");
+  ExpectBadProto(m,
+                 "payload (values) is 76 bytes, SPARSE of 100 elements with 20 indices needs 80");
   m = good;
   m.mutable_sparse()->mutable_indices()->append(4 * 81, '\0');
   ExpectBadProto(m, "sparse_count 101 exceeds num_elements 100");
@@ -315,9 +316,9 @@ TEST(EncodedChunksTest, EncodedTensorThroughChunks) {
   EXPECT_GT(chunks->size(), 1u);
   auto decoded = ReassembleEncodedTensor(*chunks);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
-  EXPECT_EQ(std::vector<uint8_t>(decoded->buffer.data(),
-                                 decoded->buffer.data() + decoded->buffer.size()),
-            raw);
+  EXPECT_EQ(
+      std::vector<uint8_t>(decoded->buffer.data(), decoded->buffer.data() + decoded->buffer.size()),
+      raw);
   // Reassembled bytes that are not a message.
   auto junk = SplitIntoChunks("grad", "\xff\xff\xff", 2);
   EXPECT_THAT(std::string(ReassembleEncodedTensor(*junk).status().message()),
@@ -332,8 +333,9 @@ TEST(EncodedChunksValidationTest, NoChunks) { ExpectBadChunks({}, "no chunk arri
 TEST(EncodedChunksValidationTest, DroppedChunk) {
   std::vector<TensorChunk> chunks = Split(Bytes(1000), 100);
   chunks.erase(chunks.begin() + 4);
-  ExpectBadChunks(chunks, "tensor chunk 4 of \"layer1.weight\": offset is 500, expected 400 (a "
-                          "chunk is missing, repeated or out of order)");
+  ExpectBadChunks(chunks,
+                  "tensor chunk 4 of \"layer1.weight\": offset is 500, expected 400 (a "
+                  "chunk is missing, repeated or out of order)");
   chunks = Split(Bytes(1000), 100);
   chunks.erase(chunks.begin());
   ExpectBadChunks(chunks, "tensor chunk 0 of \"layer1.weight\": offset is 100, expected 0");
@@ -366,8 +368,9 @@ TEST(EncodedChunksValidationTest, Crc) {
 TEST(EncodedChunksValidationTest, NameAndTotalConsistent) {
   std::vector<TensorChunk> chunks = Split(Bytes(1000), 100);
   chunks[3].set_name("layer2.weight");
-  ExpectBadChunks(chunks, "tensor chunk 3 of \"layer1.weight\": name is \"layer2.weight\", "
-                          "earlier chunks say \"layer1.weight\"");
+  ExpectBadChunks(chunks,
+                  "tensor chunk 3 of \"layer1.weight\": name is \"layer2.weight\", "
+                  "earlier chunks say \"layer1.weight\"");
   chunks = Split(Bytes(1000), 100);
   chunks[9].set_total_bytes(2000);
   ExpectBadChunks(chunks, "total_bytes is 2000, earlier chunks say 1000");
@@ -383,8 +386,9 @@ TEST(EncodedChunksValidationTest, Total) {
 TEST(EncodedChunksValidationTest, DataPastTotalEmptyOrOversized) {
   std::vector<TensorChunk> chunks = Split(Bytes(1000), 100);
   for (TensorChunk& c : chunks) c.set_total_bytes(950);
-  ExpectBadChunks(chunks, "tensor chunk 9 of \"layer1.weight\": data is 100 bytes at offset 900, "
-                          "past total_bytes 950");
+  ExpectBadChunks(chunks,
+                  "tensor chunk 9 of \"layer1.weight\": data is 100 bytes at offset 900, "
+                  "past total_bytes 950");
   chunks = Split(Bytes(1000), 100);
   chunks[4].clear_data();
   chunks[4].set_crc32(0);

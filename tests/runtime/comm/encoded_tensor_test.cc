@@ -79,8 +79,7 @@ void Put(std::vector<uint8_t>* b, size_t offset, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) (*b)[offset + i] = static_cast<uint8_t>(value >> (8 * i));
 }
 
-absl::Status Decode(const std::vector<uint8_t>& b, int64_t expected = -1,
-                    int64_t max = kNoLimit) {
+absl::Status Decode(const std::vector<uint8_t>& b, int64_t expected = -1, int64_t max = kNoLimit) {
   return DecodeEncoded(b.data(), b.size(), expected, max).status();
 }
 
@@ -98,10 +97,10 @@ TEST(EncodedTensorTest, HeaderBytesAreTheDocumentedLayout) {
   ASSERT_EQ(b.size(), 32u + 16 + 500);
   const std::vector<uint8_t> header(b.begin(), b.begin() + 32);
   const std::vector<uint8_t> expected = {
-      'H',  'P',  'T', 'E', 1, 4, 4, 2,  // magic, version, QUANTIZED, 4 bits, ABS_MAX
-      0xe8, 0x03, 0,   0,   0, 0, 0, 0,  // num_elements 1000
-      0x00, 0x02, 0,   0,                // bucket_size 512
-      0,    0,    0,   0,                // sparse_count 0
+      'H',  'P',  'T', 'E', 1, 4, 4, 2,   // magic, version, QUANTIZED, 4 bits, ABS_MAX
+      0xe8, 0x03, 0,   0,   0, 0, 0, 0,   // num_elements 1000
+      0x00, 0x02, 0,   0,                 // bucket_size 512
+      0,    0,    0,   0,                 // sparse_count 0
       0x04, 0x02, 0,   0,   0, 0, 0, 0};  // payload_bytes 516 = 2 buckets · 8 + 500
   EXPECT_EQ(header, expected);
 }
@@ -243,8 +242,7 @@ TEST(EncodedTensorValidationTest, ShorterThanHeader) {
 }
 
 TEST(EncodedTensorValidationTest, BadArguments) {
-  EXPECT_EQ(DecodeEncoded(nullptr, 40, -1, 10).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeEncoded(nullptr, 40, -1, 10).status().code(), absl::StatusCode::kInvalidArgument);
   const std::vector<uint8_t> b = Valid(Dense(Encoding::kDenseF32, 4));
   EXPECT_THAT(std::string(Decode(b, -1, -1).message()), HasSubstr("max_elements is -1"));
 }
@@ -352,8 +350,9 @@ TEST(EncodedTensorValidationTest, HugeCountsDoNotOverflowIntoSmallSizes) {
   // 4 · 2^62 wraps to 0 in 64 bits: an unchecked product would accept an empty payload.
   std::vector<uint8_t> b = Valid(Dense(Encoding::kDenseF32, 0));
   Put(&b, 8, uint64_t{1} << 62, 8);
-  ExpectCorrupt(b, "payload size implied by the header overflows 64 bits (DENSE_F32, "
-                   "4611686018427387904 elements)");
+  ExpectCorrupt(b,
+                "payload size implied by the header overflows 64 bits (DENSE_F32, "
+                "4611686018427387904 elements)");
   // n·bits wraps for n near 2^63 with 8 bits.
   std::vector<uint8_t> q = Valid(Quantized(0, 8, 1));
   Put(&q, 8, (uint64_t{1} << 63) - 1, 8);

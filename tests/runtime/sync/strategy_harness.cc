@@ -71,6 +71,9 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
       for (int step = 0; step < options.steps; ++step) {
         info.step = step;
         info.epoch = options.steps_per_epoch > 0 ? step / options.steps_per_epoch : 0;
+        info.epoch_clock = options.steps_per_epoch > 0
+                               ? static_cast<double>(step) / options.steps_per_epoch
+                               : 0.0;
         info.global_batch = options.global_batch;
         info.local_batch = options.global_batch / world;
         reducer.BeginStep();
