@@ -5,9 +5,24 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
+
+# The decoders of untrusted bytes and the compression kernels again under AddressSanitizer: a small
+# build of just those targets (no libtorch, no CUDA).
+asan_targets="comm_encoded_tensor_test comm_encoded_tensor_proto_test comm_encoded_tensor_fuzz_test
+  comm_compressed_allreduce_test kernels_quantize_test kernels_cast_test kernels_topk_test
+  kernels_dgc_test"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHPTRAIN_ASAN=ON -DHPTRAIN_TORCH=OFF \
+  -DHPTRAIN_CUDA=OFF >/dev/null
+echo "build: AddressSanitizer build of the decoder and kernel tests"
+# shellcheck disable=SC2086
+ninja -C build-asan -j "$(nproc)" $asan_targets
+
 cd build
 status=0
 ctest --output-on-failure --timeout 900 -j "${TEST_JOBS:-2}" "$@" || status=$?
+echo "AddressSanitizer run:"
+ctest --test-dir ../build-asan --output-on-failure --timeout 900 -j "${TEST_JOBS:-2}" \
+  -R 'Encoded|Quantiz|Cast|TopK|Dgc|Compressed' "$@" || status=$?
 # CTest lists skipped tests without their reason; print the reason each test gave.
 log=Testing/Temporary/LastTest.log
 if grep -q ": Skipped$" "$log" 2>/dev/null; then

@@ -4,6 +4,19 @@
 
 namespace hptrain::sync {
 
+std::vector<std::vector<GradientLayout::Range>> TensorsPerBucket(const GradientLayout& layout) {
+  std::vector<std::vector<GradientLayout::Range>> result(layout.buckets.size());
+  for (size_t k = 0; k < layout.buckets.size(); ++k) {
+    const auto& range = layout.buckets[k];
+    for (const auto& t : layout.tensors) {
+      if (t.begin >= range.begin && t.end <= range.end) {
+        result[k].push_back({t.begin - range.begin, t.end - range.begin});
+      }
+    }
+  }
+  return result;
+}
+
 TensorSplit::TensorSplit(const GradientLayout& layout, size_t min_large) {
   buckets_.resize(layout.buckets.size());
   for (size_t k = 0; k < layout.buckets.size(); ++k) {

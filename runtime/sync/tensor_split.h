@@ -15,6 +15,10 @@ namespace hptrain::sync {
 
 inline constexpr size_t kSmallTensorElements = 4096;
 
+// The tensors of each bucket as [begin, end) element ranges relative to the bucket's start, for
+// strategies that work tensor by tensor (layer-wise top-k).
+std::vector<std::vector<GradientLayout::Range>> TensorsPerBucket(const GradientLayout& layout);
+
 class TensorSplit {
  public:
   TensorSplit() = default;
