@@ -18,35 +18,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/common/host_device.h"
 // Same definition as kernels/update/update_common.h (an identical redefinition is allowed).
-#ifdef __CUDACC__
-#define HPTRAIN_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define HPTRAIN_HOST_DEVICE inline
-#endif
 
 namespace hptrain::kernels {
 namespace cast_internal {
-
-HPTRAIN_HOST_DEVICE uint32_t FloatBits(float f) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return u;
-#endif
-}
-
-HPTRAIN_HOST_DEVICE float BitsToFloat(uint32_t u) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-#endif
-}
 
 // cond ? a : b written as mask arithmetic: GCC does not if-convert nested ?: chains in these loops
 // ("control flow in loop") but vectorises this.
@@ -74,7 +50,7 @@ HPTRAIN_HOST_DEVICE uint32_t FloatNanFromHalfBits(uint16_t h) {
 // fp32 -> binary16, round-to-nearest-even; |f| >= 65520 becomes ±Inf; subnormal results are
 // rounded correctly; NaN as above. (F. Giesen's float_to_half_fast3_rtne, made branch-free.)
 HPTRAIN_HOST_DEVICE uint16_t FloatToHalfBits(float f) {
-  const uint32_t x = cast_internal::FloatBits(f);
+  const uint32_t x = FloatBits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t a = x & 0x7fffffffu;
   // Normal result: rebias the exponent (127 -> 15) and round the 13 dropped bits to even; a carry
@@ -83,7 +59,7 @@ HPTRAIN_HOST_DEVICE uint16_t FloatToHalfBits(float f) {
   // Subnormal or zero result (|f| < 2^-14): adding 0.5f leaves the value's multiples of 2^-24 in
   // the low mantissa bits, rounded to nearest-even by the fp32 adder.
   const uint32_t subnormal =
-      cast_internal::FloatBits(cast_internal::BitsToFloat(a) + 0.5f) - 0x3f000000u;
+      FloatBits(BitsToFloat(a) + 0.5f) - 0x3f000000u;
   const uint32_t inf_nan =
       0x7c00u | cast_internal::Select(a > 0x7f800000u, 0x200u | ((a >> 13) & 0x3ffu), 0u);
   const uint32_t magnitude = cast_internal::Select(
@@ -100,18 +76,18 @@ HPTRAIN_HOST_DEVICE float HalfBitsToFloat(uint16_t h) {
   // Subnormal or zero: mantissa · 2^-24, exact (an integer < 2^10 times a power of two); computed
   // from an integer so that no fp32 subnormal is ever an operand (DAZ-safe).
   const uint32_t subnormal =
-      cast_internal::FloatBits(static_cast<float>(static_cast<int32_t>(a)) * 0x1p-24f);
+      FloatBits(static_cast<float>(static_cast<int32_t>(a)) * 0x1p-24f);
   const uint32_t inf_nan =
       0x7f800000u | ((a & 0x3ffu) << 13) | cast_internal::Select(a > 0x7c00u, 0x400000u, 0u);
   const uint32_t magnitude = cast_internal::Select(
       a >= 0x7c00u, inf_nan, cast_internal::Select(a < 0x400u, subnormal, normal));
-  return cast_internal::BitsToFloat(sign | magnitude);
+  return BitsToFloat(sign | magnitude);
 }
 
 // fp32 -> bfloat16 (the upper 16 bits), round-to-nearest-even; values that round past the largest
 // finite bf16 become ±Inf; NaN stays NaN with its quiet bit set.
 HPTRAIN_HOST_DEVICE uint16_t FloatToBfloat16Bits(float f) {
-  const uint32_t x = cast_internal::FloatBits(f);
+  const uint32_t x = FloatBits(f);
   const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
   const uint32_t nan = (x >> 16) | 0x40u;
   return static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
@@ -119,7 +95,7 @@ HPTRAIN_HOST_DEVICE uint16_t FloatToBfloat16Bits(float f) {
 
 // bfloat16 -> fp32, exact.
 HPTRAIN_HOST_DEVICE float Bfloat16BitsToFloat(uint16_t b) {
-  return cast_internal::BitsToFloat(static_cast<uint32_t>(b) << 16);
+  return BitsToFloat(static_cast<uint32_t>(b) << 16);
 }
 
 }  // namespace hptrain::kernels

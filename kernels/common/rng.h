@@ -19,13 +19,7 @@
 
 #include <cstdint>
 
-#ifndef HPTRAIN_HOST_DEVICE
-#ifdef __CUDACC__
-#define HPTRAIN_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define HPTRAIN_HOST_DEVICE inline
-#endif
-#endif
+#include "kernels/common/host_device.h"
 
 namespace hptrain::kernels {
 

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "kernels/common/rng.h"
+#include "kernels/common/host_device.h"
 
 namespace hptrain::kernels {
 
@@ -59,15 +60,6 @@ HPTRAIN_HOST_DEVICE float DivRn(float a, float b) {
 #endif
 }
 
-HPTRAIN_HOST_DEVICE uint32_t FloatBits(float v) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(v);
-#else
-  uint32_t bits;
-  std::memcpy(&bits, &v, sizeof(bits));
-  return bits;
-#endif
-}
 
 // The exponent field of v; kFloatExponentMask means NaN or ±Inf. Kernels take the maximum of
 // it over a bucket, so one compare at the end tells whether the bucket was finite.

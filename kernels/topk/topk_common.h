@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernels/topk/topk.h"
+#include "kernels/common/host_device.h"
 
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
@@ -19,35 +20,14 @@
 #endif
 
 // Same definition as kernels/update/update_common.h (an identical redefinition is allowed).
-#ifdef __CUDACC__
-#define HPTRAIN_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define HPTRAIN_HOST_DEVICE inline
-#endif
 
 namespace hptrain::kernels {
 
 // |x| as an order key: the fp32 bits without the sign (see topk.h, "Ordering").
-HPTRAIN_HOST_DEVICE uint32_t AbsKey(float x) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(x) & 0x7fffffffu;
-#else
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof(u));
-  return u & 0x7fffffffu;
-#endif
-}
+HPTRAIN_HOST_DEVICE uint32_t AbsKey(float x) { return FloatBits(x) & 0x7fffffffu; }
 
 // The non-negative float whose AbsKey is `key`.
-HPTRAIN_HOST_DEVICE float KeyToFloat(uint32_t key) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(key);
-#else
-  float f;
-  std::memcpy(&f, &key, sizeof(f));
-  return f;
-#endif
-}
+HPTRAIN_HOST_DEVICE float KeyToFloat(uint32_t key) { return BitsToFloat(key); }
 
 // Key of a threshold: |x| >= thr  <=>  AbsKey(x) >= ThresholdKey(thr) for every non-NaN x.
 // thr <= 0 and NaN give 0, which selects everything.

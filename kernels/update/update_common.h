@@ -5,11 +5,7 @@
 
 #include <cmath>
 
-#ifdef __CUDACC__
-#define HPTRAIN_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define HPTRAIN_HOST_DEVICE inline
-#endif
+#include "kernels/common/host_device.h"
 
 namespace hptrain::kernels {
 
