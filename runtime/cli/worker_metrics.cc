@@ -20,7 +20,7 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
   compression_ratio_ = r.Gauge("hptrain_compression_ratio",
                                "Uncompressed over sent gradient bytes (1 without compression).")
                            ->Get();
-  quant_bits_ = r.Gauge("hptrain_quant_bits",
+  quant_bits_ = r.Gauge("hptrain_quant_bit_width",
                         "Bits per gradient element on the wire (32 = uncompressed).")->Get();
   train_loss_ = r.Gauge("hptrain_train_loss", "Mean training loss of the last step.")->Get();
   eval_accuracy_ = r.Gauge("hptrain_eval_accuracy", "Test accuracy after the last epoch.")->Get();

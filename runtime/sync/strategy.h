@@ -42,7 +42,8 @@ struct EpochTiming {
   double exposed_comm_seconds = 0;   // time the trainer waited for communication after backward
 };
 
-// What the strategy reports for the metrics (hptrain_compression_ratio, hptrain_quant_bits).
+// What the strategy reports for the metrics hptrain_compression_ratio and hptrain_quant_bit_width
+// (promtool rejects the name hptrain_quant_bits: a "_bits" suffix reads as a non-base unit).
 struct StrategyStats {
   double compression_ratio = 1.0;  // uncompressed gradient bytes / bytes put on the wire
   int bits = 32;                   // current bits per gradient element (32 = uncompressed)

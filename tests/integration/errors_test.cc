@@ -116,9 +116,9 @@ TEST_F(BadInput, UnknownStrategyType) {
 TEST_F(BadInput, ValidStrategyNotInThisBuild) {
   std::string path = dir_.Write("job.yaml", Job());
   std::string err = ExpectBadInput(
-      {path, "--set", "spec.strategy.type=topk", "--set", "spec.strategy.density=0.01"});
+      {path, "--set", "spec.strategy.type=localsgd", "--set", "spec.strategy.interval=8"});
   EXPECT_TRUE(Contains(err, "spec.strategy.type"));
-  EXPECT_TRUE(Contains(err, "topk"));
+  EXPECT_TRUE(Contains(err, "localsgd"));
   EXPECT_TRUE(Contains(err, "not available in this build"));
 }
 
