@@ -7,6 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/job/job_spec.h"
 
 namespace hptrain::sync {
 
@@ -19,6 +24,14 @@ inline double WarmupDensity(double final_density, double warmup_epochs, double c
 // Densities at or above this are sent dense: a dense all-reduce moves fewer bytes than
 // (index, value) pairs, and density 1 is then exactly ssgd.
 inline constexpr double kDenseAboveDensity = 0.5;
+
+// The sparsifying strategies need a density in (0, 1]; InvalidArgument naming the field otherwise.
+inline absl::Status CheckDensity(const job::JobSpec& spec) {
+  const double density = spec.strategy.density;
+  if (density > 0 && density <= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("spec.strategy.density: ", spec.strategy.type,
+                                                 " needs a density in (0, 1], got ", density));
+}
 
 }  // namespace hptrain::sync
 

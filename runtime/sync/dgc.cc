@@ -49,14 +49,13 @@ class Dgc : public Strategy {
     std::vector<float>& u = u_[bucket];
     std::vector<float>& v = v_[bucket];
     kernels::DgcMomentumCorrection(gradients.data(), n, momentum_, u.data(), v.data());
-    raw_bytes_ += 4.0 * n;
     const double density =
         WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch_clock);
     if (density >= kDenseAboveDensity) {
       std::copy(v.begin(), v.end(), gradients.begin());
       std::fill(u.begin(), u.end(), 0.0f);
       std::fill(v.begin(), v.end(), 0.0f);
-      wire_bytes_ += 4.0 * n;
+      tally_.Add(4.0 * n, 4.0 * n);
       return comm_->AllReduceSum(gradients.data(), gradients.size());
     }
     kernels::DgcThresholdOptions options;
@@ -74,13 +73,13 @@ class Dgc : public Strategy {
     HPTRAIN_RETURN_IF_ERROR(
         SparseAllGatherSum(*comm_, indices_, values_, n, gradients.data(), &block),
         "DGC exchange of ", count, " of ", n, " elements");
-    wire_bytes_ += static_cast<double>(block);
+    tally_.Add(4.0 * n, static_cast<double>(block));
     return absl::OkStatus();
   }
 
   StrategyStats stats() const override {
     StrategyStats s;
-    s.compression_ratio = wire_bytes_ > 0 ? raw_bytes_ / wire_bytes_ : 1.0;
+    s.compression_ratio = tally_.ratio();
     return s;
   }
 
@@ -91,16 +90,14 @@ class Dgc : public Strategy {
   std::vector<std::vector<float>> u_, v_;
   std::vector<float> values_;
   std::vector<int32_t> indices_;
-  double raw_bytes_ = 0, wire_bytes_ = 0;
+  CompressionTally tally_;
 };
 
 }  // namespace
 
 bool dgc_registered = RegisterStrategy(
     "dgc", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      if (context.job->strategy.density <= 0 || context.job->strategy.density > 1) {
-        return absl::InvalidArgumentError("spec.strategy.density: dgc needs a density in (0, 1]");
-      }
+      HPTRAIN_RETURN_IF_ERROR(CheckDensity(*context.job));
       return std::make_unique<Dgc>(context);
     });
 

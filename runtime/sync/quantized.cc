@@ -54,7 +54,6 @@ class Quantized : public Strategy {
     const size_t small = split_.small_count(bucket);
     QuantizeCodec& q = *quantizers_[bucket];
     HalfCodec& h = *halves_[bucket];
-    raw_bytes_ += 4.0 * gradients.size();
     if (bits_ == 32) {
       // Off: fold any error-feedback residual back in, then exactly ssgd's collective.
       if (!q.residual().empty() || !h.residual().empty()) {
@@ -65,7 +64,7 @@ class Quantized : public Strategy {
         FoldResidual(h.residual());
         split_.Scatter(bucket, large_.data(), small_.data(), gradients);
       }
-      wire_bytes_ += 4.0 * gradients.size();
+      tally_.Add(4.0 * gradients.size(), 4.0 * gradients.size());
       return comm_->AllReduceSum(gradients.data(), gradients.size());
     }
     // Quantize the large tensors in place when the bucket has no small ones.
@@ -91,7 +90,7 @@ class Quantized : public Strategy {
       }
     }
     if (small > 0) split_.Scatter(bucket, large_.data(), small_.data(), gradients);
-    wire_bytes_ += static_cast<double>(wire);
+    tally_.Add(4.0 * gradients.size(), static_cast<double>(wire));
     return absl::OkStatus();
   }
 
@@ -113,7 +112,7 @@ class Quantized : public Strategy {
   StrategyStats stats() const override {
     StrategyStats s;
     s.bits = bits_;
-    s.compression_ratio = wire_bytes_ > 0 ? raw_bytes_ / wire_bytes_ : 1.0;
+    s.compression_ratio = tally_.ratio();
     return s;
   }
 
@@ -135,8 +134,7 @@ class Quantized : public Strategy {
   std::vector<std::unique_ptr<HalfCodec>> halves_;
   std::vector<float> large_;
   std::vector<float> small_;
-  double raw_bytes_ = 0;
-  double wire_bytes_ = 0;
+  CompressionTally tally_;
 };
 
 }  // namespace

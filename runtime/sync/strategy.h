@@ -49,6 +49,17 @@ struct StrategyStats {
   int bits = 32;                   // current bits per gradient element (32 = uncompressed)
 };
 
+// Running totals behind StrategyStats::compression_ratio.
+struct CompressionTally {
+  double raw_bytes = 0;   // what the gradients would have been in fp32
+  double wire_bytes = 0;  // what this worker's encoding of them took
+  void Add(double raw, double wire) {
+    raw_bytes += raw;
+    wire_bytes += wire;
+  }
+  double ratio() const { return wire_bytes > 0 ? raw_bytes / wire_bytes : 1.0; }
+};
+
 struct StepInfo {
   int64_t step = 0;        // global step, 0-based
   int epoch = 0;

@@ -44,12 +44,11 @@ class TopK : public Strategy {
     if (feedback_) {
       for (int64_t i = 0; i < n; ++i) x[i] += r[i];
     }
-    raw_bytes_ += 4.0 * n;
     const double density =
         WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch_clock);
     if (density >= kDenseAboveDensity) {
       if (feedback_) std::fill(r.begin(), r.end(), 0.0f);
-      wire_bytes_ += 4.0 * n;
+      tally_.Add(4.0 * n, 4.0 * n);
       return comm_->AllReduceSum(x, gradients.size());
     }
     const int64_t k = kernels::DgcTargetCount(n, density);
@@ -63,13 +62,13 @@ class TopK : public Strategy {
     size_t block = 0;
     HPTRAIN_RETURN_IF_ERROR(SparseAllGatherSum(*comm_, indices_, values_, n, x, &block),
                             "top-k exchange of ", k, " of ", n, " elements");
-    wire_bytes_ += static_cast<double>(block);
+    tally_.Add(4.0 * n, static_cast<double>(block));
     return absl::OkStatus();
   }
 
   StrategyStats stats() const override {
     StrategyStats s;
-    s.compression_ratio = wire_bytes_ > 0 ? raw_bytes_ / wire_bytes_ : 1.0;
+    s.compression_ratio = tally_.ratio();
     return s;
   }
 
@@ -80,16 +79,14 @@ class TopK : public Strategy {
   std::vector<std::vector<float>> residual_;
   std::vector<float> values_;
   std::vector<int32_t> indices_;
-  double raw_bytes_ = 0, wire_bytes_ = 0;
+  CompressionTally tally_;
 };
 
 }  // namespace
 
 bool topk_registered = RegisterStrategy(
     "topk", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      if (context.job->strategy.density <= 0 || context.job->strategy.density > 1) {
-        return absl::InvalidArgumentError("spec.strategy.density: topk needs a density in (0, 1]");
-      }
+      HPTRAIN_RETURN_IF_ERROR(CheckDensity(*context.job));
       return std::make_unique<TopK>(context);
     });
 
