@@ -1,9 +1,11 @@
 #include "runtime/cli/flags.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/base/exit_codes.h"
 
 namespace hptrain::cli {
 
@@ -101,6 +103,20 @@ absl::Status FlagSet::Parse(int argc, char** argv, int first) {
     }
   }
   return absl::OkStatus();
+}
+
+bool FlagSet::ParseOrExit(int argc, char** argv, int* exit_code) {
+  absl::Status parsed = Parse(argc, argv);
+  if (help_requested()) {
+    std::fputs(Help().c_str(), stdout);
+    *exit_code = kExitOk;
+    return false;
+  }
+  if (!parsed.ok()) {
+    *exit_code = ReportError(command_, parsed);
+    return false;
+  }
+  return true;
 }
 
 std::string FlagSet::Help() const {

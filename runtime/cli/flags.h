@@ -28,6 +28,10 @@ class FlagSet {
   // naming the flag. Sets help_requested() on --help/-h instead of failing.
   absl::Status Parse(int argc, char** argv, int first = 1);
 
+  // The common start of every command: parses, prints --help to stdout, or reports a parse
+  // error as one line on stderr. Returns true to go on; false with *exit_code set to stop.
+  bool ParseOrExit(int argc, char** argv, int* exit_code);
+
   const std::vector<std::string>& positional() const { return positional_; }
   bool help_requested() const { return help_requested_; }
   std::string Help() const;

@@ -117,12 +117,8 @@ int PsCommand(int argc, char** argv) {
           "port of /metrics, /healthz, /readyz (0 = any free port)");
   set.Int("linger", &flags.linger_s, "HPTRAIN_PS_LINGER",
           "seconds to keep serving after every worker is done (default 30)");
-  absl::Status parsed = set.Parse(argc, argv);
-  if (set.help_requested()) {
-    std::fputs(set.Help().c_str(), stdout);
-    return kExitOk;
-  }
-  if (!parsed.ok()) return ReportError("ps", parsed);
+  int exit_code = kExitOk;
+  if (!set.ParseOrExit(argc, argv, &exit_code)) return exit_code;
   if (flags.job_file.empty()) {
     return ReportError("ps", absl::InvalidArgumentError("--job (or $HPTRAIN_JOB) is required"));
   }

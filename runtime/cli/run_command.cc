@@ -30,12 +30,8 @@ int RunCommand(int argc, char** argv) {
              "write the run summary here (atomically, only when the run succeeds)");
   set.Bool("resume", &options.resume, "continue from spec.checkpoint.path if it exists");
   set.Bool("quiet", &options.quiet, "no progress display, only the summary");
-  absl::Status parsed = set.Parse(argc, argv);
-  if (set.help_requested()) {
-    std::fputs(set.Help().c_str(), stdout);
-    return kExitOk;
-  }
-  if (!parsed.ok()) return ReportError("run", parsed);
+  int exit_code = kExitOk;
+  if (!set.ParseOrExit(argc, argv, &exit_code)) return exit_code;
   if (set.positional().size() != 1) {
     return ReportError("run", absl::InvalidArgumentError(
                                   "expected exactly one job file (hptrain run JOB.yaml)"));

@@ -227,12 +227,8 @@ int WorkerCommand(int argc, char** argv) {
   set.Int("rendezvous-timeout", &flags.rendezvous_timeout_s, "HPTRAIN_RENDEZVOUS_TIMEOUT",
           "seconds to wait for all workers to join, and for one collective (default 120)");
   set.Bool("resume", &flags.resume, "continue from spec.checkpoint.path if it exists");
-  absl::Status parsed = set.Parse(argc, argv);
-  if (set.help_requested()) {
-    std::fputs(set.Help().c_str(), stdout);
-    return kExitOk;
-  }
-  if (!parsed.ok()) return ReportError("worker", parsed);
+  int exit_code = kExitOk;
+  if (!set.ParseOrExit(argc, argv, &exit_code)) return exit_code;
   if (flags.job_file.empty()) {
     return ReportError("worker", absl::InvalidArgumentError("--job (or $HPTRAIN_JOB) is required"));
   }

@@ -96,3 +96,31 @@ TEST(FlagSet, HelpListsEveryFlagWithItsEnvironmentVariable) {
 
 }  // namespace
 }  // namespace hptrain::cli
+
+namespace hptrain::cli {
+namespace {
+
+TEST(FlagSet, ParseOrExitStopsOnHelpAndOnBadFlags) {
+  std::string job;
+  int code = -1;
+  FlagSet help("ps", "");
+  help.String("job", &job, "", "");
+  Args help_args({"ps", "--help"});
+  EXPECT_FALSE(help.ParseOrExit(help_args.argc(), help_args.argv.data(), &code));
+  EXPECT_EQ(code, 0);
+
+  FlagSet bad("ps", "");
+  bad.String("job", &job, "", "");
+  Args bad_args({"ps", "--bogus"});
+  EXPECT_FALSE(bad.ParseOrExit(bad_args.argc(), bad_args.argv.data(), &code));
+  EXPECT_EQ(code, 2);
+
+  FlagSet good("ps", "");
+  good.String("job", &job, "", "");
+  Args good_args({"ps", "--job", "j.yaml"});
+  EXPECT_TRUE(good.ParseOrExit(good_args.argc(), good_args.argv.data(), &code));
+  EXPECT_EQ(job, "j.yaml");
+}
+
+}  // namespace
+}  // namespace hptrain::cli
