@@ -17,7 +17,7 @@ echo "hptrain ssgd, 4 workers, $epochs epoch(s)"
 build/bin/hptrain run examples/fashion-mnist.yaml --set spec.epochs="$epochs" --quiet \
   --output-json "$out/hptrain.json" >"$out/hptrain.log"
 echo "PyTorch DDP (gloo), 4 processes"
-/usr/bin/python3 bench/ddp_lenet.py --workers 4 --epochs "$epochs" >"$out/ddp.json" 2>"$out/ddp.log"
+/usr/bin/python3 bench/peers/ddp_peer.py --local 4 --epochs "$epochs" >"$out/ddp.json" 2>"$out/ddp.log"
 echo "libtorch, single process"
 build/bin/hptrain-libtorch-loop examples/fashion-mnist.yaml --epochs "$epochs" >"$out/libtorch.json"
 

@@ -3,7 +3,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/strings/str_join.h"
 #include "runtime/cli/commands.h"
+#include "runtime/sync/registry.h"
 
 namespace {
 
@@ -14,7 +16,7 @@ constexpr char kUsage[] =
     "  run JOB.yaml   run a TrainingJob as local processes (one ps, N workers)\n"
     "  ps             the job's coordinator; started by `run` or by the controller in a pod\n"
     "  worker         one training process; started by `run` or by the controller in a pod\n"
-    "  version        print the version\n"
+    "  version        print the version and the strategies built in\n"
     "\n"
     "`hptrain <command> --help` lists a command's flags.\n";
 
@@ -34,7 +36,9 @@ int main(int argc, char** argv) {
   if (!std::strcmp(command, "ps")) return hptrain::cli::PsCommand(argc - 1, argv + 1);
   if (!std::strcmp(command, "worker")) return hptrain::cli::WorkerCommand(argc - 1, argv + 1);
   if (!std::strcmp(command, "version") || !std::strcmp(command, "--version")) {
-    std::printf("hptrain %s\n", HPTRAIN_VERSION);
+    // The second line lists the strategies built into this binary (the benchmark harness reads it).
+    std::printf("hptrain %s\nstrategies: %s\n", HPTRAIN_VERSION,
+                absl::StrJoin(hptrain::sync::RegisteredStrategies(), " ").c_str());
     return 0;
   }
   std::fprintf(stderr, "hptrain: unknown command \"%s\"\n%s", command, kUsage);

@@ -30,6 +30,8 @@ int RunCommand(int argc, char** argv) {
              "write the run summary here (atomically, only when the run succeeds)");
   set.Bool("resume", &options.resume, "continue from spec.checkpoint.path if it exists");
   set.Bool("quiet", &options.quiet, "no progress display, only the summary");
+  set.String("placement", &options.placement_file, "",
+             "run the ps and each worker on other hosts (a placement file, see bench/README.md)");
   int exit_code = kExitOk;
   if (!set.ParseOrExit(argc, argv, &exit_code)) return exit_code;
   if (set.positional().size() != 1) {

@@ -189,6 +189,8 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     report.set_test_loss(stats.test_loss);
     report.set_train_loss(stats.train_loss);
     report.set_wall_seconds(stats.wall_seconds);
+    report.set_end_unix_seconds(
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
     (void)client.ReportEpoch(report);
   };
   callbacks.should_stop = [&] { return heartbeat.stop_requested(); };

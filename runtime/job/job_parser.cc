@@ -407,6 +407,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
 
   MapReader t(testing, "spec.testing");
   t.Read("slowdown", &spec->testing.slowdown);
+  t.Read("slowdownFile", &spec->testing.slowdown_file);
   return t.Finish();
 }
 

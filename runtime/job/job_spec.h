@@ -97,9 +97,11 @@ struct RunPolicySpec {
 };
 
 // Testing knobs, never for production jobs: a per-rank slowdown factor f makes that worker sleep
-// (f - 1) x its measured compute time each step.
+// (f - 1) x its measured compute time each step. slowdown_file names a control file whose factors
+// (one per rank, whitespace-separated) replace them while the job runs (runtime/train/slowdown.h).
 struct TestingSpec {
   std::vector<double> slowdown;
+  std::string slowdown_file;
 };
 
 struct JobSpec {

@@ -18,6 +18,7 @@
 #include "runtime/base/status.h"
 #include "runtime/base/exit_codes.h"
 #include "runtime/job/job_parser.h"
+#include "runtime/job/placement.h"
 #include "runtime/job/progress.h"
 #include "runtime/job/run_summary.h"
 #include "runtime/job/supervisor.h"
@@ -101,7 +102,7 @@ std::vector<std::string> JobArgs(const LaunchOptions& options) {
 }
 
 RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& status,
-                        double wall_seconds) {
+                        double wall_seconds, double start_unix_seconds) {
   RunSummary summary;
   summary.job = spec.name;
   summary.strategy = spec.strategy.type;
@@ -124,6 +125,7 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
     epoch.test_accuracy = e.test_accuracy();
     epoch.train_loss = e.train_loss();
     epoch.wall_seconds = e.wall_seconds() - previous;
+    epoch.elapsed_seconds = e.end_unix_seconds() - start_unix_seconds;
     previous = e.wall_seconds();
     summary.per_epoch.push_back(epoch);
     summary.final.test_accuracy = e.test_accuracy();
@@ -167,6 +169,20 @@ int Launch(const LaunchOptions& options) {
       return ReportError("run", checkpoint.status());
     }
   }
+  Placement placement;
+  if (!options.placement_file.empty()) {
+    auto read = ReadPlacementFile(options.placement_file, spec.WorldSize());
+    if (!read.ok()) return ReportError("run", read.status());
+    placement = *std::move(read);
+  }
+  // The command line of a child: its host's prefix (placement.h), then the hptrain command.
+  auto command = [&](const HostPlacement& host, const char* role) {
+    std::vector<std::string> argv = host.exec;
+    argv.push_back(options.binary);
+    argv.push_back(role);
+    for (auto& a : JobArgs(options)) argv.push_back(a);
+    return argv;
+  };
   auto dir = RunDirectory::Create(spec.name);
   if (!dir.ok()) return ReportError("run", dir.status());
   auto token = RandomToken();
@@ -186,12 +202,12 @@ int Launch(const LaunchOptions& options) {
     return ReportError("run", s);
   }
   const auto start = Clock::now();
+  const double start_unix_seconds =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   Supervisor supervisor;
-  std::vector<std::string> ps_argv = {options.binary, "ps"};
-  for (auto& a : JobArgs(options)) ps_argv.push_back(a);
-  for (auto a : {"--host", "127.0.0.1", "--port", "0", "--metrics-port", "0", "--linger", "60"}) {
-    ps_argv.push_back(a);
-  }
+  std::vector<std::string> ps_argv = command(placement.ps, "ps");
+  ps_argv.insert(ps_argv.end(), {"--host", placement.ps.address, "--port", "0", "--metrics-host",
+                                 placement.ps.address, "--metrics-port", "0", "--linger", "60"});
   ps_argv.insert(ps_argv.end(), {"--port-file", port_file, "--token-file", token_file});
   auto ps_pid = supervisor.Spawn("ps-0", ps_argv, {}, ChildRole::kMustSucceed);
   if (!ps_pid.ok()) return ReportError("run", ps_pid.status());
@@ -203,12 +219,14 @@ int Launch(const LaunchOptions& options) {
                                                     ? port.status().message()
                                                     : result.first_failure));
   }
-  const std::string address = absl::StrCat("127.0.0.1:", *port);
+  const std::string address = absl::StrCat(placement.ps.address, ":", *port);
   for (int rank = 0; rank < spec.WorldSize(); ++rank) {
-    std::vector<std::string> argv = {options.binary, "worker"};
-    for (auto& a : JobArgs(options)) argv.push_back(a);
+    const HostPlacement host =
+        placement.workers.empty() ? HostPlacement{} : placement.workers[static_cast<size_t>(rank)];
+    std::vector<std::string> argv = command(host, "worker");
     argv.insert(argv.end(), {"--coordinator", address, "--rank", std::to_string(rank),
-                             "--token-file", token_file, "--metrics-port", "0"});
+                             "--token-file", token_file, "--bind", host.address, "--metrics-host",
+                             host.address, "--metrics-port", "0"});
     if (options.resume) argv.push_back("--resume");
     auto pid = supervisor.Spawn(absl::StrCat("worker-", rank), argv, {}, ChildRole::kMustSucceed);
     if (!pid.ok()) {
@@ -280,7 +298,7 @@ int Launch(const LaunchOptions& options) {
   if (!have_final) {
     return ReportError("run", absl::InternalError("workers exited without reporting done"));
   }
-  RunSummary summary = BuildSummary(spec, last, wall);
+  RunSummary summary = BuildSummary(spec, last, wall, start_unix_seconds);
   std::cout << FormatSummaryTable(summary) << std::flush;
   if (!options.output_json.empty()) {
     absl::Status written = WriteFileAtomically(options.output_json, RunSummaryToJson(summary));

@@ -25,6 +25,7 @@ struct LaunchOptions {
   bool resume = false;
   std::string binary;                  // the hptrain executable children run
   bool quiet = false;                  // no progress display
+  std::string placement_file;          // where each process runs (placement.h); empty = here
 };
 
 // Returns the process exit code (0 success, 1 failure, 2 bad input, 130 interrupted) after

@@ -92,6 +92,9 @@ absl::Status ReadEpoch(const Json& object, const std::string& where, EpochSummar
   HPTRAIN_RETURN_IF_ERROR(Read(object, "test_accuracy", where, &out->test_accuracy));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "train_loss", where, &out->train_loss));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "wall_seconds", where, &out->wall_seconds));
+  if (object.contains("elapsed_seconds")) {
+    HPTRAIN_RETURN_IF_ERROR(Read(object, "elapsed_seconds", where, &out->elapsed_seconds));
+  }
   return absl::OkStatus();
 }
 
@@ -158,7 +161,8 @@ std::string RunSummaryToJson(const RunSummary& summary) {
     per_epoch.push_back(Json{{"epoch", e.epoch},
                              {"test_accuracy", e.test_accuracy},
                              {"train_loss", e.train_loss},
-                             {"wall_seconds", e.wall_seconds}});
+                             {"wall_seconds", e.wall_seconds},
+                             {"elapsed_seconds", e.elapsed_seconds}});
   }
   root["per_epoch"] = std::move(per_epoch);
   Json ranks = Json::array();

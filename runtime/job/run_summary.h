@@ -37,6 +37,7 @@ struct EpochSummary {
   double test_accuracy = 0.0;
   double train_loss = 0.0;
   double wall_seconds = 0.0;  // this epoch's duration
+  double elapsed_seconds = 0.0;  // from the launcher's start to the end of this epoch's evaluation
 };
 
 struct RankSummary {

@@ -19,6 +19,7 @@
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/models/model.h"
 #include "runtime/train/optimizer.h"
+#include "runtime/train/slowdown.h"
 
 namespace hptrain::train {
 namespace {
@@ -65,7 +66,11 @@ class Trainer::Impl {
  public:
   Impl(const job::JobSpec& spec, const TrainerOptions& options, comm::Communicator* comm,
        TrainerCallbacks callbacks)
-      : spec_(spec), options_(options), comm_(comm), callbacks_(std::move(callbacks)) {}
+      : spec_(spec),
+        options_(options),
+        comm_(comm),
+        callbacks_(std::move(callbacks)),
+        slowdown_(spec.testing.slowdown, spec.testing.slowdown_file, comm->rank()) {}
 
   absl::Status Init();
   absl::Status Run();
@@ -96,6 +101,7 @@ class Trainer::Impl {
   std::unique_ptr<Optimizer> optimizer_;
   sync::StepInfo step_info_;
   sync::EpochTiming epoch_timing_;
+  Slowdown slowdown_;
 
   int64_t global_step_ = 0;
   int start_epoch_ = 0;
@@ -218,8 +224,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
       step_info_, absl::MakeSpan(flat_params_.data_ptr<float>(),
                                  static_cast<size_t>(flat_params_.numel()))));
 
-  double slowdown = 1.0;
-  if (!spec_.testing.slowdown.empty()) slowdown = spec_.testing.slowdown[rank];
+  const double slowdown = slowdown_.Factor();
   if (slowdown > 1.0) {
     std::this_thread::sleep_for(std::chrono::duration<double>((slowdown - 1.0) * compute));
   }

@@ -1,0 +1,115 @@
+"""report.md, results.json and PNG plots of one suite run (matplotlib from Debian, Agg)."""
+import json
+import os
+
+
+def _fmt(value, spec, none="—"):
+    return none if value is None else format(value, spec)
+
+
+def _kib(b):
+    return None if b is None else b / 1024.0
+
+
+def write(out_dir, header, suites):
+    """`suites`: [(title, settings, [(row, run)])]. Writes report.md and the plots; returns the
+    report's path."""
+    lines = [f"# hptrain benchmark — {header['started']}", ""]
+    lines += [f"- command: `{header['command']}`", f"- machine: {header['machine']}",
+              f"- network: {header['network']}", ""]
+    for title, settings, rows in suites:
+        lines += _table(title, settings, rows, out_dir)
+    lines += ["Time to target is the wall time from launch (process start-up included) to the end of",
+              "the first evaluation at or above the target; `—` = not reached within the epochs or",
+              "the time cap. Bytes per worker per step are transmitted bytes on the workers' network",
+              "interfaces (TCP/IP headers, the coordinator's RPCs and rendezvous included); `runtime`",
+              "is what hptrain's communicator counted as payload. Samples/s is measured inside",
+              "training steps. `vs DDP` divides DDP's time to target by the system's (above 1 =",
+              "faster than DDP); where either did not reach the target it compares samples/s.", ""]
+    results = [{"suite": title, "model": settings.model, "workers": settings.workers,
+                "target": settings.target, "rows": [row for row, _ in rows]}
+               for title, settings, rows in suites]
+    with open(os.path.join(out_dir, "results.json.tmp"), "w") as f:
+        json.dump({"header": header, "suites": results}, f, indent=1)
+    os.replace(os.path.join(out_dir, "results.json.tmp"), os.path.join(out_dir, "results.json"))
+    path = os.path.join(out_dir, "report.md")
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def _table(title, settings, rows, out_dir):
+    ddp = next((r for r, _ in rows if r["name"] == "ddp"), None)
+    out = [f"## {title}", "",
+           f"{settings.workers} workers, global batch {settings.m['batch']}, {settings.epochs} "
+           f"epoch(s){f', at most {settings.max_steps} steps' if settings.max_steps else ''}, "
+           f"target test accuracy {100 * settings.target:.1f} %", "",
+           "| system | time to target (s) | final acc. | KiB/worker/step (interfaces) | "
+           "KiB/worker/step (runtime) | samples/s | vs DDP | wall (s) |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for row, _ in rows:
+        if not row["ok"]:
+            why = "time cap" if row["capped"] else row["error"]
+            out.append(f"| {row['name']} | failed: {why} | | | | | | {row['wall_seconds']:.1f} |")
+            continue
+        ratio = None
+        if ddp and ddp["ok"]:
+            if ddp["time_to_target"] and row["time_to_target"]:
+                ratio = ddp["time_to_target"] / row["time_to_target"]
+            elif ddp["samples_per_second"] and row["samples_per_second"]:
+                ratio = row["samples_per_second"] / ddp["samples_per_second"]
+        out.append(
+            f"| {row['name']} | {_fmt(row['time_to_target'], '.1f')} | "
+            f"{_fmt(row['final_accuracy'] and 100 * row['final_accuracy'], '.2f')} % | "
+            f"{_fmt(_kib(row['interface_bytes_per_worker_step']), '.1f')} | "
+            f"{_fmt(_kib(row['runtime_bytes_per_worker_step']), '.1f')} | "
+            f"{_fmt(row['samples_per_second'], '.0f')} | {_fmt(ratio, '.2f')} | "
+            f"{row['wall_seconds']:.1f} |")
+    out.append("")
+    plots = _plots(title, rows, out_dir)
+    out += [f"![{p}]({p})" for p in plots] + [""]
+    return out
+
+
+def _plots(title, rows, out_dir):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    slug = title.split()[0].lower()
+    made = []
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for row, run in rows:
+        epochs = (run["result"] or {}).get("per_epoch", [])
+        pts = [(e["elapsed_seconds"], 100 * e["test_accuracy"]) for e in epochs
+               if e.get("elapsed_seconds") is not None]
+        if pts:
+            ax.plot(*zip(*pts), marker="o", label=row["name"])
+    ax.set_xlabel("wall time (s)")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title(f"{title}: test accuracy over time")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    name = f"{slug}-accuracy.png"
+    fig.savefig(os.path.join(out_dir, name), dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    made.append(name)
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for row, run in rows:
+        t = [s for s, _ in run["timeline"]]
+        b = [v / 2**20 for _, v in run["timeline"]]
+        ax.plot(t, b, label=row["name"])
+    ax.set_xlabel("wall time (s)")
+    ax.set_ylabel("bytes sent by all workers (MiB, interfaces)")
+    ax.set_title(f"{title}: cumulative bytes over time")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    name = f"{slug}-bytes.png"
+    fig.savefig(os.path.join(out_dir, name), dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    made.append(name)
+    return made

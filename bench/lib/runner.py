@@ -1,0 +1,102 @@
+"""Runs one system of a suite on the emulated cluster and measures it: the interface byte counters
+of every host before, during (sampled every 0.5 s, for the bytes-over-time plot) and after, and
+the system's own result file (hptrain's run summary, or the DDP peer's JSON)."""
+import json
+import os
+import subprocess
+import time
+
+import systems
+
+SAMPLE_SECONDS = 0.5
+
+
+def _worker_tx(cluster, baseline, workers):
+    counters = cluster.all_counters()
+    return sum(counters[h]["tx_bytes"] - baseline[h]["tx_bytes"] for h in range(1, workers + 1))
+
+
+def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
+    """Runs system `name` to completion or for at most `cap_seconds`. Returns a result dict:
+    name, ok, capped, error, wall_seconds, result (the system's JSON), interface (per host byte
+    deltas), timeline [(seconds, cumulative worker tx bytes)]."""
+    t0 = time.time()
+    baseline = cluster.all_counters()
+    logs = []
+    procs = []
+    if systems.is_ddp(name):
+        commands, result_file = systems.ddp_commands(name, settings, cluster, t0, out_dir)
+        env = dict(os.environ, GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS=str(settings.threads))
+        for host, argv in commands:
+            f = open(os.path.join(out_dir, f"{name}.rank{host - 1}.log"), "w")
+            logs.append(f)
+            procs.append(cluster.spawn(host, argv, env=env, stdout=f, stderr=subprocess.STDOUT))
+    else:
+        argv, result_file = systems.hptrain_command(name, settings, cluster, binary, out_dir)
+        f = open(os.path.join(out_dir, f"{name}.log"), "w")
+        logs.append(f)
+        procs.append(cluster.spawn(0, argv, stdout=f, stderr=subprocess.STDOUT))
+
+    timeline = [(0.0, 0)]
+    capped = False
+    try:
+        while any(p.poll() is None for p in procs):
+            time.sleep(SAMPLE_SECONDS)
+            elapsed = time.time() - t0
+            timeline.append((elapsed, _worker_tx(cluster, baseline, settings.workers)))
+            if elapsed > cap_seconds:
+                capped = True
+                log(f"  {name}: time cap of {cap_seconds:.0f} s reached, stopping it")
+                break
+            if any(p.poll() not in (None, 0) for p in procs):
+                break  # one rank failed: the others would wait for it forever
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for f in logs:
+            f.close()
+    wall = time.time() - t0
+    after = cluster.all_counters()
+    timeline.append((wall, _worker_tx(cluster, baseline, settings.workers)))
+    interface = [{k: after[h][k] - baseline[h][k] for k in after[h]} for h in range(cluster.hosts)]
+    codes = [p.returncode for p in procs]
+    result = None
+    error = ""
+    if os.path.exists(result_file):
+        with open(result_file) as f:
+            result = json.load(f)
+    elif not capped:
+        error = f"exit codes {codes}; see {name}*.log"
+    return {"name": name, "ok": result is not None, "capped": capped, "error": error,
+            "wall_seconds": wall, "result": result, "interface": interface, "timeline": timeline}
+
+
+def summarize(run, settings):
+    """The report's numbers for one system run (None where unknown)."""
+    r = run["result"] or {}
+    steps = r.get("steps") or 0
+    workers = settings.workers
+    worker_hosts = run["interface"][1:workers + 1]
+    tx = sum(h["tx_bytes"] for h in worker_hosts)
+    row = {"name": run["name"], "ok": run["ok"], "capped": run["capped"], "error": run["error"],
+           "steps": steps, "samples_per_second": r.get("samples_per_second"),
+           "final_accuracy": (r.get("final") or {}).get("test_accuracy"),
+           "interface_bytes_per_worker_step": tx / workers / steps if steps else None,
+           "runtime_bytes_per_worker_step": None, "time_to_target": None,
+           "wall_seconds": run["wall_seconds"]}
+    for e in r.get("per_epoch", []):
+        if e["test_accuracy"] >= settings.target and e.get("elapsed_seconds") is not None:
+            row["time_to_target"] = e["elapsed_seconds"]
+            break
+    if r.get("ranks") and steps:
+        sent = sum(rank["bytes_sent"] for rank in r["ranks"])
+        row["runtime_bytes_per_worker_step"] = sent / workers / steps
+        row["interface_over_runtime"] = tx / sent if sent else None
+    return row

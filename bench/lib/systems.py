@@ -1,0 +1,110 @@
+"""The systems a benchmark suite compares, and how each one is started on an emulated cluster.
+
+Every system trains the same model on the same data with the same global batch, optimizer,
+learning-rate schedule and seed; it differs only in how gradients (or models) cross the network.
+hptrain systems run `hptrain run` on host 0 (the ps host) with a placement file that puts worker
+r on host r + 1; PyTorch DDP systems run one `ddp_peer.py` process per rank on hosts 1..N.
+"""
+import json
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PEER = os.path.join(ROOT, "bench", "peers", "ddp_peer.py")
+DDP_PORT = 29500
+PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
+
+# Models: what each suite trains, and the settings every system shares.
+MODELS = {
+    # 61,706 parameters: small messages, latency-bound.
+    "lenet5": {"job": {"spec.model.name": "lenet5"}, "peer": ["--model", "lenet5"],
+               "batch": 128, "lr": 0.05, "epochs": 3, "target": 0.85},
+    # 1,333,770 parameters (784-1024-512-10): bandwidth-bound.
+    "mlp": {"job": {"spec.model.name": "mlp", "spec.model.hidden": "[1024,512]"},
+            "peer": ["--model", "mlp", "--hidden", "1024,512"],
+            "batch": 512, "lr": 0.1, "epochs": 2, "target": 0.84},
+}
+
+# hptrain systems: name -> spec.strategy overrides.
+HPTRAIN = {
+    "hptrain-ssgd": {"type": "ssgd"},
+    "hptrain-fp16": {"type": "fp16"},
+    "hptrain-q8": {"type": "quantized", "bits": "8"},
+    "hptrain-q4": {"type": "quantized", "bits": "4"},
+    "hptrain-qdyn": {"type": "quantized", "bits": "dynamic"},
+    "hptrain-topk": {"type": "topk", "density": "0.01"},
+    "hptrain-dgc": {"type": "dgc", "density": "0.01"},
+}
+
+# PyTorch DDP systems: name -> ddp_peer.py flags.
+DDP = {
+    "ddp": ["--hook", "none"],
+    "ddp-fp16": ["--hook", "fp16"],
+    "ddp-powersgd2": ["--hook", "powersgd", "--powersgd-rank", "2"],
+    "ddp-powersgd4": ["--hook", "powersgd", "--powersgd-rank", "4"],
+    "ddp-postlocal8": ["--hook", "postlocal", "--period", "8"],
+}
+
+
+def all_systems(built_strategies):
+    """Every hptrain system whose strategy this binary has, then every DDP system."""
+    return [n for n, s in HPTRAIN.items() if s["type"] in built_strategies] + list(DDP)
+
+
+def is_ddp(name):
+    return name in DDP
+
+
+class Settings:
+    """What one suite run shares across systems."""
+
+    def __init__(self, model, workers, epochs, max_steps, target, threads):
+        self.model = model
+        self.m = MODELS[model]
+        self.workers = workers
+        self.epochs = epochs or self.m["epochs"]
+        self.max_steps = max_steps
+        self.target = target or self.m["target"]
+        self.threads = threads or max(1, (os.cpu_count() or 1) // workers)
+
+
+def hptrain_command(name, settings, cluster, binary, out_dir):
+    """argv (to run on host 0) and the summary path for hptrain system `name`."""
+    placement = {"ps": {"exec": cluster.exec_prefix(0), "address": cluster.address(0)},
+                 "workers": [{"exec": cluster.exec_prefix(r + 1), "address": cluster.address(r + 1)}
+                             for r in range(settings.workers)]}
+    placement_file = os.path.join(out_dir, f"{name}.placement.json")
+    with open(placement_file, "w") as f:
+        json.dump(placement, f, indent=1)
+    sets = {"spec.epochs": settings.epochs, "spec.globalBatchSize": settings.m["batch"],
+            "spec.optimizer.lr": settings.m["lr"], "spec.threads": settings.threads,
+            "spec.workerGroups.0.replicas": settings.workers, "spec.seed": 42}
+    sets.update(settings.m["job"])
+    if settings.max_steps:
+        sets["spec.maxSteps"] = settings.max_steps
+    for key, value in HPTRAIN[name].items():
+        sets[f"spec.strategy.{key}"] = value
+    summary = os.path.join(out_dir, f"{name}.json")
+    argv = [binary, "run", os.path.join(ROOT, "examples", "fashion-mnist.yaml"), "--quiet",
+            "--placement", placement_file, "--output-json", summary]
+    for key, value in sets.items():
+        argv += ["--set", f"{key}={value}"]
+    return argv, summary
+
+
+def ddp_commands(name, settings, cluster, t0, out_dir):
+    """[(host, argv)] for each rank and the result path for DDP system `name`."""
+    result = os.path.join(out_dir, f"{name}.json")
+    common = [PYTHON, PEER, "--world-size", str(settings.workers),
+              "--master", f"{cluster.address(1)}:{DDP_PORT}", "--epochs", str(settings.epochs),
+              "--batch", str(settings.m["batch"]), "--lr", str(settings.m["lr"]),
+              "--threads", str(settings.threads), "--t0", repr(t0), "--seed", "42"]
+    common += settings.m["peer"] + DDP[name]
+    if settings.max_steps:
+        common += ["--max-steps", str(settings.max_steps)]
+    commands = []
+    for r in range(settings.workers):
+        argv = common + ["--rank", str(r)]
+        if r == 0:
+            argv += ["--output", result]
+        commands.append((r + 1, argv))
+    return commands, result

@@ -1,0 +1,61 @@
+#include "runtime/train/slowdown.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace hptrain::train {
+
+Slowdown::Slowdown(std::vector<double> factors, std::string control_file, int rank)
+    : factors_(std::move(factors)), control_file_(std::move(control_file)), rank_(rank) {}
+
+double Slowdown::Factor() {
+  if (!control_file_.empty()) {
+    struct stat st;
+    if (stat(control_file_.c_str(), &st) == 0 &&
+        (st.st_mtim.tv_sec != mtime_.tv_sec || st.st_mtim.tv_nsec != mtime_.tv_nsec ||
+         st.st_size != size_)) {
+      mtime_ = st.st_mtim;
+      size_ = st.st_size;
+      Reload();
+    }
+  }
+  if (rank_ < 0 || static_cast<size_t>(rank_) >= factors_.size()) return 1.0;
+  return factors_[static_cast<size_t>(rank_)];
+}
+
+void Slowdown::Reload() {
+  std::ifstream in(control_file_);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::vector<double> factors;
+  std::string word;
+  std::string problem;
+  while (text >> word) {
+    char* end = nullptr;
+    const double f = std::strtod(word.c_str(), &end);
+    if (end == word.c_str() || *end != '\0' || !(f >= 1.0) || f > 1e6) {
+      problem = "\"" + word + "\" is not a factor >= 1";
+      break;
+    }
+    factors.push_back(f);
+  }
+  if (problem.empty() && static_cast<size_t>(rank_) >= factors.size()) {
+    problem = "has " + std::to_string(factors.size()) + " factors, none for rank " +
+              std::to_string(rank_);
+  }
+  if (!problem.empty()) {
+    if (problem != last_warning_) {
+      std::fprintf(stderr, "warning: slowdown file %s: %s; keeping the previous factors\n",
+                   control_file_.c_str(), problem.c_str());
+      last_warning_ = problem;
+    }
+    return;
+  }
+  last_warning_.clear();
+  factors_ = std::move(factors);
+}
+
+}  // namespace hptrain::train
