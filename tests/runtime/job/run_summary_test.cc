@@ -21,7 +21,7 @@ RunSummary Example() {
   s.wall_seconds = 41.25;
   s.samples_per_second = 2909.5;
   s.final = {0.8712, 0.3561, 0.4012};
-  s.per_epoch = {{1, 0.81, 0.55, 20.5}, {2, 0.8712, 0.4012, 20.75}};
+  s.per_epoch = {{1, 0.81, 0.55, 20.5, 22.0}, {2, 0.8712, 0.4012, 20.75, 43.0}};
   s.ranks = {{0, "fast", int64_t{5} << 32, 123456789, 96, 30.5, 8.25},
              {1, "slow", 1024, 2048, 32, 31.0, 7.5}};
   return s;
@@ -44,6 +44,7 @@ void ExpectEqual(const RunSummary& a, const RunSummary& b) {
     EXPECT_EQ(a.per_epoch[i].test_accuracy, b.per_epoch[i].test_accuracy);
     EXPECT_EQ(a.per_epoch[i].train_loss, b.per_epoch[i].train_loss);
     EXPECT_EQ(a.per_epoch[i].wall_seconds, b.per_epoch[i].wall_seconds);
+    EXPECT_EQ(a.per_epoch[i].elapsed_seconds, b.per_epoch[i].elapsed_seconds);
   }
   ASSERT_EQ(a.ranks.size(), b.ranks.size());
   for (size_t i = 0; i < a.ranks.size(); ++i) {
@@ -80,7 +81,8 @@ TEST(RunSummaryTest, JsonHasExactlyTheDesignFieldNames) {
       "epoch": 1,
       "test_accuracy": 0.81,
       "train_loss": 0.55,
-      "wall_seconds": 20.5
+      "wall_seconds": 20.5,
+      "elapsed_seconds": 22.0
     }
   ],
   "ranks": [
