@@ -1,0 +1,86 @@
+#include "runtime/sched/throughput_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hptrain::sched {
+
+bool ThroughputModel::Observe(int batch, double seconds) {
+  if (batch <= 0 || !(seconds > 0) || !std::isfinite(seconds)) return true;
+  auto it = points_.find(batch);
+  if (it != points_.end()) {
+    // Compared with this batch size's own average: a first measurement at a new size is never an
+    // outlier (the affine fit may not know that size's fixed cost yet).
+    const double ratio = seconds / it->second;
+    const bool slow = ratio > options_.outlier_factor;
+    if (slow || ratio < 1.0 / options_.outlier_factor) {
+      // Outliers in a row that agree with each other (all slow or all fast) are a new speed.
+      if (!outliers_.empty() && outliers_slow_ != slow) outliers_.clear();
+      outliers_slow_ = slow;
+      outliers_.emplace_back(batch, seconds);
+      if (static_cast<int>(outliers_.size()) < options_.outlier_run) return false;
+      points_.clear();
+      for (const auto& [b, s] : outliers_) {
+        auto p = points_.find(b);
+        points_[b] = p == points_.end()
+                         ? s
+                         : (1 - options_.ewma_alpha) * p->second + options_.ewma_alpha * s;
+      }
+      outliers_.clear();
+      Fit();
+      return true;
+    }
+    it->second = (1 - options_.ewma_alpha) * it->second + options_.ewma_alpha * seconds;
+  } else {
+    points_[batch] = seconds;
+  }
+  outliers_.clear();
+  Fit();
+  return true;
+}
+
+void ThroughputModel::Fit() {
+  if (points_.size() == 1) {
+    fixed_ = 0;
+    per_sample_ = points_.begin()->second / points_.begin()->first;
+    return;
+  }
+  // Least squares of seconds = fixed + per_sample * batch.
+  double n = 0, sb = 0, st = 0, sbb = 0, sbt = 0;
+  for (const auto& [b, t] : points_) {
+    n += 1;
+    sb += b;
+    st += t;
+    sbb += static_cast<double>(b) * b;
+    sbt += b * t;
+  }
+  const double det = n * sbb - sb * sb;
+  per_sample_ = det > 0 ? (n * sbt - sb * st) / det : 0;
+  fixed_ = (st - per_sample_ * sb) / n;
+  // A physical model: no negative fixed cost, time grows with the batch.
+  if (fixed_ < 0 || per_sample_ <= 0) {
+    fixed_ = std::max(0.0, fixed_);
+    double num = 0, den = 0;
+    for (const auto& [b, t] : points_) {
+      num += b * (t - fixed_);
+      den += static_cast<double>(b) * b;
+    }
+    per_sample_ = num / den;
+    if (per_sample_ <= 0) {  // times fall with the batch: noise; fall back to proportional
+      fixed_ = 0;
+      per_sample_ = st / sb;
+    }
+  }
+}
+
+double ThroughputModel::Seconds(double batch) const {
+  if (points_.empty()) return 0;
+  return fixed_ + per_sample_ * batch;
+}
+
+double ThroughputModel::SamplesPerSecond(double batch) const {
+  const double s = Seconds(batch);
+  return s > 0 ? batch / s : 0;
+}
+
+}  // namespace hptrain::sched

@@ -1,0 +1,58 @@
+// ThroughputModel: one worker's compute time per step as a function of its batch size, learned
+// from measurements. H-PS (algorithms.md §5b(1)) balances batches by speed, but speed is not
+// linear in the batch size on GPUs (a fixed per-step cost dominates small batches), so the model
+// is affine, t(b) = fixed + per_sample · b, fitted by least squares over the smoothed time of each
+// batch size the worker has run. With one size measured it is proportional (fixed = 0).
+//
+// Smoothing and outliers: each batch size keeps an exponentially weighted moving average (EWMA)
+// of its times. A measurement more than `outlier_factor` times away from its batch size's
+// average is set aside, so one slow step (a GC pause, a noisy neighbour) does not move the model; if the
+// next `outlier_run` measurements all agree that far off, the worker really changed speed, the
+// old averages are dropped and the model restarts from the new measurements.
+//
+// Not thread-safe; pure computation.
+#ifndef HPTRAIN_RUNTIME_SCHED_THROUGHPUT_MODEL_H_
+#define HPTRAIN_RUNTIME_SCHED_THROUGHPUT_MODEL_H_
+
+#include <map>
+#include <vector>
+
+namespace hptrain::sched {
+
+struct ModelOptions {
+  double ewma_alpha = 0.3;      // weight of a new measurement in its batch size's average
+  double outlier_factor = 2.0;  // a measurement off by more than this factor is an outlier
+  int outlier_run = 3;          // this many outliers in a row mean a real change of speed
+};
+
+class ThroughputModel {
+ public:
+  explicit ThroughputModel(ModelOptions options = {}) : options_(options) {}
+
+  // Records that a step with `batch` samples took `seconds` of compute (data + forward +
+  // backward, excluding waits). Ignores batch <= 0 or seconds <= 0. Returns false when the
+  // measurement was set aside as an outlier.
+  bool Observe(int batch, double seconds);
+
+  bool empty() const { return points_.empty(); }
+  // Predicted seconds for a step of `batch` samples; 0 while empty().
+  double Seconds(double batch) const;
+  // Samples per second at `batch` (0 while empty()).
+  double SamplesPerSecond(double batch) const;
+  double fixed_seconds() const { return fixed_; }
+  double per_sample_seconds() const { return per_sample_; }
+
+ private:
+  void Fit();
+
+  ModelOptions options_;
+  std::map<int, double> points_;   // batch size -> EWMA of seconds
+  std::vector<std::pair<int, double>> outliers_;  // the current run of outliers
+  bool outliers_slow_ = false;                     // whether that run is slower than usual
+  double fixed_ = 0;
+  double per_sample_ = 0;
+};
+
+}  // namespace hptrain::sched
+
+#endif  // HPTRAIN_RUNTIME_SCHED_THROUGHPUT_MODEL_H_

@@ -1,0 +1,190 @@
+// Balancer properties, randomized (fixed seeds): the allocation always sums to B and respects
+// the bounds, equal speeds split equally, faster workers never get less, noise does not make it
+// flap, and a leaving worker's share is redistributed.
+#include "runtime/sched/balancer.h"
+
+#include <numeric>
+#include <random>
+
+#include "gtest/gtest.h"
+
+namespace hptrain::sched {
+namespace {
+
+std::vector<std::string> Names(int n) {
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i) names.push_back("worker-" + std::to_string(i));
+  return names;
+}
+
+int Sum(const std::vector<int>& v) { return std::accumulate(v.begin(), v.end(), 0); }
+
+TEST(Balancer, RandomizedSumAndBoundsAndMonotoneInSpeed) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 500; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 8);
+    BalancerOptions o;
+    o.min_batch = static_cast<int>(rng() % 9);
+    o.global_batch = n * o.min_batch + static_cast<int>(rng() % 600);
+    o.max_batch = rng() % 3 == 0 ? 0 : o.global_batch / n + 1 + static_cast<int>(rng() % 100);
+    if (o.max_batch > 0 && o.max_batch * n < o.global_batch) o.max_batch = 0;
+    Balancer b(o);
+    const auto names = Names(n);
+    std::vector<double> per_sample(n);
+    for (int i = 0; i < n; ++i) {
+      per_sample[i] = std::uniform_real_distribution<double>(0.1e-3, 5e-3)(rng);
+      b.Observe(names[i], 32, 32 * per_sample[i]);
+    }
+    auto alloc = b.Optimal(names);
+    ASSERT_TRUE(alloc.ok()) << alloc.status();
+    ASSERT_EQ(Sum(*alloc), o.global_batch);
+    for (int i = 0; i < n; ++i) {
+      EXPECT_GE((*alloc)[i], o.min_batch);
+      if (o.max_batch > 0) EXPECT_LE((*alloc)[i], o.max_batch);
+    }
+    // Monotone: a strictly faster worker never gets fewer samples.
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        if (per_sample[i] < per_sample[j]) EXPECT_GE((*alloc)[i], (*alloc)[j]) << trial;
+      }
+    }
+  }
+}
+
+TEST(Balancer, EqualSpeedsSplitEquallyAndUnmeasuredWorkersToo) {
+  BalancerOptions o;
+  o.global_batch = 130;
+  Balancer b(o);
+  const auto names = Names(4);
+  auto none = b.Optimal(names);  // nothing measured yet
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, (std::vector<int>{33, 33, 32, 32}));
+  for (const auto& w : names) b.Observe(w, 32, 0.064);
+  EXPECT_EQ(*b.Optimal(names), (std::vector<int>{33, 33, 32, 32}));
+}
+
+TEST(Balancer, SpeedsOneOneHalfQuarterGetProportionalShares) {
+  BalancerOptions o;
+  o.global_batch = 128;
+  Balancer b(o);
+  const auto names = Names(4);
+  const double slowdown[] = {1, 1, 2, 4};
+  for (int i = 0; i < 4; ++i) b.Observe(names[i], 32, 0.032 * slowdown[i]);
+  // Speeds 1 : 1 : 0.5 : 0.25 of 2.75 -> 46.5, 46.5, 23.3, 11.6.
+  auto alloc = b.Optimal(names);
+  ASSERT_TRUE(alloc.ok());
+  EXPECT_EQ(Sum(*alloc), 128);
+  EXPECT_NEAR((*alloc)[0], 46.5, 1.0);
+  EXPECT_NEAR((*alloc)[2], 23.3, 1.0);
+  EXPECT_NEAR((*alloc)[3], 11.6, 1.0);
+  // Predicted step time falls from 4 x 32 ms to about 46.5 ms.
+  EXPECT_LT(b.PredictedStepSeconds(names, *alloc), 0.05);
+  EXPECT_NEAR(b.PredictedStepSeconds(names, {32, 32, 32, 32}), 0.128, 1e-9);
+}
+
+TEST(Balancer, AffineModelsGiveSlowFixedCostWorkersLess) {
+  BalancerOptions o;
+  o.global_batch = 100;
+  Balancer b(o);
+  // Worker 0: 20 ms fixed + 0.5 ms/sample; worker 1: 1 ms/sample, no fixed cost.
+  b.Observe("a", 10, 0.025);
+  b.Observe("a", 40, 0.040);
+  b.Observe("b", 10, 0.010);
+  b.Observe("b", 40, 0.040);
+  auto alloc = b.Optimal({"a", "b"});
+  ASSERT_TRUE(alloc.ok());
+  // Equal finish: 0.02 + 0.0005 x = 0.001 (100 - x) -> x = 53.3.
+  EXPECT_NEAR((*alloc)[0], 53.3, 1.0);
+}
+
+TEST(Balancer, NoiseDoesNotMakeItFlap) {
+  BalancerOptions o;
+  o.global_batch = 128;
+  Balancer b(o);
+  const auto names = Names(4);
+  const double per_sample[] = {1e-3, 1e-3, 2e-3, 4e-3};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> noise(0.9, 1.1);
+  std::vector<int> current(4, 32);
+  int changes_after_convergence = 0;
+  for (int round = 0; round < 1000; ++round) {
+    for (int i = 0; i < 4; ++i) {
+      b.Observe(names[i], current[i], current[i] * per_sample[i] * noise(rng));
+    }
+    auto next = b.Propose(names, current);
+    ASSERT_TRUE(next.ok());
+    if (next->has_value()) {
+      current = **next;
+      if (round >= 10) ++changes_after_convergence;
+    }
+    ASSERT_EQ(Sum(current), 128);
+  }
+  EXPECT_LE(changes_after_convergence, 2);
+  EXPECT_NEAR(current[3], 11.6, 2.0);
+}
+
+TEST(Balancer, ALeavingWorkersShareIsRedistributedAndAJoiningOneGetsOne) {
+  BalancerOptions o;
+  o.global_batch = 120;
+  Balancer b(o);
+  auto names = Names(3);
+  for (const auto& w : names) b.Observe(w, 40, 0.04);
+  std::vector<int> current = {40, 40, 40};
+  b.Forget(names[2]);
+  names.pop_back();
+  auto next = b.Propose(names, current);  // another length: always replaced
+  ASSERT_TRUE(next.ok());
+  ASSERT_TRUE(next->has_value());
+  EXPECT_EQ(**next, (std::vector<int>{60, 60}));
+  names.push_back("newcomer");  // unmeasured: as fast as the median
+  auto joined = b.Propose(names, **next);
+  ASSERT_TRUE(joined.ok());
+  ASSERT_TRUE(joined->has_value());
+  EXPECT_EQ(**joined, (std::vector<int>{40, 40, 40}));
+}
+
+TEST(Balancer, HysteresisKeepsANearlyBalancedAllocation) {
+  BalancerOptions o;
+  o.global_batch = 100;
+  Balancer b(o);
+  b.Observe("a", 50, 0.050);
+  b.Observe("b", 50, 0.052);  // 4 % slower: not worth a switch at 5 % hysteresis
+  auto keep = b.Propose({"a", "b"}, {50, 50});
+  ASSERT_TRUE(keep.ok());
+  EXPECT_FALSE(keep->has_value());
+  o.hysteresis = 0.0;
+  Balancer eager(o);
+  eager.Observe("a", 50, 0.050);
+  eager.Observe("b", 50, 0.052);
+  auto change = eager.Propose({"a", "b"}, {50, 50});
+  ASSERT_TRUE(change.ok());
+  EXPECT_TRUE(change->has_value());
+}
+
+TEST(Balancer, PerWorkerMemoryLimitAndInfeasibleBounds) {
+  BalancerOptions o;
+  o.global_batch = 100;
+  Balancer b(o);
+  b.Observe("fast", 50, 0.010);
+  b.Observe("slow", 50, 0.100);
+  b.SetMaxBatch("fast", 60);
+  auto alloc = b.Optimal({"fast", "slow"});
+  ASSERT_TRUE(alloc.ok());
+  EXPECT_EQ(*alloc, (std::vector<int>{60, 40}));
+  o.min_batch = 60;
+  Balancer tight(o);
+  auto bad = tight.Optimal({"a", "b"});
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("cannot be split over 2 workers"), std::string::npos);
+  EXPECT_FALSE(tight.Optimal({}).ok());
+}
+
+TEST(RoundLargestRemainder, SumsExactlyWithinBounds) {
+  EXPECT_EQ(RoundLargestRemainder({1.5, 1.5, 1.0}, 4, {0, 0, 0}, {4, 4, 4}),
+            (std::vector<int>{2, 1, 1}));
+  EXPECT_EQ(RoundLargestRemainder({0.2, 0.2, 3.6}, 4, {1, 1, 0}, {4, 4, 2}),
+            (std::vector<int>{1, 1, 2}));
+}
+
+}  // namespace
+}  // namespace hptrain::sched

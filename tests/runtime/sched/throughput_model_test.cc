@@ -1,0 +1,45 @@
+// The per-worker time-against-batch model the balancer relies on.
+#include "runtime/sched/throughput_model.h"
+
+#include "gtest/gtest.h"
+
+namespace hptrain::sched {
+namespace {
+
+TEST(ThroughputModel, ProportionalFromOneSizeAffineFromSeveral) {
+  ThroughputModel m;
+  EXPECT_TRUE(m.empty());
+  m.Observe(32, 0.064);
+  EXPECT_DOUBLE_EQ(m.Seconds(64), 0.128);
+  // GPU-like: 10 ms fixed + 1 ms per sample, measured at two sizes.
+  ThroughputModel gpu;
+  gpu.Observe(16, 0.026);
+  gpu.Observe(64, 0.074);
+  EXPECT_NEAR(gpu.fixed_seconds(), 0.010, 1e-9);
+  EXPECT_NEAR(gpu.per_sample_seconds(), 0.001, 1e-9);
+  EXPECT_NEAR(gpu.SamplesPerSecond(40), 40 / 0.050, 1e-6);
+}
+
+TEST(ThroughputModel, OneSlowStepIsAnOutlierARunOfThemIsANewSpeed) {
+  ThroughputModel m;
+  for (int i = 0; i < 5; ++i) m.Observe(32, 0.032);
+  EXPECT_FALSE(m.Observe(32, 0.5));  // a pause
+  EXPECT_NEAR(m.Seconds(32), 0.032, 1e-12);
+  EXPECT_TRUE(m.Observe(32, 0.032));
+  // The worker really became 4x slower: after outlier_run measurements the model follows.
+  EXPECT_FALSE(m.Observe(32, 0.128));
+  EXPECT_FALSE(m.Observe(32, 0.128));
+  EXPECT_TRUE(m.Observe(32, 0.128));
+  EXPECT_NEAR(m.Seconds(32), 0.128, 1e-12);
+}
+
+TEST(ThroughputModel, IgnoresMeaninglessMeasurements) {
+  ThroughputModel m;
+  m.Observe(0, 1.0);
+  m.Observe(8, 0.0);
+  m.Observe(8, -1.0);
+  EXPECT_TRUE(m.empty());
+}
+
+}  // namespace
+}  // namespace hptrain::sched
