@@ -14,6 +14,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev prometheus procps iproute2
   # data and the PyTorch peer
   dataset-fashion-mnist python3-torch python3-yaml
+  # deploy checks (tests/deploy)
+  python3-jsonschema
+  # benchmark report plots
+  python3-matplotlib
 )
 
 missing=()

@@ -372,7 +372,15 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   YAML::Node checkpoint = r.Child("checkpoint");
   YAML::Node run_policy = r.Child("runPolicy");
   YAML::Node testing = r.Child("testing");
+  r.Read("schedulerName", &spec->scheduler_name);
+  YAML::Node gang = r.Child("gangScheduling");
   HPTRAIN_RETURN_IF_ERROR(r.Finish());
+
+  MapReader g(gang, "spec.gangScheduling");
+  g.Read("enabled", &spec->gang_scheduling.enabled);
+  g.Read("provider", &spec->gang_scheduling.provider);
+  g.Read("queue", &spec->gang_scheduling.queue);
+  HPTRAIN_RETURN_IF_ERROR(g.Finish());
 
   HPTRAIN_RETURN_IF_ERROR(ParseModel(model, &spec->model));
   HPTRAIN_RETURN_IF_ERROR(ParseDataset(dataset, &spec->dataset));

@@ -89,6 +89,13 @@ struct CheckpointSpec {
   int interval_steps = 0;         // 0 = only at the end of the run
 };
 
+// Gang scheduling on Kubernetes: the ps and all workers are scheduled together or not at all.
+struct GangSchedulingSpec {
+  bool enabled = false;
+  std::string provider = "volcano";  // volcano | scheduler-plugins
+  std::string queue;                 // volcano only
+};
+
 struct RunPolicySpec {
   int backoff_limit = 3;
   int64_t active_deadline_seconds = 0;   // 0 = none
@@ -123,6 +130,8 @@ struct JobSpec {
   int bucket_mib = 25;            // gradient bucket size for the communicator, MiB
   std::vector<WorkerGroupSpec> worker_groups;
   std::string ps_template_yaml;
+  std::string scheduler_name;     // Kubernetes scheduler of the job's pods; empty = default
+  GangSchedulingSpec gang_scheduling;
   RebalanceSpec rebalance;
   CheckpointSpec checkpoint;
   RunPolicySpec run_policy;

@@ -313,6 +313,17 @@ absl::Status ValidateRunKnobs(const JobSpec& spec) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateGangScheduling(const GangSchedulingSpec& gang) {
+  if (gang.provider != "volcano" && gang.provider != "scheduler-plugins") {
+    return Invalid("spec.gangScheduling.provider", "must be volcano or scheduler-plugins, got \"",
+                   gang.provider, "\"");
+  }
+  if (!gang.queue.empty() && gang.provider != "volcano") {
+    return Invalid("spec.gangScheduling.queue", "applies only to provider volcano");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateTesting(const TestingSpec& testing, int world) {
   if (testing.slowdown.empty()) return absl::OkStatus();
   if (static_cast<int>(testing.slowdown.size()) != world) {
@@ -363,6 +374,7 @@ absl::Status ValidateJob(const JobSpec& spec) {
   HPTRAIN_RETURN_IF_ERROR(ValidateWorkers(spec));
   HPTRAIN_RETURN_IF_ERROR(
       ValidateRebalance(spec.rebalance, spec.WorldSize(), spec.global_batch_size));
+  HPTRAIN_RETURN_IF_ERROR(ValidateGangScheduling(spec.gang_scheduling));
   return ValidateTesting(spec.testing, spec.WorldSize());
 }
 

@@ -457,5 +457,24 @@ TEST(JobParserOverrideTest, OverridesDoNotLeakBetweenCalls) {
   EXPECT_THAT(std::string(SetError({"spec.epochs=0"})), Not(HasSubstr("--set")));
 }
 
+TEST(JobParserTest, SchedulerGangSchedulingAndSlowdownFile) {
+  absl::StatusOr<JobSpec> spec =
+      Parse(kMinimal, {"spec.schedulerName=volcano", "spec.gangScheduling.enabled=true",
+                       "spec.gangScheduling.queue=research",
+                       "spec.testing.slowdownFile=/tmp/slowdown"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->scheduler_name, "volcano");
+  EXPECT_TRUE(spec->gang_scheduling.enabled);
+  EXPECT_EQ(spec->gang_scheduling.provider, "volcano");
+  EXPECT_EQ(spec->gang_scheduling.queue, "research");
+  EXPECT_EQ(spec->testing.slowdown_file, "/tmp/slowdown");
+  EXPECT_THAT(SetError({"spec.gangScheduling.provider=kube-batch"}),
+              HasSubstr("spec.gangScheduling.provider: must be volcano or scheduler-plugins"));
+  EXPECT_THAT(SetError({"spec.gangScheduling.provider=scheduler-plugins",
+                        "spec.gangScheduling.queue=q"}),
+              HasSubstr("spec.gangScheduling.queue: applies only to provider volcano"));
+  EXPECT_THAT(SetError({"spec.gangScheduling.size=3"}), HasSubstr("spec.gangScheduling.size"));
+}
+
 }  // namespace
 }  // namespace hptrain::job

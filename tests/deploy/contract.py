@@ -1,0 +1,48 @@
+"""The parts of the shared controller contract (RBAC, controller metrics) that the deploy tests
+compare manifests, the chart and the dashboards against. One place, so a change to the contract
+is one edit here plus the manifests it governs."""
+
+# ClusterRole rules: (apiGroup, resource) -> verbs. Events are granted in both event APIs
+# (core v1 and events.k8s.io/v1), whichever the controller's client posts to.
+CLUSTER_RULES = {
+    ("hptrain.io", "trainingjobs"): {"get", "list", "watch", "update", "patch"},
+    ("hptrain.io", "trainingjobs/status"): {"get", "update", "patch"},
+    ("", "pods"): {"get", "list", "watch", "create", "delete"},
+    ("", "services"): {"get", "list", "watch", "create", "delete"},
+    ("", "secrets"): {"get", "list", "watch", "create", "delete"},
+    ("", "events"): {"create", "patch"},
+    ("events.k8s.io", "events"): {"create", "patch"},
+}
+
+# Role in the leader-election namespace.
+LEASE_RULES = {
+    ("coordination.k8s.io", "leases"): {"get", "create", "update"},
+}
+
+# Metrics hptrain-controller exports (name -> type).
+CONTROLLER_METRICS = {
+    "hptrain_controller_reconcile_duration_seconds": "histogram",
+    "hptrain_controller_reconcile_errors_total": "counter",
+    "hptrain_controller_queue_depth": "gauge",
+    "hptrain_controller_is_leader": "gauge",
+    "hptrain_controller_rebalances_total": "counter",
+}
+
+# Flags of hptrain-controller.
+CONTROLLER_FLAGS = {
+    "--kubeconfig", "--namespace", "--leader-elect", "--leader-election-namespace",
+    "--leader-election-id", "--metrics-address", "--health-address", "--prometheus-url",
+}
+
+
+def flatten_rules(rules):
+    """RBAC rules as {(apiGroup, resource): verbs}; a resource granted twice is an error."""
+    flat = {}
+    for rule in rules:
+        for group in rule.get("apiGroups", []):
+            for resource in rule.get("resources", []):
+                key = (group, resource)
+                if key in flat:
+                    raise ValueError(f"{key} is granted by more than one rule")
+                flat[key] = set(rule.get("verbs", []))
+    return flat

@@ -1,0 +1,388 @@
+"""Offline stand-in for what the Kubernetes API server does with a CRD's openAPIV3Schema.
+
+The deploy tests have no cluster, so this module reproduces, for the subset of OpenAPI v3 that
+deploy/crd uses, the steps a create request goes through:
+
+  1. YAML is read the way kubectl reads it (load_yaml_documents): `5e-4` is a float, as in
+     go-yaml, where PyYAML alone would return the string "5e-4".
+  2. Null values of fields that are not `nullable` are dropped (prune_nulls), as the API server
+     does before defaulting and validation.
+  3. The schema is converted to JSON Schema draft 7 (to_json_schema): OpenAPI 3.0's boolean
+     exclusiveMinimum/exclusiveMaximum become numbers, `nullable` adds "null" to the type,
+     x-kubernetes-int-or-string becomes integer-or-string, and an object with `properties` and
+     without x-kubernetes-preserve-unknown-fields rejects unknown keys (kubectl's default
+     --validate=strict turns the API server's pruning of unknown fields into an error).
+  4. x-kubernetes-validations (CEL) rules are evaluated by hand-written Python twins, one per
+     rule text (CEL_TWINS); a rule without a twin is an error, so a new rule cannot slip in
+     untested. x-kubernetes-list-type: map keys must be unique.
+
+structural_problems() checks the rules that make a schema "structural" (the API server refuses
+a CRD that is not).
+
+Everything here is pure Python (Debian's python3-yaml and python3-jsonschema); no function
+touches the network. Errors are returned as lists of one-line strings "<path>: <reason>".
+"""
+
+import copy
+import re
+
+import yaml
+
+try:
+    import jsonschema
+except ImportError:  # the callers print a reason and skip
+    jsonschema = None
+
+
+# --- 1. YAML as kubectl reads it ------------------------------------------------------------
+
+
+class KubeYamlLoader(yaml.SafeLoader):
+    """SafeLoader whose floats follow go-yaml: `1e-4` and `5E3` are floats, not strings."""
+
+
+KubeYamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+            |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+            |\.[0-9_]+(?:[eE][-+][0-9]+)?
+            |[-+]?\.(?:inf|Inf|INF)
+            |\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
+
+
+def load_yaml_documents(text):
+    """All documents of `text`, empty ones dropped."""
+    return [d for d in yaml.load_all(text, Loader=KubeYamlLoader) if d is not None]
+
+
+def load_yaml_file(path):
+    with open(path, encoding="utf-8") as f:
+        return load_yaml_documents(f.read())
+
+
+def crd_schema(crd):
+    """The openAPIV3Schema of the CRD's only version."""
+    (version,) = crd["spec"]["versions"]
+    return version["schema"]["openAPIV3Schema"]
+
+
+# --- 2. null pruning -------------------------------------------------------------------------
+
+
+def prune_nulls(value, node):
+    """A copy of `value` without the nulls the API server drops (fields not `nullable`)."""
+    value = copy.deepcopy(value)
+    _prune(value, node)
+    return value
+
+
+def _prune(value, node):
+    if not isinstance(node, dict):
+        return
+    if isinstance(value, dict):
+        properties = node.get("properties", {})
+        extra = node.get("additionalProperties")
+        for key in list(value):
+            sub = properties.get(key, extra if isinstance(extra, dict) else None)
+            if sub is None:
+                continue
+            if value[key] is None and not sub.get("nullable", False):
+                del value[key]
+            else:
+                _prune(value[key], sub)
+    elif isinstance(value, list) and isinstance(node.get("items"), dict):
+        for item in value:
+            _prune(item, node["items"])
+
+
+# --- 3. OpenAPI v3 (Kubernetes flavour) -> JSON Schema draft 7 --------------------------------
+
+# Keywords with the same meaning in both dialects.
+_COPIED = {
+    "type", "enum", "minimum", "maximum", "minLength", "maxLength", "pattern", "minItems",
+    "maxItems", "uniqueItems", "required", "multipleOf", "minProperties", "maxProperties",
+}
+# Keywords that carry no validation here (documentation, or handled by the other steps).
+_IGNORED = {
+    "description", "format", "default", "example", "externalDocs", "title", "nullable",
+    "exclusiveMinimum", "exclusiveMaximum", "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-int-or-string", "x-kubernetes-validations", "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys", "x-kubernetes-map-type", "x-kubernetes-embedded-resource",
+}
+
+
+def to_json_schema(node, _path="", _root=True):
+    """Draft-7 JSON Schema for the Kubernetes schema `node` (see the module comment)."""
+    out = {}
+    for key, sub in node.items():
+        if key == "properties":
+            out[key] = {
+                name: to_json_schema(s, f"{_path}.{name}".lstrip("."), False)
+                for name, s in sub.items()
+            }
+        elif key in ("items", "not"):
+            out[key] = to_json_schema(sub, _path + "[]", False)
+        elif key == "additionalProperties":
+            out[key] = sub if isinstance(sub, bool) else to_json_schema(sub, _path + ".*", False)
+        elif key in ("anyOf", "allOf", "oneOf"):
+            out[key] = [to_json_schema(s, _path, False) for s in sub]
+        elif key in _COPIED:
+            out[key] = sub
+        elif key not in _IGNORED:
+            raise ValueError(f"{_path or '<root>'}: keyword {key!r} is not handled offline")
+    for bound, flag in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+        if node.get(flag) is True:
+            out[flag] = out.pop(bound)
+    if node.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+        out.setdefault("anyOf", [{"type": "integer"}, {"type": "string"}])
+    if node.get("nullable") and "type" in out:
+        out["type"] = [out["type"], "null"]
+    if node.get("x-kubernetes-list-type") == "set":
+        out["uniqueItems"] = True
+    is_object = out.get("type") == "object" or out.get("type") == ["object", "null"]
+    if is_object and "additionalProperties" not in out:
+        preserve = node.get("x-kubernetes-preserve-unknown-fields", False)
+        # ObjectMeta is validated by the API server itself, not by the CRD's schema.
+        root_metadata = _path == "metadata"
+        if not preserve and not root_metadata:
+            out["additionalProperties"] = False
+    return out
+
+
+# --- 4. CEL rules, by their Python twins -----------------------------------------------------
+
+
+def _strategy_type(s):
+    return s.get("type")  # absent = ssgd, which takes no parameter
+
+
+def _applies(param, types, zero=None):
+    """Twin of `!has(self.P) || [self.P == 0 ||] (has(self.type) && self.type in [...])`."""
+
+    def twin(s):
+        if param not in s:
+            return True
+        if zero is not None and s[param] == zero:
+            return True
+        return _strategy_type(s) in types
+
+    return twin
+
+
+def _dataset_format(d):
+    name = d["name"]
+    if name in ("fashion-mnist", "mnist"):
+        return "idx"
+    if name in ("cifar10", "cifar100"):
+        return "cifar-binary"
+    return "synthetic"
+
+
+def _bits_string(value):
+    # CEL's string() of an int is its decimal form; booleans never reach here (not int-or-string).
+    return str(value)
+
+
+# Rule text (exactly as in the CRD) -> a function of `self` returning whether the rule holds.
+CEL_TWINS = {
+    "!(has(self.workers) && has(self.workerGroups))":
+        lambda s: not ("workers" in s and "workerGroups" in s),
+    "has(self.workers) || has(self.workerGroups)":
+        lambda s: "workers" in s or "workerGroups" in s,
+    "has(self.name) != has(self.torchscript)":
+        lambda s: ("name" in s) != ("torchscript" in s),
+    "!has(self.hidden) || size(self.hidden) == 0 || (has(self.name) && self.name == 'mlp')":
+        lambda s: "hidden" not in s or len(s["hidden"]) == 0 or s.get("name") == "mlp",
+    "!has(self.synthetic) || self.name == 'synthetic'":
+        lambda s: "synthetic" not in s or s["name"] == "synthetic",
+    "!has(self.format) || self.format == (self.name in ['fashion-mnist', 'mnist'] ? 'idx' : "
+    "self.name in ['cifar10', 'cifar100'] ? 'cifar-binary' : 'synthetic')":
+        lambda s: "format" not in s or s["format"] == _dataset_format(s),
+    "!(self.name in ['cifar10', 'cifar100']) || (has(self.path) && size(self.path) > 0)":
+        lambda s: s["name"] not in ("cifar10", "cifar100") or len(s.get("path", "")) > 0,
+    "!has(self.bits) || (has(self.type) && self.type in ['quantized', 'hps'])":
+        _applies("bits", ["quantized", "hps"]),
+    "!has(self.bucketSize) || self.bucketSize == 0 || "
+    "(has(self.type) && self.type in ['fp16', 'quantized'])":
+        _applies("bucketSize", ["fp16", "quantized"], zero=0),
+    "!has(self.density) || self.density == 0.0 || (has(self.type) && self.type in ['topk', 'dgc'])":
+        _applies("density", ["topk", "dgc"], zero=0),
+    "!has(self.errorFeedback) || (has(self.type) && self.type in ['fp16', 'quantized', 'topk'])":
+        _applies("errorFeedback", ["fp16", "quantized", "topk"]),
+    "!has(self.interval) || self.interval == 0 || "
+    "(has(self.type) && self.type in ['localsgd', 'multistep', 'hierarchical', 'gossip'])":
+        _applies("interval", ["localsgd", "multistep", "hierarchical", "gossip"], zero=0),
+    "!has(self.warmupEpochs) || self.warmupEpochs == 0.0 || "
+    "(has(self.type) && self.type in ['topk', 'dgc', 'multistep'])":
+        _applies("warmupEpochs", ["topk", "dgc", "multistep"], zero=0),
+    "!has(self.threshold) || self.threshold == 0.0 || (has(self.type) && self.type == 'gossip')":
+        _applies("threshold", ["gossip"], zero=0),
+    "!has(self.pushRatio) || self.pushRatio == 0.0 || (has(self.type) && self.type == 'mp2')":
+        _applies("pushRatio", ["mp2"], zero=0),
+    "string(self) in ['1', '2', '4', '8', '16', '32', 'dynamic']":
+        lambda s: _bits_string(s) in ("1", "2", "4", "8", "16", "32", "dynamic"),
+    "!has(self.type) || self.type != 'step' || (has(self.stepSize) && self.stepSize >= 1)":
+        lambda s: s.get("type") != "step" or s.get("stepSize", 0) >= 1,
+    "self.all(g, has(g.batchSize) && g.batchSize > 0) || "
+    "self.all(g, !has(g.batchSize) || g.batchSize == 0)":
+        lambda s: all(g.get("batchSize", 0) > 0 for g in s)
+        or all(g.get("batchSize", 0) == 0 for g in s),
+    "!has(self.maxBatch) || self.maxBatch == 0 || "
+    "self.maxBatch >= (has(self.minBatch) ? self.minBatch : 1)":
+        lambda s: s.get("maxBatch", 0) == 0 or s["maxBatch"] >= s.get("minBatch", 1),
+    "!has(self.intervalSteps) || self.intervalSteps == 0 || (has(self.path) && size(self.path) > 0)":
+        lambda s: s.get("intervalSteps", 0) == 0 or len(s.get("path", "")) > 0,
+    "!has(self.queue) || !has(self.provider) || self.provider == 'volcano'":
+        lambda s: "queue" not in s or "provider" not in s or s["provider"] == "volcano",
+}
+
+
+def cel_rules(node, path=""):
+    """(path, rule, message) for every x-kubernetes-validations rule under `node`."""
+    found = [(path, r["rule"], r.get("message", "")) for r in
+             node.get("x-kubernetes-validations", [])]
+    for name, sub in node.get("properties", {}).items():
+        found += cel_rules(sub, f"{path}.{name}".lstrip("."))
+    for key, suffix in (("items", "[]"), ("additionalProperties", ".*")):
+        if isinstance(node.get(key), dict):
+            found += cel_rules(node[key], path + suffix)
+    return found
+
+
+def _rule_errors(value, node, path):
+    errors = []
+    for rule in node.get("x-kubernetes-validations", []):
+        twin = CEL_TWINS.get(rule["rule"])
+        if twin is None:
+            errors.append(f"{path}: rule {rule['rule']!r} has no Python twin in k8s_schema.py")
+            continue
+        try:
+            holds = twin(value)
+        except (KeyError, TypeError, AttributeError) as e:  # CEL would report an eval error
+            errors.append(f"{path}: rule {rule['rule']!r} cannot be evaluated ({e!r})")
+            continue
+        if not holds:
+            errors.append(f"{path}: {rule.get('message') or rule['rule']}")
+    if node.get("x-kubernetes-list-type") == "map" and isinstance(value, list):
+        keys = node.get("x-kubernetes-list-map-keys", [])
+        seen = set()
+        for i, item in enumerate(value):
+            if not isinstance(item, dict):
+                continue
+            key = tuple(item.get(k) for k in keys)
+            if key in seen:
+                errors.append(f"{path}[{i}]: Duplicate value: {dict(zip(keys, key))}")
+            seen.add(key)
+    if isinstance(value, dict):
+        properties = node.get("properties", {})
+        extra = node.get("additionalProperties")
+        for key, sub_value in value.items():
+            sub = properties.get(key, extra if isinstance(extra, dict) else None)
+            if sub is not None:
+                errors += _rule_errors(sub_value, sub, f"{path}.{key}".lstrip("."))
+    elif isinstance(value, list) and isinstance(node.get("items"), dict):
+        for i, item in enumerate(value):
+            errors += _rule_errors(item, node["items"], f"{path}[{i}]")
+    return errors
+
+
+# --- the whole pipeline ----------------------------------------------------------------------
+
+
+def _json_path(error):
+    parts = []
+    for p in error.absolute_path:
+        if isinstance(p, int):
+            parts.append(f"[{p}]")
+        else:
+            parts.append(f".{p}" if parts else str(p))
+    return "".join(parts) or "<root>"
+
+
+def validate(obj, schema):
+    """Errors the API server would answer a create of `obj` with (empty = accepted).
+
+    Schema errors come first; CEL rules and list-map keys are checked only on an object that
+    passes the schema, as a rule's twin may assume the types the schema guarantees.
+    """
+    obj = prune_nulls(obj, schema)
+    validator = jsonschema.Draft7Validator(to_json_schema(schema))
+    errors = sorted(f"{_json_path(e)}: {e.message}" for e in validator.iter_errors(obj))
+    if errors:
+        return errors
+    return _rule_errors(obj, schema, "")
+
+
+# --- structural schema rules -----------------------------------------------------------------
+
+_JUNCTORS = ("allOf", "anyOf", "oneOf", "not")
+_INT_OR_STRING = [{"type": "integer"}, {"type": "string"}]
+
+
+def structural_problems(node, path="<root>", in_junctor=False):
+    """Ways `node` breaks the API server's structural-schema rules (empty = structural).
+
+    Checked: every node outside a junctor has a type, unless it is x-kubernetes-int-or-string
+    or x-kubernetes-preserve-unknown-fields; every object says what it holds (properties,
+    additionalProperties or preserve-unknown-fields) and not both properties and
+    additionalProperties; junctors set no type, description, default, additionalProperties or
+    nullable except the int-or-string pattern; exclusive bounds come with their bound; list-map
+    keys are required fields of the items; every property has a description.
+    """
+    problems = []
+    preserve = node.get("x-kubernetes-preserve-unknown-fields", False)
+    int_or_string = node.get("x-kubernetes-int-or-string", False)
+    if in_junctor:
+        for key in ("type", "description", "default", "additionalProperties", "nullable"):
+            if key in node and not (key == "type" and {"type": node["type"]} in _INT_OR_STRING):
+                problems.append(f"{path}: {key} inside a junctor")
+    elif "type" not in node and not (preserve or int_or_string):
+        problems.append(f"{path}: no type")
+    if int_or_string:
+        if "type" in node:
+            problems.append(f"{path}: x-kubernetes-int-or-string with a type")
+        if node.get("anyOf", _INT_OR_STRING) != _INT_OR_STRING:
+            problems.append(f"{path}: int-or-string anyOf must be [integer, string]")
+    if node.get("type") == "object":
+        if not (node.get("properties") or "additionalProperties" in node or preserve):
+            problems.append(f"{path}: object without properties or preserve-unknown-fields")
+        if "properties" in node and "additionalProperties" in node:
+            problems.append(f"{path}: both properties and additionalProperties")
+    for bound, flag in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+        if flag in node and (node[flag] is not True and node[flag] is not False):
+            problems.append(f"{path}: {flag} must be a boolean (OpenAPI v3.0)")
+        if node.get(flag) is True and bound not in node:
+            problems.append(f"{path}: {flag} without {bound}")
+    if node.get("x-kubernetes-list-type") == "map":
+        items = node.get("items", {})
+        for key in node.get("x-kubernetes-list-map-keys", []):
+            if key not in items.get("required", []):
+                problems.append(f"{path}: list-map key {key!r} is not required in the items")
+    for name, sub in node.get("properties", {}).items():
+        sub_path = f"{path}.{name}" if path != "<root>" else name
+        if not sub.get("description") and sub_path != "metadata":
+            problems.append(f"{sub_path}: no description")
+        problems += structural_problems(sub, sub_path, False)
+    if isinstance(node.get("items"), dict):
+        problems += structural_problems(node["items"], path + "[]", False)
+    if isinstance(node.get("additionalProperties"), dict):
+        problems += structural_problems(node["additionalProperties"], path + ".*", False)
+    for junctor in _JUNCTORS:
+        subs = node.get(junctor, [])
+        for sub in subs if isinstance(subs, list) else [subs]:
+            problems += structural_problems(sub, f"{path}({junctor})", True)
+    return problems
+
+
+def schema_at(schema, dotted):
+    """The sub-schema at a dotted path; `[]` steps into array items ("spec.workerGroups[]")."""
+    node = schema
+    for part in filter(None, re.split(r"\.|(?=\[\])", dotted)):
+        node = node["items"] if part == "[]" else node["properties"][part]
+    return node
