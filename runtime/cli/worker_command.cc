@@ -168,7 +168,9 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     train_total += stats.step_seconds;
     worker_metrics.OnStep(stats, communicator.bytes_sent(), communicator.bytes_received());
     const bool last = stats.step == stats.total_steps;
-    if (!last && Clock::now() - last_report < std::chrono::milliseconds(500)) return;
+    // The launcher's balancer (spec.rebalance) measures speeds from these reports: more often then.
+    const auto period = std::chrono::milliseconds(spec.rebalance.enabled ? 200 : 500);
+    if (!last && Clock::now() - last_report < period) return;
     last_report = Clock::now();
     report.set_rank(flags.rank);
     report.set_step(stats.step);
@@ -194,6 +196,13 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     (void)client.ReportEpoch(report);
   };
   callbacks.should_stop = [&] { return heartbeat.stop_requested(); };
+  if (spec.rebalance.enabled) {
+    // Ask before every step, so every worker switches allocations at the same step boundary.
+    callbacks.allocation_for_step = [&](int64_t step) -> absl::StatusOr<std::vector<int>> {
+      HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::Allocation a, client.GetAllocation(step));
+      return std::vector<int>(a.batch_sizes().begin(), a.batch_sizes().end());
+    };
+  }
 
   HPTRAIN_ASSIGN_OR_RETURN(auto trainer,
                            train::Trainer::Create(spec, options, &communicator, callbacks));

@@ -18,6 +18,7 @@
 #include "runtime/base/status.h"
 #include "runtime/base/exit_codes.h"
 #include "runtime/job/job_parser.h"
+#include "runtime/job/local_rebalancer.h"
 #include "runtime/job/placement.h"
 #include "runtime/job/progress.h"
 #include "runtime/job/run_summary.h"
@@ -241,6 +242,8 @@ int Launch(const LaunchOptions& options) {
   bool have_final = false;
   bool shutdown_sent = false;
   size_t epochs_shown = 0;
+  std::optional<LocalRebalancer> rebalancer;
+  if (spec.rebalance.enabled) rebalancer.emplace(spec);
   WaitOptions wait;
   wait.grace_period = absl::Seconds(5);
   if (spec.run_policy.active_deadline_seconds > 0) {
@@ -262,6 +265,19 @@ int Launch(const LaunchOptions& options) {
         state.loss = r.train_loss();
       }
       samples_per_second += r.samples_per_second();
+    }
+    if (rebalancer) {
+      std::vector<RankProgress> progress;
+      for (const auto& r : last.ranks()) {
+        progress.push_back({r.rank(), r.step(), r.batch_size(), r.compute_seconds()});
+      }
+      if (auto allocation = rebalancer->Update(progress, elapsed)) {
+        auto set = client.SetAllocation(*allocation, 2);
+        if (!set.ok()) {
+          std::fprintf(stderr, "hptrain run: rebalancing failed: %s\n",
+                       std::string(set.status().message()).c_str());
+        }
+      }
     }
     // Every worker runs at the pace of the slowest; rank throughputs add up.
     state.samples_per_second = samples_per_second;

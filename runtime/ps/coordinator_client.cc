@@ -92,8 +92,12 @@ absl::StatusOr<v1::HeartbeatResponse> CoordinatorClient::Heartbeat(int rank) {
   return response;
 }
 
-absl::StatusOr<v1::Allocation> CoordinatorClient::GetAllocation() {
+absl::StatusOr<v1::Allocation> CoordinatorClient::GetAllocation(std::optional<int64_t> step) {
   v1::GetAllocationRequest request;
+  if (step.has_value()) {
+    request.set_step(*step);
+    request.set_at_step(true);
+  }
   v1::Allocation response;
   HPTRAIN_CALL(GetAllocation, request, &response, call_timeout_);
   return response;

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,9 @@ class CoordinatorClient : public comm::KeyValueStore {
 
   absl::StatusOr<hptrain::v1::RegisterResponse> Register(const hptrain::v1::RegisterRequest&);
   absl::StatusOr<hptrain::v1::HeartbeatResponse> Heartbeat(int rank);
-  absl::StatusOr<hptrain::v1::Allocation> GetAllocation();
+  // The newest allocation, or with `step` the one in force at that global step (and the promise
+  // that later changes take effect after it; see GetAllocationRequest).
+  absl::StatusOr<hptrain::v1::Allocation> GetAllocation(std::optional<int64_t> step = std::nullopt);
   absl::StatusOr<hptrain::v1::Allocation> SetAllocation(const std::vector<int>& batch_sizes,
                                                         int lead_steps);
   absl::Status ReportProgress(const hptrain::v1::ProgressReport&);

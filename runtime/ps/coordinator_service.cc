@@ -18,6 +18,7 @@ CoordinatorService::CoordinatorService(CoordinatorConfig config) : config_(std::
   allocation_.set_generation(1);
   allocation_.set_effective_step(0);
   for (int b : config_.allocation) allocation_.add_batch_sizes(b);
+  schedule_.push_back(allocation_);
 }
 
 Status CoordinatorService::Authorize(ServerContext* context) {
@@ -137,11 +138,27 @@ Status CoordinatorService::Heartbeat(ServerContext* context, const v1::Heartbeat
   return Status::OK;
 }
 
-Status CoordinatorService::GetAllocation(ServerContext* context, const v1::GetAllocationRequest*,
+Status CoordinatorService::GetAllocation(ServerContext* context,
+                                         const v1::GetAllocationRequest* request,
                                          v1::Allocation* response) {
   HPTRAIN_AUTHORIZE(context);
   std::lock_guard<std::mutex> lock(mu_);
-  *response = allocation_;
+  if (!request->at_step()) {
+    *response = allocation_;
+    return Status::OK;
+  }
+  const int64_t step = request->step();
+  max_asked_step_ = std::max(max_asked_step_, step);
+  // Workers run in lockstep: once one asks for step s, every worker has asked for s - 1, so no
+  // one asks for a step before s - 1 again. Allocations replaced by then are history.
+  while (schedule_.size() > 1 && schedule_[1].effective_step() <= max_asked_step_ - 1) {
+    schedule_.erase(schedule_.begin());
+  }
+  size_t in_force = 0;
+  for (size_t i = 1; i < schedule_.size(); ++i) {
+    if (schedule_[i].effective_step() <= step) in_force = i;
+  }
+  *response = schedule_[in_force];
   return Status::OK;
 }
 
@@ -167,11 +184,13 @@ Status CoordinatorService::SetAllocation(ServerContext* context,
                                config_.global_batch));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  int64_t highest = 0;
+  int64_t highest = max_asked_step_;
   for (const auto& [rank, report] : progress_) highest = std::max(highest, report.step());
   allocation_.set_generation(allocation_.generation() + 1);
   allocation_.mutable_batch_sizes()->CopyFrom(request->batch_sizes());
-  allocation_.set_effective_step(highest + std::max(1, request->lead_steps()));
+  allocation_.set_effective_step(
+      std::max(highest + std::max(1, request->lead_steps()), schedule_.back().effective_step() + 1));
+  schedule_.push_back(allocation_);
   *response = allocation_;
   return Status::OK;
 }

@@ -87,7 +87,10 @@ class CoordinatorService final : public hptrain::v1::Coordinator::Service {
   std::map<int, hptrain::v1::ProgressReport> progress_;
   std::map<int, hptrain::v1::EpochReport> epochs_;
   std::map<int, hptrain::v1::DoneReport> done_;
-  hptrain::v1::Allocation allocation_;
+  hptrain::v1::Allocation allocation_;  // the newest
+  // Allocations in effective_step order, the first in force; later ones are pending.
+  std::vector<hptrain::v1::Allocation> schedule_;
+  int64_t max_asked_step_ = -1;  // the highest step a worker asked the allocation for
   std::string stop_reason_;
   bool shutdown_ = false;
 };

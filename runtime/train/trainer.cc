@@ -186,8 +186,19 @@ absl::Status Trainer::Impl::FlattenParameters() {
 absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoch,
                                       int64_t step_in_epoch, int64_t steps_per_epoch,
                                       StepStats* stats) {
-  const auto step_start = Clock::now();
   const int rank = options_.rank;
+  if (callbacks_.allocation_for_step) {
+    absl::StatusOr<std::vector<int>> fetched = callbacks_.allocation_for_step(global_step_);
+    HPTRAIN_RETURN_IF_ERROR(fetched.status(), "allocation for step ", global_step_);
+    std::vector<int> allocation = *std::move(fetched);
+    if (allocation.size() != options_.allocation.size()) {
+      return absl::InternalError(absl::StrCat("allocation for step ", global_step_, " has ",
+                                              allocation.size(), " ranks, expected ",
+                                              options_.allocation.size()));
+    }
+    options_.allocation = std::move(allocation);
+  }
+  const auto step_start = Clock::now();  // compute time excludes asking for the allocation
   const int local_batch = options_.allocation[rank];
   step_info_.step = global_step_;
   step_info_.epoch = epoch;

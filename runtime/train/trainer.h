@@ -58,6 +58,10 @@ struct TrainerCallbacks {
   std::function<void(const EpochStats&)> on_epoch;
   // Polled between steps; returning true stops the run with Cancelled.
   std::function<bool()> should_stop;
+  // When set, called before every step with its global step number; returns the batch size of
+  // every rank for that step (every rank must get the same answer for the same step: the
+  // coordinator guarantees it). The trainer switches its slice of the global batch accordingly.
+  std::function<absl::StatusOr<std::vector<int>>(int64_t step)> allocation_for_step;
 };
 
 struct TrainerOptions {

@@ -1,0 +1,65 @@
+#include "runtime/job/local_rebalancer.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace hptrain::job {
+namespace {
+
+sched::BalancerOptions BalancerOptionsFor(const JobSpec& spec) {
+  sched::BalancerOptions o;
+  o.global_batch = spec.global_batch_size;
+  o.min_batch = std::max(1, spec.rebalance.min_batch);
+  o.max_batch = spec.rebalance.max_batch;
+  o.hysteresis = spec.rebalance.hysteresis;
+  return o;
+}
+
+}  // namespace
+
+LocalRebalancer::LocalRebalancer(const JobSpec& spec)
+    : options_(spec.rebalance),
+      balancer_(BalancerOptionsFor(spec)),
+      current_(spec.InitialAllocation()) {
+  for (int r = 0; r < spec.WorldSize(); ++r) names_.push_back(absl::StrCat("worker-", r));
+}
+
+std::optional<std::vector<int>> LocalRebalancer::Update(const std::vector<RankProgress>& ranks,
+                                                        double now_seconds) {
+  int64_t step = 0;
+  for (const RankProgress& p : ranks) {
+    if (p.rank < 0 || p.rank >= static_cast<int>(names_.size())) continue;
+    step = std::max(step, p.step);
+    if (p.batch_size > 0) current_[static_cast<size_t>(p.rank)] = p.batch_size;
+    auto it = last_.find(p.rank);
+    if (it != last_.end() && p.step > it->second.step && p.batch_size == it->second.batch_size &&
+        p.compute_seconds > it->second.compute_seconds) {
+      const double per_step =
+          (p.compute_seconds - it->second.compute_seconds) / static_cast<double>(p.step - it->second.step);
+      balancer_.Observe(names_[static_cast<size_t>(p.rank)], p.batch_size, per_step);
+    }
+    last_[p.rank] = p;
+  }
+  if (last_decision_seconds_ < 0) {
+    last_decision_seconds_ = now_seconds;
+    last_decision_step_ = step;
+    return std::nullopt;
+  }
+  const bool due = options_.interval_steps > 0
+                       ? step - last_decision_step_ >= options_.interval_steps
+                       : now_seconds - last_decision_seconds_ >= options_.interval_seconds;
+  if (!due) return std::nullopt;
+  last_decision_seconds_ = now_seconds;
+  last_decision_step_ = step;
+  for (const std::string& name : names_) {
+    if (balancer_.model(name) == nullptr) return std::nullopt;  // not every rank measured yet
+  }
+  auto proposal = balancer_.Propose(names_, current_);
+  if (!proposal.ok() || !proposal->has_value()) return std::nullopt;
+  current_ = **proposal;
+  ++changes_;
+  return current_;
+}
+
+}  // namespace hptrain::job

@@ -1,0 +1,54 @@
+// LocalRebalancer: the `hptrain run` side of H-PS batch allocation (spec.rebalance.enabled). The
+// launcher hands it every progress snapshot it polls from the coordinator; it turns the growth of
+// each rank's compute time into per-step measurements for the balancer (runtime/sched) and, every
+// rebalance.intervalSeconds (or intervalSteps), says which allocation to set, if any. The
+// coordinator then makes every worker switch at the same step (GetAllocationRequest.at_step).
+//
+// A measurement is taken only over stretches where the rank's batch size stayed the same, so a
+// switch never mixes two sizes into one number. Pure logic, no I/O; not thread-safe.
+#ifndef HPTRAIN_RUNTIME_JOB_LOCAL_REBALANCER_H_
+#define HPTRAIN_RUNTIME_JOB_LOCAL_REBALANCER_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/job/job_spec.h"
+#include "runtime/sched/balancer.h"
+
+namespace hptrain::job {
+
+struct RankProgress {
+  int rank = 0;
+  int64_t step = 0;              // steps done
+  int batch_size = 0;            // the batch of the last step
+  double compute_seconds = 0;    // total compute time so far (emulated slowdown included)
+};
+
+class LocalRebalancer {
+ public:
+  explicit LocalRebalancer(const JobSpec& spec);
+
+  // Feeds one snapshot taken at `now_seconds` (any monotonic clock). Returns the allocation to
+  // set (rank order) when an interval has passed and the balancer proposes a change.
+  std::optional<std::vector<int>> Update(const std::vector<RankProgress>& ranks,
+                                         double now_seconds);
+
+  // Rebalances proposed so far.
+  int changes() const { return changes_; }
+
+ private:
+  RebalanceSpec options_;
+  sched::Balancer balancer_;
+  std::vector<std::string> names_;
+  std::vector<int> current_;
+  std::map<int, RankProgress> last_;
+  double last_decision_seconds_ = -1;
+  int64_t last_decision_step_ = 0;
+  int changes_ = 0;
+};
+
+}  // namespace hptrain::job
+
+#endif  // HPTRAIN_RUNTIME_JOB_LOCAL_REBALANCER_H_
