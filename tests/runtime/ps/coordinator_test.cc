@@ -104,6 +104,36 @@ TEST_F(CoordinatorTest, AllocationIsValidatedAndGenerationAdvances) {
   EXPECT_EQ(next->effective_step(), 43);
 }
 
+// Workers that ask the allocation for each step switch at the same step boundary: a change
+// takes effect only after every step anybody has asked for, and a step asked for again gets the
+// same answer.
+TEST_F(CoordinatorTest, AllocationAtStepNeverChangesAStepAlreadyAsked) {
+  CoordinatorClient client(address_, "secret");
+  auto sizes = [&](int64_t step) {
+    auto a = client.GetAllocation(step);
+    EXPECT_TRUE(a.ok()) << a.status();
+    return std::vector<int>(a->batch_sizes().begin(), a->batch_sizes().end());
+  };
+  const std::vector<int> initial = sizes(0);
+  EXPECT_EQ(sizes(10), initial);  // worker 0 is about to run step 10
+  auto first = client.SetAllocation({2, 6, 8}, 1);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->effective_step(), 11);
+  EXPECT_EQ(sizes(9), initial);   // a slower worker still at step 9
+  EXPECT_EQ(sizes(10), initial);  // step 10 was promised the old allocation
+  EXPECT_EQ(sizes(11), (std::vector<int>{2, 6, 8}));
+  // Two changes before either takes effect: they apply in order, each after the steps asked.
+  auto second = client.SetAllocation({8, 6, 2}, 1);
+  auto third = client.SetAllocation({6, 6, 4}, 1);
+  ASSERT_TRUE(second.ok() && third.ok());
+  EXPECT_EQ(second->effective_step(), 12);
+  EXPECT_EQ(third->effective_step(), 13);
+  EXPECT_EQ(sizes(11), (std::vector<int>{2, 6, 8}));
+  EXPECT_EQ(sizes(12), (std::vector<int>{8, 6, 2}));
+  EXPECT_EQ(sizes(13), (std::vector<int>{6, 6, 4}));
+  EXPECT_EQ(client.GetAllocation()->generation(), 4);  // the newest, without a step
+}
+
 TEST_F(CoordinatorTest, MembershipProgressAndDone) {
   CoordinatorClient client(address_, "secret");
   hptrain::v1::RegisterRequest request;

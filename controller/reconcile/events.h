@@ -1,0 +1,61 @@
+// Kubernetes events the reconciler asks the controller loop to record on a TrainingJob, and their
+// reasons. Reasons are stable CamelCase identifiers (an interface: users filter and alert on
+// them); messages are for people and may change.
+//
+// An event accompanies a change of the job's status (a condition flips, the restart counter
+// moves, ...) or the job's deletion, so a Plan computed from the state after its own application
+// repeats none of them. (A Plan computed twice from the same state has the same events: the
+// loop records them only once it has written that status.)
+#ifndef HPTRAIN_CONTROLLER_RECONCILE_EVENTS_H_
+#define HPTRAIN_CONTROLLER_RECONCILE_EVENTS_H_
+
+#include <string>
+
+namespace hptrain::reconcile {
+
+inline constexpr char kEventNormal[] = "Normal";
+inline constexpr char kEventWarning[] = "Warning";
+
+// Normal: the job's objects were created for the first time.
+inline constexpr char kReasonCreated[] = "Created";
+// Normal: every pod of the current gang runs.
+inline constexpr char kReasonRunning[] = "Running";
+// Normal: every worker finished successfully.
+inline constexpr char kReasonSucceeded[] = "Succeeded";
+// Reserved for a failure without a more specific reason (the reconciler always has one).
+inline constexpr char kReasonFailed[] = "Failed";
+// Warning: the spec passes the CRD schema but cannot run (parser or validator message).
+inline constexpr char kReasonInvalidSpec[] = "InvalidSpec";
+// Warning: a pod failed; every pod is deleted and recreated.
+inline constexpr char kReasonGangRestart[] = "GangRestart";
+// Warning: a pod failed after runPolicy.backoffLimit restarts; the job failed.
+inline constexpr char kReasonBackoffLimitExceeded[] = "BackoffLimitExceeded";
+// Warning: the job ran past runPolicy.activeDeadlineSeconds; the job failed.
+inline constexpr char kReasonDeadlineExceeded[] = "DeadlineExceeded";
+// Normal: runPolicy.suspend became true; pods deleted.
+inline constexpr char kReasonSuspended[] = "Suspended";
+// Normal: runPolicy.suspend became false; pods recreated.
+inline constexpr char kReasonResumed[] = "Resumed";
+// Normal: runPolicy.ttlSecondsAfterFinished passed; the job is deleted.
+inline constexpr char kReasonTtlExpired[] = "TTLExpired";
+// Normal: the rebalancer recorded a new batch allocation (allocation.h).
+inline constexpr char kReasonRebalanced[] = "Rebalanced";
+// Normal: the spec changed while pods ran the old one; the gang is recreated (not counted as a
+// restart).
+inline constexpr char kReasonSpecChanged[] = "SpecChanged";
+// Condition reason (Running=False): some pods of the gang are not running yet.
+inline constexpr char kReasonPodsNotRunning[] = "PodsNotRunning";
+
+struct Event {
+  std::string type;  // kEventNormal | kEventWarning
+  std::string reason;
+  std::string message;
+
+  bool operator==(const Event& other) const {
+    return type == other.type && reason == other.reason && message == other.message;
+  }
+};
+
+}  // namespace hptrain::reconcile
+
+#endif  // HPTRAIN_CONTROLLER_RECONCILE_EVENTS_H_

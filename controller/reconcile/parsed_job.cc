@@ -1,0 +1,157 @@
+#include "controller/reconcile/parsed_job.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "controller/reconcile/labels.h"
+#include "runtime/base/status.h"
+#include "runtime/job/job_parser.h"
+
+namespace hptrain::reconcile {
+namespace {
+
+// Stands in for a file name in the runtime parser's messages; stripped again below, since a
+// condition message needs only "<field path>: <reason>".
+constexpr char kSource[] = "trainingjob";
+
+constexpr char kVolcanoScheduler[] = "volcano";
+constexpr char kSchedulerPluginsScheduler[] = "scheduler-plugins-scheduler";
+
+absl::Status Invalid(absl::string_view path, absl::string_view reason) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", reason));
+}
+
+// The manifest as the runtime parser reads it (parsed_job.h). `with_run_policy` keeps
+// spec.runPolicy, which the controller parses but the pods do not get.
+Json RuntimeManifest(const Json& object, bool with_run_policy) {
+  Json metadata = Json::object();
+  metadata["name"] = Name(object);
+  std::string ns = Namespace(object);
+  if (!ns.empty()) metadata["namespace"] = ns;
+  Json spec = Json::object();
+  if (const Json* s = Find(object, {"spec"}); s != nullptr) spec = *s;
+  if (spec.is_object()) {
+    spec.erase(kSchedulerNameKey);
+    spec.erase(kGangSchedulingKey);
+    if (!with_run_policy) spec.erase("runPolicy");
+  }
+  return Json{{"apiVersion", StringAt(object, {"apiVersion"})},
+              {"kind", StringAt(object, {"kind"})},
+              {"metadata", std::move(metadata)},
+              {"spec", std::move(spec)}};
+}
+
+absl::Status ReadScheduling(const Json& object, ParsedJob* job) {
+  const Json* name = Find(object, {"spec", kSchedulerNameKey});
+  if (name != nullptr && !name->is_null()) {
+    if (!name->is_string()) return Invalid("spec.schedulerName", "must be a string");
+    job->scheduler_name = name->get<std::string>();
+  }
+  const Json* gang = Find(object, {"spec", kGangSchedulingKey});
+  if (gang == nullptr || gang->is_null()) return absl::OkStatus();
+  if (!gang->is_object()) return Invalid("spec.gangScheduling", "must be a map");
+  for (const auto& [key, value] : gang->items()) {
+    if (key != "provider") {
+      return Invalid(absl::StrCat("spec.gangScheduling.", key),
+                     "unknown field (expected one of provider)");
+    }
+  }
+  std::string provider = StringAt(*gang, {"provider"});
+  std::string default_scheduler;
+  if (provider == "volcano") {
+    job->gang = GangScheduler::kVolcano;
+    default_scheduler = kVolcanoScheduler;
+  } else if (provider == "scheduler-plugins") {
+    job->gang = GangScheduler::kSchedulerPlugins;
+    default_scheduler = kSchedulerPluginsScheduler;
+  } else {
+    return Invalid(
+        "spec.gangScheduling.provider",
+        absl::StrCat(
+            provider.empty() ? "required" : absl::StrCat("unknown provider \"", provider, "\""),
+            " (expected one of volcano, scheduler-plugins)"));
+  }
+  if (job->scheduler_name.empty()) job->scheduler_name = default_scheduler;
+  return absl::OkStatus();
+}
+
+// A template as JSON: an empty object when absent.
+Json TemplateAt(const Json& object, std::initializer_list<absl::string_view> path) {
+  const Json* value = Find(object, path);
+  return value != nullptr && value->is_object() ? *value : Json::object();
+}
+
+absl::Status CheckNames(const ParsedJob& job) {
+  // The headless Service is named after the job, and Service names are DNS-1035 labels.
+  if (job.name.empty() || !absl::ascii_isalpha(static_cast<unsigned char>(job.name[0]))) {
+    return Invalid("metadata.name",
+                   absl::StrCat("\"", job.name, "\" must start with a letter (it names the job's ",
+                                "headless Service)"));
+  }
+  int world = job.spec.WorldSize();
+  std::string longest = WorkerPodName(job.name, world > 0 ? world - 1 : 0);
+  if (longest.size() > 63) {
+    return Invalid("metadata.name",
+                   absl::StrCat("too long: pod name \"", longest, "\" has ", longest.size(),
+                                " characters, and a pod's hostname may have at most 63"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string SpecHash(absl::string_view manifest) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : manifest) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return absl::StrFormat("%016x", hash);
+}
+
+absl::StatusOr<ParsedJob> ParseTrainingJob(const Json& object) {
+  if (!object.is_object()) return absl::InvalidArgumentError("document: must be a map");
+  absl::StatusOr<job::JobSpec> spec =
+      job::ParseJobText(DumpJson(RuntimeManifest(object, /*with_run_policy=*/true)), {}, kSource);
+  if (!spec.ok()) {
+    std::string message(spec.status().message());
+    absl::string_view text = message;
+    absl::ConsumePrefix(&text, absl::StrCat(kSource, ": "));
+    return absl::Status(spec.status().code(), text);
+  }
+
+  ParsedJob job;
+  job.name = Name(object);
+  job.ns = spec->ns;
+  job.uid = Uid(object);
+  job.generation = Generation(object);
+  job.spec = *std::move(spec);
+  job.manifest = DumpJson(RuntimeManifest(object, /*with_run_policy=*/false), 2) + "\n";
+  job.spec_hash = SpecHash(job.manifest);
+  HPTRAIN_RETURN_IF_ERROR(ReadScheduling(object, &job));
+  HPTRAIN_RETURN_IF_ERROR(CheckNames(job));
+
+  // The parser kept the templates as YAML text; the same templates as JSON come straight from
+  // the object, at the paths the parser read them from.
+  const Json* workers = Find(object, {"spec", "workers"});
+  if (workers != nullptr && !workers->is_null()) {
+    job.workers_shorthand = true;
+    job.worker_templates.push_back(TemplateAt(object, {"spec", "workers", "template"}));
+  } else {
+    const Json* groups = Find(object, {"spec", "workerGroups"});
+    for (size_t i = 0; groups != nullptr && groups->is_array() && i < groups->size(); ++i) {
+      job.worker_templates.push_back(TemplateAt((*groups)[i], {"template"}));
+    }
+  }
+  if (job.worker_templates.size() != job.spec.worker_groups.size()) {
+    return absl::InternalError("worker templates do not match the parsed worker groups");
+  }
+  const Json* ps = Find(object, {"spec", "ps", "template"});
+  if (ps != nullptr && ps->is_object()) job.ps_template = *ps;
+  return job;
+}
+
+}  // namespace hptrain::reconcile

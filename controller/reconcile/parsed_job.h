@@ -1,0 +1,76 @@
+// A TrainingJob object (JSON, as the API server returns it) read into the runtime's JobSpec,
+// plus the few things only the controller needs: pod templates as JSON, the scheduler, and the
+// job.yaml the pods will run.
+//
+// The spec is parsed by the runtime's own parser (hptrain::job::ParseJobText; JSON is YAML), so
+// a manifest is accepted on Kubernetes exactly when `hptrain run` accepts it, apart from two spec
+// keys that are the controller's alone and are removed before the runtime parser sees them:
+//   spec.schedulerName    string; the pods' schedulerName (overrides the templates')
+//   spec.gangScheduling   {provider: volcano | scheduler-plugins}; off when absent. Pods get the
+//                         provider's PodGroup marker naming the PodGroup "<job>" (Volcano: the
+//                         annotation scheduling.k8s.io/group-name; scheduler-plugins: the label
+//                         scheduling.x-k8s.io/pod-group) and, unless spec.schedulerName is set,
+//                         the provider's scheduler ("volcano", "scheduler-plugins-scheduler").
+//                         The PodGroup object itself is not created by the controller yet (nor
+//                         allowed by its RBAC): until it is, the user creates it, with
+//                         minMember = workers + 1.
+//
+// job.yaml (the Secret's key, read by `hptrain ps|worker`) is the manifest as the runtime parser
+// reads it: apiVersion, kind, metadata {name, namespace} and spec, less the two keys above and
+// less spec.runPolicy (backoff, deadline, TTL and suspension are the controller's business on
+// Kubernetes; a pod must not enforce them a second time). It is JSON text, which is valid YAML.
+// Its hash (SpecHash) is stamped on the Secret and every pod; a change of any field the pods run
+// with (a new replica count from `kubectl scale`, another strategy, ...) therefore shows up as
+// pods with an outdated hash, which the reconciler replaces.
+#ifndef HPTRAIN_CONTROLLER_RECONCILE_PARSED_JOB_H_
+#define HPTRAIN_CONTROLLER_RECONCILE_PARSED_JOB_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "controller/reconcile/object_meta.h"
+#include "runtime/job/job_spec.h"
+
+namespace hptrain::reconcile {
+
+inline constexpr char kSchedulerNameKey[] = "schedulerName";
+inline constexpr char kGangSchedulingKey[] = "gangScheduling";
+
+enum class GangScheduler { kNone, kVolcano, kSchedulerPlugins };
+
+struct ParsedJob {
+  std::string name;
+  std::string ns;
+  std::string uid;
+  int64_t generation = 0;
+  job::JobSpec spec;           // validated by job::ValidateJob
+  std::string manifest;        // job.yaml
+  std::string spec_hash;       // SpecHash(manifest)
+  std::string scheduler_name;  // "" = the cluster's default scheduler
+  GangScheduler gang = GangScheduler::kNone;
+  // Pod template of each spec.worker_groups entry, same order; an empty object when the group
+  // has none.
+  std::vector<Json> worker_templates;
+  // True when the job used the one-group shorthand spec.workers {replicas, template}.
+  bool workers_shorthand = false;
+  // spec.ps.template; null when absent (the ps pod then derives from the first group).
+  Json ps_template;
+};
+
+// Reads and validates `object` (a TrainingJob). Returns InvalidArgument with a one-line message
+// "<field path>: <reason>" when the runtime parser or validator rejects the spec, when a
+// controller-only key is malformed, or when the job's name cannot name its objects (the Service
+// name must start with a letter; a pod name, which is also its hostname, must fit 63
+// characters). Pure; thread-safe.
+absl::StatusOr<ParsedJob> ParseTrainingJob(const Json& object);
+
+// 16 lowercase hex digits of the 64-bit FNV-1a hash of `manifest`: stable across builds and
+// platforms (std::hash is not).
+std::string SpecHash(absl::string_view manifest);
+
+}  // namespace hptrain::reconcile
+
+#endif  // HPTRAIN_CONTROLLER_RECONCILE_PARSED_JOB_H_

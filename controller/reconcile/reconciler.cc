@@ -1,0 +1,349 @@
+#include "controller/reconcile/reconciler.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "controller/reconcile/conditions.h"
+#include "controller/reconcile/desired_objects.h"
+#include "controller/reconcile/events.h"
+#include "controller/reconcile/gang_restart.h"
+#include "controller/reconcile/kube_time.h"
+#include "controller/reconcile/labels.h"
+#include "controller/reconcile/observed_objects.h"
+#include "controller/reconcile/parsed_job.h"
+#include "controller/reconcile/run_policy.h"
+#include "runtime/job/job_parser.h"
+
+namespace hptrain::reconcile {
+namespace {
+
+constexpr char kPhasePending[] = "Pending";
+constexpr char kPhaseRunning[] = "Running";
+constexpr char kPhaseSucceeded[] = "Succeeded";
+constexpr char kPhaseFailed[] = "Failed";
+constexpr char kPhaseSuspended[] = "Suspended";
+
+// One reconcile pass (reconciler.h, steps 1-11). Holds the new status and the Plan being built.
+class Pass {
+ public:
+  Pass(const Observed& observed, const Options& options, absl::Time now)
+      : observed_(observed), job_(observed.job), options_(options), now_(now) {}
+
+  Plan Run();
+
+ private:
+  void Finished();
+  void Fail(const std::string& reason, const std::string& message);
+  void Suspend();
+  void Succeed(const GangAssessment& gang);
+  void Restart(const GangAssessment& gang, int backoff_limit);
+  void Converge(const ParsedJob& job, const DesiredObjects& desired, const GangAssessment& gang);
+  void UpdatePhase(const DesiredObjects& desired, const GangAssessment& gang, bool spec_changed);
+
+  ConditionChange Set(const char* type, const char* status, const std::string& reason,
+                      const std::string& message) {
+    return SetCondition(&status_, {type, status, reason, message}, Generation(job_), now_);
+  }
+  // Running=False, only where a Running condition exists: a job that never ran has none.
+  void NotRunning(const std::string& reason, const std::string& message) {
+    if (FindCondition(status_, kConditionRunning) != nullptr) {
+      Set(kConditionRunning, kFalse, reason, message);
+    }
+  }
+  void Emit(const char* type, const std::string& reason, const std::string& message) {
+    plan_.events.push_back({type, reason, message});
+  }
+  void SetOnce(const char* field, absl::Time when) {
+    if (StringAt(status_, {field}).empty()) status_[field] = FormatKubeTime(when);
+  }
+  void DeletePod(const PodView& pod);
+  // Deletes every live owned pod for which `keep` is false.
+  template <typename Keep>
+  void DeleteLivePodsExcept(Keep keep) {
+    for (const PodView& pod : pods_.owned) {
+      if (!pod.terminating && !keep(pod)) DeletePod(pod);
+    }
+  }
+  void DeleteAllLivePods() {
+    DeleteLivePodsExcept([](const PodView&) { return false; });
+  }
+  std::string JobNamespace(const Json& object) const {
+    std::string ns = Namespace(object);
+    return ns.empty() ? Namespace(job_) : ns;
+  }
+
+  const Observed& observed_;
+  const Json& job_;
+  const Options& options_;
+  const absl::Time now_;
+  Json old_status_;
+  Json status_;
+  ObservedPods pods_;
+  Plan plan_;
+};
+
+Plan Pass::Run() {
+  if (!job_.is_object() || IsTerminating(job_)) return plan_;  // step 1
+  if (const Json* s = Find(job_, {"status"}); s != nullptr && s->is_object()) old_status_ = *s;
+  if (!old_status_.is_object()) old_status_ = Json::object();
+  status_ = old_status_;
+  pods_ = ObservePods(observed_.pods, job_);
+
+  if (IsConditionTrue(status_, kConditionSucceeded) || IsConditionTrue(status_, kConditionFailed)) {
+    Finished();  // step 2
+    return std::move(plan_);
+  }
+
+  // Step 3.
+  status_["observedGeneration"] = Generation(job_);
+  int64_t recorded_restarts = IntAt(status_, {"restarts"}, 0);
+  status_["restarts"] = RestartsInForce(recorded_restarts, pods_);
+  absl::StatusOr<ParsedJob> job = ParseTrainingJob(job_);
+  absl::StatusOr<DesiredObjects> desired = absl::UnknownError("not built");
+  if (!job.ok()) {
+    desired = job.status();
+  } else {
+    desired = BuildDesiredObjects(*job, observed_.token, IntAt(status_, {"restarts"}, 0),
+                                  options_.default_image);
+  }
+  if (!desired.ok()) {
+    Fail(kReasonInvalidSpec, std::string(desired.status().message()));
+    if (status_ != old_status_) plan_.status = status_;
+    return std::move(plan_);
+  }
+
+  // Step 4.
+  const job::JobSpec& spec = job->spec;
+  std::vector<std::string> names;
+  for (const Json& pod : desired->pods) names.push_back(Name(pod));
+  GangAssessment gang = AssessGang(recorded_restarts, pods_, names, job->spec_hash);
+  status_["replicas"] = spec.WorldSize();
+  status_["desiredWorkers"] = spec.WorldSize();
+  status_["selector"] = WorkerSelector(job->name);
+  status_["strategy"] = spec.strategy.type;
+
+  // Step 5.
+  std::optional<absl::Time> deadline = DeadlineOf(spec.run_policy.active_deadline_seconds, status_);
+  if (deadline.has_value() && now_ >= *deadline) {
+    Fail(kReasonDeadlineExceeded, absl::StrCat("the job ran past runPolicy.activeDeadlineSeconds (",
+                                               spec.run_policy.active_deadline_seconds, "s since ",
+                                               StringAt(status_, {"startTime"}), ")"));
+  } else if (spec.run_policy.suspend) {  // step 6
+    Suspend();
+  } else {
+    if (IsConditionTrue(status_, kConditionSuspended)) {
+      Set(kConditionSuspended, kFalse, kReasonResumed,
+          "runPolicy.suspend is false: the pods are recreated");
+      Emit(kEventNormal, kReasonResumed, "runPolicy.suspend is false: recreating the pods");
+      NotRunning(kReasonPodsNotRunning, "the job was resumed; its pods are being created");
+    }
+    bool all_succeeded = spec.WorldSize() > 0;
+    for (size_t i = 1; i < names.size(); ++i) {
+      const PodView* pod = pods_.Owned(names[i]);
+      bool current = pod != nullptr &&
+                     std::find(gang.current.begin(), gang.current.end(), pod) != gang.current.end();
+      all_succeeded = all_succeeded && current && pod->phase == kPhaseSucceeded;
+    }
+    if (all_succeeded) {
+      Succeed(gang);  // step 7
+    } else if (gang.failed != nullptr) {
+      Restart(gang, spec.run_policy.backoff_limit);  // step 8
+    } else {
+      Converge(*job, *desired, gang);  // steps 9 and 10
+    }
+  }
+
+  if (StringAt(status_, {"phase"}) != kPhaseFailed) {
+    deadline = DeadlineOf(spec.run_policy.active_deadline_seconds, status_);
+    if (deadline.has_value()) RequeueAt(*deadline, now_, &plan_.requeue_after);
+  }
+  if (StringAt(status_, {"phase"}) == kPhaseSucceeded) {
+    if (auto expiry = TtlExpiryOf(spec.run_policy.ttl_seconds_after_finished, status_)) {
+      RequeueAt(*expiry, now_, &plan_.requeue_after);
+    }
+  }
+  PlannedPods planned;
+  for (const Json& object : plan_.creates) {
+    if (StringAt(object, {"kind"}) == "Pod") planned.creating.insert(Name(object));
+  }
+  for (const ObjectRef& ref : plan_.deletes) {
+    if (ref.kind == "Pod") planned.deleting.insert(ref.name);
+  }
+  UpdateWorkerStatus(*job, pods_, gang, planned, observed_.worker_metrics, &status_);
+  if (status_ != old_status_) plan_.status = status_;  // step 11
+  return std::move(plan_);
+}
+
+void Pass::DeletePod(const PodView& pod) {
+  plan_.deletes.push_back({"v1", "Pod", JobNamespace(*pod.object), pod.name, pod.uid, ""});
+}
+
+void Pass::Finished() {
+  bool succeeded = IsConditionTrue(status_, kConditionSucceeded);
+  DeleteLivePodsExcept([succeeded](const PodView& pod) {
+    return succeeded && pod.role == kRoleWorker && pod.phase == kPhaseSucceeded;
+  });
+  int64_t ttl = TtlSecondsOf(job_);
+  std::optional<absl::Time> expiry = TtlExpiryOf(ttl, status_);
+  if (!expiry.has_value()) return;
+  if (now_ < *expiry) {
+    RequeueAt(*expiry, now_, &plan_.requeue_after);
+    return;
+  }
+  plan_.delete_job =
+      ObjectRef{job::kApiVersion, job::kKind, Namespace(job_), Name(job_), Uid(job_), ""};
+  Emit(kEventNormal, kReasonTtlExpired,
+       absl::StrCat("runPolicy.ttlSecondsAfterFinished (", ttl, "s) passed since the job ",
+                    succeeded ? "succeeded" : "failed", " at ",
+                    StringAt(status_, {"completionTime"}), ": deleting it"));
+}
+
+void Pass::Fail(const std::string& reason, const std::string& message) {
+  status_["phase"] = kPhaseFailed;
+  SetOnce("completionTime", now_);
+  if (Set(kConditionFailed, kTrue, reason, message) == ConditionChange::kTransition) {
+    Emit(kEventWarning, reason, message);
+  }
+  NotRunning(reason, message);
+  DeleteAllLivePods();
+  if (auto expiry = TtlExpiryOf(TtlSecondsOf(job_), status_)) {
+    RequeueAt(*expiry, now_, &plan_.requeue_after);
+  }
+}
+
+void Pass::Suspend() {
+  DeleteAllLivePods();
+  status_["phase"] = kPhaseSuspended;
+  const std::string message =
+      "runPolicy.suspend is true: the pods are deleted; restarts and startTime are kept";
+  if (Set(kConditionSuspended, kTrue, kReasonSuspended, message) == ConditionChange::kTransition) {
+    Emit(kEventNormal, kReasonSuspended, "runPolicy.suspend is true: deleting the pods");
+  }
+  NotRunning(kReasonSuspended, message);
+}
+
+void Pass::Succeed(const GangAssessment& gang) {
+  status_["phase"] = kPhaseSucceeded;
+  SetOnce("completionTime", now_);
+  int64_t workers = IntAt(status_, {"desiredWorkers"}, 0);
+  std::string message = absl::StrCat("all ", workers, " workers finished successfully");
+  if (Set(kConditionSucceeded, kTrue, kReasonSucceeded, message) == ConditionChange::kTransition) {
+    Emit(kEventNormal, kReasonSucceeded, message);
+  }
+  NotRunning(kReasonSucceeded, message);
+  DeleteLivePodsExcept([&gang](const PodView& pod) {
+    return pod.role == kRoleWorker && pod.phase == kPhaseSucceeded &&
+           std::find(gang.current.begin(), gang.current.end(), &pod) != gang.current.end();
+  });
+}
+
+void Pass::Restart(const GangAssessment& gang, int backoff_limit) {
+  const int64_t restarts = gang.restarts + 1;
+  status_["restarts"] = restarts;
+  std::string cause = absl::StrCat("pod ", gang.failed->name, " failed");
+  if (std::string why = FailureSummary(*gang.failed->object); !why.empty()) {
+    absl::StrAppend(&cause, " (", why, ")");
+  }
+  if (restarts > backoff_limit) {
+    Fail(kReasonBackoffLimitExceeded,
+         absl::StrCat(cause, " after ", gang.restarts, " gang restarts; runPolicy.backoffLimit is ",
+                      backoff_limit));
+    return;
+  }
+  DeleteAllLivePods();
+  status_["phase"] = kPhasePending;
+  std::string message = absl::StrCat(cause, "; restarting all pods (restart ", restarts,
+                                     " of at most ", backoff_limit, ")");
+  NotRunning(kReasonGangRestart, message);
+  Emit(kEventWarning, kReasonGangRestart, message);
+}
+
+void Pass::Converge(const ParsedJob& job, const DesiredObjects& desired,
+                    const GangAssessment& gang) {
+  bool spec_changed = false;
+  for (const PodView* pod : gang.stale) {
+    DeletePod(*pod);
+    spec_changed = spec_changed || pod->spec_hash != job.spec_hash;
+  }
+
+  const Json* secret = nullptr;
+  NameState secret_state = LookupName(observed_.secrets, SecretName(job.name), job_, &secret);
+  bool secret_ready = false;
+  if (secret_state == NameState::kOwned) {
+    if (Annotation(*secret, kSpecHashAnnotation) == job.spec_hash) {
+      secret_ready = true;
+    } else {
+      spec_changed = true;
+      plan_.deletes.push_back(
+          {"v1", "Secret", JobNamespace(*secret), Name(*secret), Uid(*secret), ""});
+    }
+  } else if (secret_state == NameState::kFree && !observed_.token.empty()) {
+    plan_.creates.push_back(desired.secret);
+    secret_ready = true;
+  }
+  if (LookupName(observed_.services, ServiceName(job.name), job_) == NameState::kFree) {
+    plan_.creates.push_back(desired.service);
+  }
+
+  // A new gang starts only once the old one is gone (reconciler.h, step 9).
+  bool old_gang_gone =
+      gang.stale.empty() && std::none_of(pods_.owned.begin(), pods_.owned.end(),
+                                         [](const PodView& p) { return p.terminating; });
+  std::vector<std::string> created;
+  if (secret_ready && old_gang_gone) {
+    for (const Json& pod : desired.pods) {
+      if (pods_.IsTaken(Name(pod))) continue;
+      plan_.creates.push_back(pod);
+      created.push_back(Name(pod));
+    }
+  }
+  if (!created.empty() && !IsConditionTrue(status_, kConditionCreated)) {
+    std::string message =
+        absl::StrCat("created the ps pod, ", job.spec.WorldSize(), " worker pods, Service ",
+                     ServiceName(job.name), " and Secret ", SecretName(job.name));
+    Set(kConditionCreated, kTrue, kReasonCreated, message);
+    Emit(kEventNormal, kReasonCreated, message);
+  }
+  if (spec_changed && Generation(job_) != IntAt(old_status_, {"observedGeneration"}, -1)) {
+    Emit(kEventNormal, kReasonSpecChanged,
+         absl::StrCat("the spec changed (generation ", Generation(job_),
+                      "): recreating the pods with it; this is not counted as a restart"));
+  }
+  UpdatePhase(desired, gang, spec_changed);
+}
+
+void Pass::UpdatePhase(const DesiredObjects& desired, const GangAssessment& gang,
+                       bool spec_changed) {
+  size_t running = 0;
+  for (const PodView* pod : gang.current) {
+    if (pod->phase == kPhaseRunning || pod->phase == kPhaseSucceeded) ++running;
+  }
+  // gang.current holds only desired names, one pod per name.
+  if (running == desired.pods.size()) {
+    status_["phase"] = kPhaseRunning;
+    SetOnce("startTime", now_);
+    std::string message = absl::StrCat("all ", running, " pods are running");
+    if (Set(kConditionRunning, kTrue, kReasonRunning, message) == ConditionChange::kTransition) {
+      Emit(kEventNormal, kReasonRunning, message);
+    }
+    return;
+  }
+  status_["phase"] = kPhasePending;
+  if (IsConditionTrue(status_, kConditionRunning)) {
+    Set(kConditionRunning, kFalse, spec_changed ? kReasonSpecChanged : kReasonPodsNotRunning,
+        absl::StrCat(running, " of ", desired.pods.size(), " pods are running"));
+  }
+}
+
+}  // namespace
+
+Plan Reconcile(const Observed& observed, const Options& options, absl::Time now) {
+  return Pass(observed, options, now).Run();
+}
+
+}  // namespace hptrain::reconcile

@@ -1,0 +1,62 @@
+// The per-worker part of TrainingJob.status and its aggregates:
+//   workers[]         one entry per rank, in rank order: name, group, rank, node (the pod's
+//                     spec.nodeName), device (from the group's template: "cpu", or "gpu x<k>"
+//                     with the nvidia.com/gpu.product nodeSelector in parentheses when there is
+//                     one), phase (the pod's phase, "Terminating" while it is being deleted,
+//                     "Absent" when there is no pod), samplesPerSecond, batchSize
+//   readyWorkers      current workers (gang_restart.h) that are Running and Ready
+//   step, epoch       the highest a worker reports (kept from the last report when none does)
+//   samplesPerSecond  the sum over workers
+//
+// Throughput comes from a metrics feed outside the reconciler (Prometheus, through the
+// controller loop): WorkerMetrics, by pod name. A worker whose pod is not Running reads 0; a
+// running one without a fresh value keeps the one in status. batchSize is written by the
+// rebalancer (allocation.h) and kept here, unless the kept values no longer fit the spec (another
+// set of ranks or global batch), in which case the job's initial allocation replaces them.
+//
+// Pure; thread-safe on distinct arguments.
+#ifndef HPTRAIN_CONTROLLER_RECONCILE_WORKER_STATUS_H_
+#define HPTRAIN_CONTROLLER_RECONCILE_WORKER_STATUS_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+
+#include "controller/reconcile/gang_restart.h"
+#include "controller/reconcile/object_meta.h"
+#include "controller/reconcile/observed_objects.h"
+#include "controller/reconcile/parsed_job.h"
+
+namespace hptrain::reconcile {
+
+struct WorkerMetrics {
+  double samples_per_second = 0.0;
+  int64_t step = -1;   // -1: not reported
+  int64_t epoch = -1;  // -1: not reported
+};
+
+// Keyed by worker pod name.
+using WorkerMetricsMap = std::map<std::string, WorkerMetrics>;
+
+// Pods the Plan being built creates or deletes, by name. The status is written before the
+// Plan's creates and deletes run (plan.h), and describes the state they lead to: a pod the Plan
+// creates reads "Pending" (the API server's phase for a new pod), one it deletes "Terminating".
+// Re-observing after the Plan then finds the status already right.
+struct PlannedPods {
+  std::set<std::string> creating;
+  std::set<std::string> deleting;
+};
+
+// Rewrites workers, readyWorkers, step, epoch and samplesPerSecond of `*status` (an object) for
+// `job`, from the observed pods, the gang assessment, the Plan's pod changes and `metrics`;
+// other fields are untouched.
+void UpdateWorkerStatus(const ParsedJob& job, const ObservedPods& pods, const GangAssessment& gang,
+                        const PlannedPods& planned, const WorkerMetricsMap& metrics, Json* status);
+
+// The device string of a pod template (see above).
+std::string DeviceOf(const Json& pod_template);
+
+}  // namespace hptrain::reconcile
+
+#endif  // HPTRAIN_CONTROLLER_RECONCILE_WORKER_STATUS_H_
