@@ -149,6 +149,8 @@ def train(rank, args):
     local = args.batch // args.world_size
     steps = len(xtr) // args.batch
     g = torch.Generator().manual_seed(args.seed)
+    factors = [float(f) for f in args.slowdown.split(",")] if args.slowdown else []
+    slowdown = factors[rank] if rank < len(factors) else 1.0
     per_epoch = []
     train_time = 0.0
     total_steps = 0
@@ -162,10 +164,13 @@ def train(rank, args):
         for s in range(epoch_steps):
             for group in opt.param_groups:
                 group["lr"] = learning_rate(args, epoch, s, steps)
+            step_start = time.time()
             idx = perm[s * args.batch + rank * local: s * args.batch + (rank + 1) * local]
             opt.zero_grad()
             loss = F.cross_entropy(ddp(xtr[idx]), ytr[idx])
             loss.backward()
+            if slowdown > 1.0:  # hptrain's spec.testing.slowdown: sleep (f - 1) x compute
+                time.sleep((slowdown - 1.0) * (time.time() - step_start))
             opt.step()
         dist.barrier()
         train_time += time.time() - t0
@@ -210,6 +215,8 @@ def main():
     p.add_argument("--period", type=int, default=8, help="post-local SGD averaging period")
     p.add_argument("--local-warmup", type=int, default=50,
                    help="post-local SGD: global all-reduce steps before local steps start")
+    p.add_argument("--slowdown", default="",
+                   help="per-rank slowdown factors, comma-separated (emulated heterogeneity)")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch", type=int, default=128, help="global batch")
     p.add_argument("--lr", type=float, default=0.05)

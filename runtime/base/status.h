@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 
 namespace hptrain {
@@ -23,7 +24,12 @@ namespace hptrain {
 // Returns `status` with "context: " prepended to its message; OK stays OK.
 inline absl::Status Annotate(const absl::Status& status, const std::string& context) {
   if (status.ok() || context.empty()) return status;
-  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+  absl::Status annotated(status.code(), absl::StrCat(context, ": ", status.message()));
+  // Payloads (e.g. a Kubernetes API error's details) survive the added context.
+  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+    annotated.SetPayload(url, payload);
+  });
+  return annotated;
 }
 
 // Joins context parts into one string; no parts give "".

@@ -242,6 +242,7 @@ int Launch(const LaunchOptions& options) {
   bool have_final = false;
   bool shutdown_sent = false;
   size_t epochs_shown = 0;
+  std::vector<ProgressPoint> timeline;
   std::optional<LocalRebalancer> rebalancer;
   if (spec.rebalance.enabled) rebalancer.emplace(spec);
   WaitOptions wait;
@@ -265,6 +266,20 @@ int Launch(const LaunchOptions& options) {
         state.loss = r.train_loss();
       }
       samples_per_second += r.samples_per_second();
+    }
+    if (last.ranks_size() == spec.WorldSize() &&
+        (timeline.empty() || elapsed - timeline.back().elapsed_seconds >= 1.0)) {
+      ProgressPoint point;
+      point.elapsed_seconds = elapsed;
+      point.step = last.ranks(0).step();
+      point.batch_sizes.assign(static_cast<size_t>(spec.WorldSize()), 0);
+      for (const auto& r : last.ranks()) {
+        point.step = std::min<int64_t>(point.step, r.step());
+        if (r.rank() >= 0 && r.rank() < spec.WorldSize()) {
+          point.batch_sizes[static_cast<size_t>(r.rank())] = r.batch_size();
+        }
+      }
+      timeline.push_back(std::move(point));
     }
     if (rebalancer) {
       std::vector<RankProgress> progress;
@@ -315,6 +330,7 @@ int Launch(const LaunchOptions& options) {
     return ReportError("run", absl::InternalError("workers exited without reporting done"));
   }
   RunSummary summary = BuildSummary(spec, last, wall, start_unix_seconds);
+  summary.timeline = std::move(timeline);
   std::cout << FormatSummaryTable(summary) << std::flush;
   if (!options.output_json.empty()) {
     absl::Status written = WriteFileAtomically(options.output_json, RunSummaryToJson(summary));

@@ -176,6 +176,15 @@ std::string RunSummaryToJson(const RunSummary& summary) {
                          {"comm_seconds", r.comm_seconds}});
   }
   root["ranks"] = std::move(ranks);
+  if (!summary.timeline.empty()) {
+    Json timeline = Json::array();
+    for (const ProgressPoint& p : summary.timeline) {
+      timeline.push_back(Json{{"elapsed_seconds", p.elapsed_seconds},
+                              {"step", p.step},
+                              {"batch_sizes", p.batch_sizes}});
+    }
+    root["timeline"] = std::move(timeline);
+  }
   // Replace invalid UTF-8 in names rather than throw: a summary must always be writable.
   return root.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }

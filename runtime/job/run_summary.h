@@ -50,6 +50,13 @@ struct RankSummary {
   double comm_seconds = 0.0;
 };
 
+// One sample of the run's progress, taken about once a second by the launcher.
+struct ProgressPoint {
+  double elapsed_seconds = 0.0;   // since the launcher started
+  int64_t step = 0;               // global steps done (the slowest rank's)
+  std::vector<int> batch_sizes;   // each rank's batch at its last report
+};
+
 struct RunSummary {
   std::string job;
   std::string strategy;  // spec.strategy.type
@@ -61,6 +68,7 @@ struct RunSummary {
   FinalMetrics final;  // named after the JSON key
   std::vector<EpochSummary> per_epoch;
   std::vector<RankSummary> ranks;
+  std::vector<ProgressPoint> timeline;  // JSON "timeline" when not empty; not read back
 };
 
 // Returns the summary as pretty-printed JSON (2-space indent, keys in the order above, trailing
