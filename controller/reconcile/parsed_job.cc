@@ -33,49 +33,24 @@ Json RuntimeManifest(const Json& object, bool with_run_policy) {
   if (!ns.empty()) metadata["namespace"] = ns;
   Json spec = Json::object();
   if (const Json* s = Find(object, {"spec"}); s != nullptr) spec = *s;
-  if (spec.is_object()) {
-    spec.erase(kSchedulerNameKey);
-    spec.erase(kGangSchedulingKey);
-    if (!with_run_policy) spec.erase("runPolicy");
-  }
+  if (spec.is_object() && !with_run_policy) spec.erase("runPolicy");
   return Json{{"apiVersion", StringAt(object, {"apiVersion"})},
               {"kind", StringAt(object, {"kind"})},
               {"metadata", std::move(metadata)},
               {"spec", std::move(spec)}};
 }
 
-absl::Status ReadScheduling(const Json& object, ParsedJob* job) {
-  const Json* name = Find(object, {"spec", kSchedulerNameKey});
-  if (name != nullptr && !name->is_null()) {
-    if (!name->is_string()) return Invalid("spec.schedulerName", "must be a string");
-    job->scheduler_name = name->get<std::string>();
+// The pods' scheduler and gang marker, from the spec the runtime parser read and validated.
+void ReadScheduling(ParsedJob* job) {
+  job->scheduler_name = job->spec.scheduler_name;
+  const job::GangSchedulingSpec& gang = job->spec.gang_scheduling;
+  if (!gang.enabled) return;
+  job->gang = gang.provider == "scheduler-plugins" ? GangScheduler::kSchedulerPlugins
+                                                   : GangScheduler::kVolcano;
+  if (job->scheduler_name.empty()) {
+    job->scheduler_name = job->gang == GangScheduler::kVolcano ? kVolcanoScheduler
+                                                               : kSchedulerPluginsScheduler;
   }
-  const Json* gang = Find(object, {"spec", kGangSchedulingKey});
-  if (gang == nullptr || gang->is_null()) return absl::OkStatus();
-  if (!gang->is_object()) return Invalid("spec.gangScheduling", "must be a map");
-  for (const auto& [key, value] : gang->items()) {
-    if (key != "provider") {
-      return Invalid(absl::StrCat("spec.gangScheduling.", key),
-                     "unknown field (expected one of provider)");
-    }
-  }
-  std::string provider = StringAt(*gang, {"provider"});
-  std::string default_scheduler;
-  if (provider == "volcano") {
-    job->gang = GangScheduler::kVolcano;
-    default_scheduler = kVolcanoScheduler;
-  } else if (provider == "scheduler-plugins") {
-    job->gang = GangScheduler::kSchedulerPlugins;
-    default_scheduler = kSchedulerPluginsScheduler;
-  } else {
-    return Invalid(
-        "spec.gangScheduling.provider",
-        absl::StrCat(
-            provider.empty() ? "required" : absl::StrCat("unknown provider \"", provider, "\""),
-            " (expected one of volcano, scheduler-plugins)"));
-  }
-  if (job->scheduler_name.empty()) job->scheduler_name = default_scheduler;
-  return absl::OkStatus();
 }
 
 // A template as JSON: an empty object when absent.
@@ -131,7 +106,7 @@ absl::StatusOr<ParsedJob> ParseTrainingJob(const Json& object) {
   job.spec = *std::move(spec);
   job.manifest = DumpJson(RuntimeManifest(object, /*with_run_policy=*/false), 2) + "\n";
   job.spec_hash = SpecHash(job.manifest);
-  HPTRAIN_RETURN_IF_ERROR(ReadScheduling(object, &job));
+  ReadScheduling(&job);
   HPTRAIN_RETURN_IF_ERROR(CheckNames(job));
 
   // The parser kept the templates as YAML text; the same templates as JSON come straight from

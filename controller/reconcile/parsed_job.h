@@ -3,10 +3,11 @@
 // job.yaml the pods will run.
 //
 // The spec is parsed by the runtime's own parser (hptrain::job::ParseJobText; JSON is YAML), so
-// a manifest is accepted on Kubernetes exactly when `hptrain run` accepts it, apart from two spec
-// keys that are the controller's alone and are removed before the runtime parser sees them:
+// a manifest is accepted on Kubernetes exactly when `hptrain run` accepts it. Two spec keys
+// matter only here (the runtime reads and validates them, and ignores them):
 //   spec.schedulerName    string; the pods' schedulerName (overrides the templates')
-//   spec.gangScheduling   {provider: volcano | scheduler-plugins}; off when absent. Pods get the
+//   spec.gangScheduling   {enabled, provider: volcano | scheduler-plugins, queue}; off unless
+//                         enabled. Pods get the
 //                         provider's PodGroup marker naming the PodGroup "<job>" (Volcano: the
 //                         annotation scheduling.k8s.io/group-name; scheduler-plugins: the label
 //                         scheduling.x-k8s.io/pod-group) and, unless spec.schedulerName is set,
@@ -16,8 +17,7 @@
 //                         minMember = workers + 1.
 //
 // job.yaml (the Secret's key, read by `hptrain ps|worker`) is the manifest as the runtime parser
-// reads it: apiVersion, kind, metadata {name, namespace} and spec, less the two keys above and
-// less spec.runPolicy (backoff, deadline, TTL and suspension are the controller's business on
+// reads it: apiVersion, kind, metadata {name, namespace} and spec, less spec.runPolicy (backoff, deadline, TTL and suspension are the controller's business on
 // Kubernetes; a pod must not enforce them a second time). It is JSON text, which is valid YAML.
 // Its hash (SpecHash) is stamped on the Secret and every pod; a change of any field the pods run
 // with (a new replica count from `kubectl scale`, another strategy, ...) therefore shows up as
@@ -35,9 +35,6 @@
 #include "runtime/job/job_spec.h"
 
 namespace hptrain::reconcile {
-
-inline constexpr char kSchedulerNameKey[] = "schedulerName";
-inline constexpr char kGangSchedulingKey[] = "gangScheduling";
 
 enum class GangScheduler { kNone, kVolcano, kSchedulerPlugins };
 

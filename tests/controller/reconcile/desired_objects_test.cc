@@ -221,13 +221,13 @@ TEST(DesiredObjectsTest, HeadlessServiceSelectsEveryPod) {
 
 TEST(DesiredObjectsTest, SchedulerAndGangMarkers) {
   Json job = ShorthandJob(2);
-  job["spec"]["gangScheduling"] = {{"provider", "volcano"}};
+  job["spec"]["gangScheduling"] = {{"enabled", true}, {"provider", "volcano"}};
   DesiredObjects d = Build(job);
   for (const Json& pod : d.pods) {
     EXPECT_EQ(pod["spec"]["schedulerName"], "volcano");
     EXPECT_EQ(Annotation(pod, "scheduling.k8s.io/group-name"), "mlp");
   }
-  job["spec"]["gangScheduling"] = {{"provider", "scheduler-plugins"}};
+  job["spec"]["gangScheduling"] = {{"enabled", true}, {"provider", "scheduler-plugins"}};
   d = Build(job);
   EXPECT_EQ(Label(d.pods[1], "scheduling.x-k8s.io/pod-group"), "mlp");
   EXPECT_EQ(d.pods[1]["spec"]["schedulerName"], "scheduler-plugins-scheduler");

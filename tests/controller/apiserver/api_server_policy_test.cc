@@ -1,0 +1,194 @@
+// Request policy of the API server double: bearer tokens (401), authorizer and RBAC rules (403),
+// fault injection, the request log, dry runs and WaitFor.
+#include <string>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/controller/apiserver/json_util.h"
+#include "tests/controller/apiserver/rbac.h"
+#include "tests/controller/apiserver/test_objects.h"
+
+namespace hptrain::testing {
+namespace {
+
+using ApiServerPolicyTest = ApiServerTest;
+
+TEST_F(ApiServerPolicyTest, TokensAreRequiredOnceConfigured) {
+  EXPECT_EQ(client_->Get(PodPath("ns")).status, 200) << "no tokens: everyone is admin";
+  server_->AddToken("good", "alice");
+  HttpResult missing = client_->Get(PodPath("ns"));
+  ASSERT_EQ(missing.status, 401);
+  EXPECT_EQ(missing.body, nlohmann::json::parse(R"({"kind":"Status","apiVersion":"v1",
+      "metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized",
+      "code":401})"));
+  EXPECT_EQ(TestClient(port_, "bad").Get("/version").status, 401);
+  EXPECT_EQ(TestClient(port_, "good").Get(PodPath("ns")).status, 200);
+  std::vector<RequestRecord> log = server_->RequestLog();
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(log.back().user, "alice");
+  EXPECT_EQ(log.back().status, 200);
+}
+
+TEST_F(ApiServerPolicyTest, AuthorizerDenialIsForbiddenWithTheRealMessage) {
+  server_->SetAuthorizer([](const RequestAttributes& attributes) {
+    return !(attributes.verb == "list" && attributes.resource == "pods");
+  });
+  HttpResult denied = client_->Get("/api/v1/namespaces/fixtures/pods");
+  ASSERT_EQ(denied.status, 403);
+  EXPECT_EQ(denied.body["reason"], "Forbidden");
+  EXPECT_EQ(denied.body["message"],
+            "pods is forbidden: User \"system:admin\" cannot list resource \"pods\" in API group "
+            "\"\" in the namespace \"fixtures\"");
+  EXPECT_EQ(denied.body["details"], nlohmann::json({{"kind", "pods"}}));
+  EXPECT_EQ(client_->Get(PodPath("ns", "p")).status, 404) << "get is still allowed";
+}
+
+TEST_F(ApiServerPolicyTest, RbacRulesFromAClusterRole) {
+  absl::StatusOr<nlohmann::json> role = YamlToJson(R"(
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: hptrain-controller}
+rules:
+- apiGroups: [hptrain.io]
+  resources: [trainingjobs]
+  verbs: [get, list, watch, update, patch]
+- apiGroups: [hptrain.io]
+  resources: [trainingjobs/status]
+  verbs: [get, update, patch]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, create, delete]
+)");
+  ASSERT_TRUE(role.ok()) << role.status();
+  absl::StatusOr<std::vector<PolicyRule>> rules = PolicyRulesFromRole(*role);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  ASSERT_EQ(rules->size(), 3u);
+  server_->AddToken("admin", "kubernetes-admin");
+  server_->AddToken("controller", "system:serviceaccount:hptrain:controller");
+  server_->SetAuthorizer(RbacAuthorizer("system:serviceaccount:hptrain:controller", *rules));
+  TestClient admin(port_, "admin");
+  TestClient controller(port_, "controller");
+  ASSERT_EQ(admin.Post(TjPath("ns"), TrainingJob("j", "ns")).status, 201);
+
+  EXPECT_EQ(controller.Get(TjPath("ns", "j")).status, 200);
+  EXPECT_EQ(controller
+                .Patch(TjPath("ns", "j") + "/status", {{"status", {{"phase", "Running"}}}},
+                       "application/merge-patch+json")
+                .status,
+            200);
+  EXPECT_EQ(controller.Post(PodPath("ns"), Pod("p", "ns")).status, 201);
+  HttpResult create_job = controller.Post(TjPath("ns"), TrainingJob("k", "ns"));
+  ASSERT_EQ(create_job.status, 403);
+  EXPECT_EQ(
+      create_job.body["message"],
+      "trainingjobs.hptrain.io is forbidden: User \"system:serviceaccount:hptrain:controller\" "
+      "cannot create resource \"trainingjobs\" in API group \"hptrain.io\" in the namespace "
+      "\"ns\"");
+  HttpResult pod_status =
+      controller.Patch(PodPath("ns", "p") + "/status", {{"status", {{"phase", "Running"}}}},
+                       "application/merge-patch+json");
+  ASSERT_EQ(pod_status.status, 403);
+  EXPECT_THAT(pod_status.body["message"].get<std::string>(),
+              ::testing::HasSubstr("pods \"p\" is forbidden"));
+  EXPECT_THAT(pod_status.body["message"].get<std::string>(),
+              ::testing::HasSubstr("cannot patch resource \"pods/status\""));
+  EXPECT_EQ(controller.Get("/api/v1/namespaces/ns/secrets").status, 403);
+  EXPECT_EQ(controller.Get("/apis").status, 200) << "discovery is not restricted";
+}
+
+TEST_F(ApiServerPolicyTest, InjectedFaultsFailTheNextMatchingRequests) {
+  Fault fault;
+  fault.verb = "create";
+  fault.resource = "pods";
+  fault.times = 2;
+  fault.code = 503;
+  server_->InjectFault(fault);
+  HttpResult first = client_->Post(PodPath("ns"), Pod("p", "ns"));
+  ASSERT_EQ(first.status, 503);
+  EXPECT_EQ(first.body["reason"], "ServiceUnavailable");
+  EXPECT_EQ(client_->Post(TjPath("ns"), TrainingJob("j", "ns")).status, 201) << "other resource";
+  EXPECT_EQ(client_->Post(PodPath("ns"), Pod("p", "ns")).status, 503);
+  EXPECT_EQ(client_->Post(PodPath("ns"), Pod("p", "ns")).status, 201);
+
+  Fault status_only;
+  status_only.resource = "trainingjobs/status";
+  status_only.code = 409;
+  server_->InjectFault(status_only);
+  EXPECT_EQ(client_
+                ->Patch(TjPath("ns", "j"), {{"spec", {{"globalBatchSize", 2}}}},
+                        "application/merge-patch+json")
+                .status,
+            200);
+  HttpResult conflict =
+      client_->Patch(TjPath("ns", "j") + "/status", {{"status", {{"phase", "Running"}}}},
+                     "application/merge-patch+json");
+  EXPECT_EQ(conflict.status, 409);
+  EXPECT_EQ(conflict.body["reason"], "Conflict");
+
+  Fault slow;
+  slow.code = 0;  // latency only
+  slow.times = -1;
+  slow.latency = absl::Milliseconds(20);
+  slow.verb = "get";
+  server_->InjectFault(slow);
+  EXPECT_EQ(client_->Get(PodPath("ns", "p")).status, 200);
+  EXPECT_EQ(client_->Get(PodPath("ns", "p")).status, 200);
+  server_->ClearFaults();
+  EXPECT_EQ(client_->Post(PodPath("ns"), Pod("q", "ns")).status, 201);
+}
+
+TEST_F(ApiServerPolicyTest, RequestLogCountsByVerbAndResource) {
+  MustCreate(TjPath("ns"), TrainingJob("j", "ns"));
+  MustCreate(PodPath("ns"), Pod("a", "ns"));
+  client_->Post(PodPath("ns"), Pod("a", "ns"));  // 409, still a create request
+  client_->Get(PodPath("ns", "a"));
+  client_->Get(PodPath("ns") + "?labelSelector=x");
+  client_->Patch(PodPath("ns", "a") + "/status", {{"status", {{"phase", "Running"}}}},
+                 "application/merge-patch+json");
+  EXPECT_EQ(server_->RequestCount("create", "pods"), 2);
+  EXPECT_EQ(server_->RequestCount("create", "trainingjobs"), 1);
+  EXPECT_EQ(server_->RequestCount("get", "pods"), 1);
+  EXPECT_EQ(server_->RequestCount("list", "pods"), 1);
+  EXPECT_EQ(server_->RequestCount("patch", "pods"), 0);
+  EXPECT_EQ(server_->RequestCount("patch", "pods/status"), 1);
+  EXPECT_EQ(server_->RequestCount("", "pods/*"), 5);
+  std::vector<RequestRecord> log = server_->RequestLog();
+  ASSERT_EQ(log.size(), 6u);
+  EXPECT_EQ(log[2].status, 409);
+  EXPECT_EQ(log[4].query, "labelSelector=x");
+  EXPECT_EQ(log[5].subresource, "status");
+  EXPECT_EQ(log[5].method, "PATCH");
+  server_->ClearRequestLog();
+  EXPECT_EQ(server_->RequestCount(""), 0);
+}
+
+TEST_F(ApiServerPolicyTest, DryRunValidatesWithoutStoring) {
+  uint64_t before = server_->resource_version();
+  HttpResult dry = client_->Post(PodPath("ns") + "?dryRun=All", Pod("p", "ns"));
+  ASSERT_EQ(dry.status, 201) << dry.text;
+  EXPECT_EQ(dry.body["metadata"]["name"], "p");
+  EXPECT_EQ(server_->resource_version(), before);
+  EXPECT_EQ(client_->Get(PodPath("ns", "p")).status, 404);
+  EXPECT_EQ(client_->Post(PodPath("ns") + "?dryRun=All", Pod("Bad_Name", "ns")).status, 422);
+}
+
+TEST_F(ApiServerPolicyTest, WaitForSeesWritesFromOtherThreads) {
+  std::thread kubelet([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    nlohmann::json pod = Pod("p", "ns");
+    pod["status"] = {{"phase", "Running"}};
+    (void)server_->Put("pods", pod);
+  });
+  EXPECT_TRUE(server_->WaitFor(
+      [&] {
+        absl::StatusOr<nlohmann::json> pod = server_->Get("pods", "ns", "p");
+        return pod.ok() && (*pod)["status"]["phase"] == "Running";
+      },
+      absl::Seconds(5)));
+  kubelet.join();
+  EXPECT_FALSE(server_->WaitFor([] { return false; }, absl::Milliseconds(10)));
+}
+
+}  // namespace
+}  // namespace hptrain::testing
