@@ -57,7 +57,7 @@ TEST(ParseTrainingJobTest, ManifestIsWhatTheRuntimeParses) {
   Json manifest = Json::parse(job->manifest);
   EXPECT_EQ(manifest["metadata"], (Json{{"name", "mlp"}, {"namespace", "team-a"}}));
   EXPECT_FALSE(manifest["spec"].contains("runPolicy"));
-  EXPECT_FALSE(manifest["spec"].contains("schedulerName"));
+  EXPECT_EQ(manifest["spec"]["schedulerName"], "custom");  // the runtime reads and ignores it
   EXPECT_FALSE(manifest.contains("status"));
   absl::StatusOr<job::JobSpec> runtime = job::ParseJobText(job->manifest);
   ASSERT_TRUE(runtime.ok()) << runtime.status();
