@@ -2,7 +2,7 @@
 // API server double and compares the answers: same HTTP status and the same body shape.
 //
 // Covered (every fixture but 41):
-//  - 01-38 replay as one session, in recording order, in namespace "fixtures", so every request
+//  - 01-38 replay as one sequence, in recording order, in namespace "fixtures", so every request
 //    meets the state the recording assumes: 03 posts the stand-in CRD (its schema then validates
 //    09, its array-indexed scale path fails 22), 08/11 create the objects later fixtures read,
 //    patch and delete. uids, resourceVersions and continue tokens of the recording are mapped to
@@ -281,7 +281,7 @@ class FixtureTest : public ApiServerTest {
   uint64_t max_rv_ = 0;
 };
 
-TEST_F(FixtureTest, RecordedSessionReplays) {
+TEST_F(FixtureTest, RecordedSequenceReplays) {
   {  // 01: /version
     nlohmann::json fixture = Load("01");
     HttpResult result = Replay(fixture);

@@ -8,6 +8,9 @@ namespace hptrain::testing {
 namespace {
 
 constexpr time_t kTimeoutSeconds = 20;
+// A watch may see no event for a long time (the real server sends no heartbeats); the
+// destructor ends it.
+constexpr time_t kWatchReadTimeoutSeconds = 300;
 
 httplib::Headers HeadersFor(const std::string& token) {
   httplib::Headers headers = {{"Accept", "application/json"}};
@@ -64,7 +67,7 @@ HttpResult TestClient::Delete(const std::string& path, const nlohmann::json& bod
 
 WatchStream::WatchStream(int port, std::string path, std::string token)
     : client_(std::make_unique<httplib::Client>("127.0.0.1", port)) {
-  client_->set_read_timeout(kTimeoutSeconds);
+  client_->set_read_timeout(kWatchReadTimeoutSeconds);
   thread_ = std::thread([this, path = std::move(path), token = std::move(token)] {
     httplib::Headers headers = HeadersFor(token);
     httplib::Result result = client_->Get(
