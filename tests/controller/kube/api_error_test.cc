@@ -68,12 +68,18 @@ TEST(KubeApiErrorTest, InStreamGoneIsGone) {
   EXPECT_EQ(status.message(), "too old resource version: 1 (216) (410 Expired)");
 }
 
-TEST(KubeApiErrorTest, HelpersFallBackToTheCodeWhenThePayloadIsLost) {
+TEST(KubeApiErrorTest, ContextKeepsTheDetailsAndHelpersFallBackToTheCode) {
   absl::Status original = StatusFromResponse(
       410, R"({"kind":"Status","message":"gone","reason":"Expired","code":410})");
+  // HPTRAIN_RETURN_IF_ERROR's context keeps the API error's details.
   absl::Status annotated = Annotate(original, "listing pods");
-  EXPECT_FALSE(GetApiError(annotated).has_value());
+  ASSERT_TRUE(GetApiError(annotated).has_value());
+  EXPECT_EQ(GetApiError(annotated)->reason, "Expired");
   EXPECT_TRUE(IsGone(annotated));
+  // A status that lost its payload (rebuilt elsewhere) still answers from its code.
+  absl::Status bare(original.code(), "listing pods: gone");
+  EXPECT_FALSE(GetApiError(bare).has_value());
+  EXPECT_TRUE(IsGone(bare));
   // A payload that says otherwise wins over the code.
   absl::Status other = StatusFromResponse(400, "bad");
   EXPECT_FALSE(IsGone(other));
