@@ -3,40 +3,11 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controller/kube/api_error.h"
 #include "tests/controller/apiserver/resource_type.h"
 
 namespace hptrain::testing {
 namespace {
-
-absl::StatusCode CodeFor(int http_code, absl::string_view reason) {
-  switch (http_code) {
-    case 400:
-    case 415:
-    case 422:
-      return absl::StatusCode::kInvalidArgument;
-    case 401:
-      return absl::StatusCode::kUnauthenticated;
-    case 403:
-      return absl::StatusCode::kPermissionDenied;
-    case 404:
-      return absl::StatusCode::kNotFound;
-    case 405:
-      return absl::StatusCode::kUnimplemented;
-    case 409:
-      return reason == "AlreadyExists" ? absl::StatusCode::kAlreadyExists
-                                       : absl::StatusCode::kAborted;
-    case 410:
-      return absl::StatusCode::kFailedPrecondition;
-    case 429:
-      return absl::StatusCode::kResourceExhausted;
-    case 503:
-      return absl::StatusCode::kUnavailable;
-    case 504:
-      return absl::StatusCode::kDeadlineExceeded;
-    default:
-      return absl::StatusCode::kInternal;
-  }
-}
 
 // Status details for an object: {name, group (omitted when empty), kind}.
 nlohmann::json ObjectDetails(absl::string_view name, absl::string_view group,
@@ -84,7 +55,8 @@ std::string ReasonForCode(int code) {
 absl::Status ApiError(const nlohmann::json& body) {
   int code = body.value("code", 500);
   std::string reason = body.value("reason", "");
-  absl::Status status(CodeFor(code, reason), body.value("message", reason));
+  // The same HTTP -> absl mapping the client applies to the same response.
+  absl::Status status(kube::CodeForHttpStatus(code, reason), body.value("message", reason));
   status.SetPayload(kStatusPayloadUrl, absl::Cord(body.dump()));
   return status;
 }
