@@ -5,34 +5,16 @@
 #include "controller/kube/rate_limiter.h"
 #include "controller/kube/resource.h"
 #include "controller/reconcile/labels.h"
+#include "tests/controller/reconcile/testing/jobs.h"
 
 namespace hptrain::manager::testing {
 
 Json MlpJob(const std::string& name, int replicas) {
-  Json job = Json::parse(R"({
-    "apiVersion": "hptrain.io/v1alpha1",
-    "kind": "TrainingJob",
-    "metadata": {"labels": {"team": "a"}},
-    "spec": {
-      "model": {"name": "mlp", "hidden": [64]},
-      "dataset": {"name": "synthetic",
-                  "synthetic": {"samples": 2048, "testSamples": 512, "shape": [1, 28, 28],
-                                "classes": 10}},
-      "strategy": {"type": "ssgd"},
-      "optimizer": {"type": "sgd", "lr": 0.1},
-      "globalBatchSize": 64,
-      "epochs": 1,
-      "seed": 1,
-      "workers": {
-        "replicas": 2,
-        "template": {"spec": {"containers": [{"name": "worker",
-                                              "image": "hptrain/runtime:test"}]}}
-      }
-    }
-  })");
+  // The reconciler tests' job, as a user would submit it: no server-set metadata.
+  Json job = reconcile::testing::ShorthandJob(replicas);
+  job["metadata"] = {{"labels", {{"team", "a"}}}};
   job["metadata"]["name"] = name;
   job["metadata"]["namespace"] = kNs;
-  job["spec"]["workers"]["replicas"] = replicas;
   return job;
 }
 
