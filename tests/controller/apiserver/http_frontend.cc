@@ -171,6 +171,7 @@ void HttpFrontend::Stop() {
 }
 
 void HttpFrontend::Handle(const httplib::Request& request, httplib::Response& response) {
+  policy_->Begin();
   RequestInfo info = ParseRequestInfo(request.method, request.path, Param(request, "watch"));
   size_t query = request.target.find('?');
   RequestRecord record;

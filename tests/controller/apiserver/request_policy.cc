@@ -78,13 +78,25 @@ std::optional<Fault> RequestPolicy::TakeFault(const std::string& verb, const std
   return std::nullopt;
 }
 
+void RequestPolicy::Begin() {
+  absl::MutexLock lock(&mu_);
+  ++unrecorded_;
+}
+
 void RequestPolicy::Record(RequestRecord record) {
   absl::MutexLock lock(&mu_);
   log_.push_back(std::move(record));
+  if (unrecorded_ > 0) --unrecorded_;
+}
+
+void RequestPolicy::AwaitRecordedLocked() const {
+  bool (*none_left)(const int*) = [](const int* unrecorded) { return *unrecorded == 0; };
+  mu_.AwaitWithTimeout(absl::Condition(none_left, &unrecorded_), absl::Seconds(5));
 }
 
 std::vector<RequestRecord> RequestPolicy::Log() const {
   absl::MutexLock lock(&mu_);
+  AwaitRecordedLocked();
   return log_;
 }
 
@@ -95,6 +107,7 @@ void RequestPolicy::ClearLog() {
 
 int RequestPolicy::Count(const std::string& verb, const std::string& resource) const {
   absl::MutexLock lock(&mu_);
+  AwaitRecordedLocked();
   int count = 0;
   for (const RequestRecord& record : log_) {
     if (!verb.empty() && record.verb != verb) continue;

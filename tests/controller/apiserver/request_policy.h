@@ -89,6 +89,10 @@ class RequestPolicy {
   std::optional<Fault> TakeFault(const std::string& verb, const std::string& resource,
                                  const std::string& subresource, const std::string& ns);
 
+  // A request is begun before it is served and recorded once its response is written, so a
+  // reader never sees a write's effect without its log entry: Log() and Count() first wait (up
+  // to 5 s) until every begun request is recorded. A watch is recorded when its stream opens.
+  void Begin();
   void Record(RequestRecord record);
   std::vector<RequestRecord> Log() const;
   void ClearLog();
@@ -101,6 +105,9 @@ class RequestPolicy {
   Authorizer authorizer_ ABSL_GUARDED_BY(mu_);
   std::vector<Fault> faults_ ABSL_GUARDED_BY(mu_);
   std::vector<RequestRecord> log_ ABSL_GUARDED_BY(mu_);
+  int unrecorded_ ABSL_GUARDED_BY(mu_) = 0;  // begun, not yet recorded
+
+  void AwaitRecordedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 // True when `pattern` ("", "pods", "pods/status", "pods/*") covers resource/subresource.
