@@ -1,29 +1,42 @@
 // Scale benchmark of the TrainingJob controller: N jobs with W workers each (N*(W+1) pods, plus
-// a Service and a Secret per job) in the API server double, which runs in this process.
+// a Service and a Secret per job) in the API server double.
 //
 //   hptrain-controller-scale-bench [--jobs 1000] [--workers-per-job 7] [--controller-workers 2]
 //                                  [--timeout-seconds 600]
 //
-// 1. Warm-up (not measured): a first controller creates every job's objects; the benchmark plays
-//    the kubelet (every pod Running) and waits until every job reports phase Running; then that
-//    controller stops.
-// 2. Initial sync (measured): a fresh controller starts; the time until its caches have synced
-//    and it has reconciled every job once with the work queue drained.
+// The double runs in a child process (this binary with --serve-double), so that the peak RSS
+// and CPU time reported for the controller are the controller's own, as in a cluster where the
+// API server is elsewhere. The child speaks one line at a time on its stdin/stdout:
+//   child:  ready PORT WARM_SECONDS PODS SERVICES SECRETS   (after the warm-up)
+//   parent: touch        child: touched
+//   parent: stats        child: stats {"verbs": {...}, "peak_rss_mib": ...}
+//   parent: quit (or EOF) and the child exits 0.
+//
+// 1. Warm-up (in the child, not measured): a first controller creates every job's objects; the
+//    child plays the kubelet (every pod Running) and waits until every job reports phase
+//    Running; then that controller stops and the request log is cleared.
+// 2. Initial sync (measured): a fresh controller starts in this process; the time until its
+//    caches have synced and it has reconciled every job once with the work queue drained.
 // 3. Second pass: every job gets a new annotation (an update event, no spec change); the time
 //    until the queue drains again.
 // Reconcile latencies come from hptrain_controller_reconcile_duration_seconds (bucket-
 // interpolated percentiles, as histogram_quantile computes them). Peak RSS is VmHWM of this
-// process, which holds the double (its store, request log and HTTP server) too.
+// process (the controller, its client and caches), the double's is reported beside it.
 // Exit 0 on success; 1 with a one-line error when the controller does not converge in time.
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <iostream>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +66,7 @@ struct Flags {
   int workers_per_job = 7;
   int controller_workers = 2;
   int timeout_seconds = 600;
+  bool serve_double = false;  // the child's role
 };
 
 [[noreturn]] void Fail(const std::string& message) {
@@ -64,6 +78,10 @@ Flags ParseFlags(int argc, char** argv) {
   Flags flags;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--serve-double") {
+      flags.serve_double = true;
+      continue;
+    }
     std::string value;
     size_t eq = arg.find('=');
     if (eq != std::string::npos) {
@@ -139,9 +157,9 @@ double Quantile(const hptrain::metrics::HistogramSnapshot& after,
   return after.bounds.back();
 }
 
-std::unique_ptr<hptrain::kube::Client> NewClient(const ApiServerDouble& server) {
+std::unique_ptr<hptrain::kube::Client> NewClient(const std::string& server) {
   hptrain::kube::Config config;
-  config.server = server.base_url();
+  config.server = server;
   config.timeout = absl::Seconds(60);
   config.source = "scale-bench";
   absl::StatusOr<std::unique_ptr<hptrain::kube::Client>> client =
@@ -199,18 +217,19 @@ bool Poll(const std::function<bool()>& condition, absl::Time deadline) {
   return true;
 }
 
-}  // namespace
+// --- The child: the API server double, seeded and warmed up. --------------------------------
 
-int main(int argc, char** argv) {
-  const Flags flags = ParseFlags(argc, argv);
+std::map<std::string, int> VerbCounts(const ApiServerDouble& server) {
+  std::map<std::string, int> by_verb;
+  for (const hptrain::testing::RequestRecord& record : server.RequestLog()) ++by_verb[record.verb];
+  return by_verb;
+}
+
+int ServeDouble(const Flags& flags) {
   const int n = flags.jobs;
   const int w = flags.workers_per_job;
   const size_t pods = static_cast<size_t>(n) * static_cast<size_t>(w + 1);
   const absl::Time deadline = absl::Now() + absl::Seconds(flags.timeout_seconds);
-  std::printf("scale-bench: %d jobs x (1 ps + %d workers) = %zu pods, %d controller workers, "
-              "API server double in this process, %ld CPUs online\n",
-              n, w, pods, flags.controller_workers, sysconf(_SC_NPROCESSORS_ONLN));
-  std::fflush(stdout);
 
   hptrain::testing::ApiServerDoubleOptions server_options;
   server_options.history_limit = std::max<size_t>(10000, pods * 4);
@@ -230,10 +249,9 @@ int main(int argc, char** argv) {
     if (!created.ok()) Fail("seed job: " + std::string(created.status().message()));
   }
 
-  // --- Warm-up: the controller creates every job's objects; the kubelet runs the pods. -------
   absl::Time warm_start = absl::Now();
   {
-    std::unique_ptr<hptrain::kube::Client> client = NewClient(server);
+    std::unique_ptr<hptrain::kube::Client> client = NewClient(server.base_url());
     hptrain::metrics::Registry registry;
     Controller warm(client.get(), Options(flags, &registry));
     absl::Status started = warm.Start();
@@ -259,15 +277,129 @@ int main(int argc, char** argv) {
     warm.Stop();
   }
   double warm_seconds = absl::ToDoubleSeconds(absl::Now() - warm_start);
-  size_t services = server.List("services", kNs).size();
-  size_t secrets = server.List("secrets", kNs).size();
-  double rss_after_warmup = ProcStatusMiB("VmRSS");
   server.ClearRequestLog();
+  std::printf("ready %d %.3f %zu %zu %zu\n", *port, warm_seconds,
+              server.List("pods", kNs).size(), server.List("services", kNs).size(),
+              server.List("secrets", kNs).size());
+  std::fflush(stdout);
+
+  std::string command;
+  while (std::getline(std::cin, command) && command != "quit") {
+    if (command == "touch") {
+      for (int i = 0; i < n; ++i) {
+        absl::StatusOr<Json> mutated = server.Mutate(
+            "trainingjobs.hptrain.io", kNs, absl::StrCat("job-", i), [](Json* job) {
+              (*job)["metadata"]["annotations"]["bench.hptrain.io/touched"] = "1";
+            });
+        if (!mutated.ok()) Fail("touch job: " + std::string(mutated.status().message()));
+      }
+      std::printf("touched\n");
+    } else if (command == "stats") {
+      Json stats = {{"verbs", VerbCounts(server)}, {"peak_rss_mib", ProcStatusMiB("VmHWM")}};
+      std::printf("stats %s\n", stats.dump().c_str());
+    } else {
+      Fail("unknown command " + command);
+    }
+    std::fflush(stdout);
+  }
+  server.CloseAllWatches();
+  server.Stop();
+  return 0;
+}
+
+// --- The parent: the controller measured, the double driven through the child's pipes. ------
+
+class DoubleProcess {
+ public:
+  explicit DoubleProcess(const Flags& flags) {
+    int to_child[2];
+    int from_child[2];
+    if (pipe(to_child) != 0 || pipe(from_child) != 0) Fail("pipe: " + std::string(strerror(errno)));
+    std::vector<std::string> args = {
+        "/proc/self/exe", "--serve-double", "--jobs", std::to_string(flags.jobs),
+        "--workers-per-job", std::to_string(flags.workers_per_job), "--controller-workers",
+        std::to_string(flags.controller_workers), "--timeout-seconds",
+        std::to_string(flags.timeout_seconds)};
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    pid_ = fork();
+    if (pid_ < 0) Fail("fork: " + std::string(strerror(errno)));
+    if (pid_ == 0) {
+      dup2(to_child[0], STDIN_FILENO);
+      dup2(from_child[1], STDOUT_FILENO);
+      for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) close(fd);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    to_ = fdopen(to_child[1], "w");
+    from_ = fdopen(from_child[0], "r");
+  }
+
+  ~DoubleProcess() {
+    std::fputs("quit\n", to_);
+    std::fclose(to_);
+    std::fclose(from_);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+
+  // The child's next line (without the newline); fails the benchmark when the child exited.
+  std::string ReadLine(const char* what) {
+    std::string line;
+    int c;
+    while ((c = std::fgetc(from_)) != EOF && c != '\n') line.push_back(static_cast<char>(c));
+    if (c == EOF) Fail(absl::StrCat("the API server double exited while ", what));
+    return line;
+  }
+
+  std::string Ask(const std::string& command) {
+    std::fprintf(to_, "%s\n", command.c_str());
+    std::fflush(to_);
+    return ReadLine(command.c_str());
+  }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* to_ = nullptr;
+  FILE* from_ = nullptr;
+};
+
+double CpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+}
+
+int RunController(const Flags& flags) {
+  const int n = flags.jobs;
+  const int w = flags.workers_per_job;
+  const size_t pods = static_cast<size_t>(n) * static_cast<size_t>(w + 1);
+  std::printf("scale-bench: %d jobs x (1 ps + %d workers) = %zu pods, %d controller workers, "
+              "API server double in a child process, %ld CPUs online\n",
+              n, w, pods, flags.controller_workers, sysconf(_SC_NPROCESSORS_ONLN));
+  std::fflush(stdout);
+
+  DoubleProcess double_process(flags);
+  std::istringstream ready(double_process.ReadLine("warming up"));
+  std::string word;
+  int port = 0;
+  double warm_seconds = 0;
+  size_t pods_seen = 0, services = 0, secrets = 0;
+  ready >> word >> port >> warm_seconds >> pods_seen >> services >> secrets;
+  if (word != "ready" || port <= 0) Fail("unexpected line from the API server double");
+  const absl::Time deadline = absl::Now() + absl::Seconds(flags.timeout_seconds);
+  double rss_before = ProcStatusMiB("VmRSS");
 
   // --- Measured: a fresh controller's initial sync. -------------------------------------------
-  std::unique_ptr<hptrain::kube::Client> client = NewClient(server);
+  std::unique_ptr<hptrain::kube::Client> client =
+      NewClient(absl::StrCat("http://127.0.0.1:", port));
   hptrain::metrics::Registry registry;
   Controller controller(client.get(), Options(flags, &registry));
+  double cpu0 = CpuSeconds();
   absl::Time t0 = absl::Now();
   absl::Status started = controller.Start();
   if (!started.ok()) Fail("controller: " + std::string(started.message()));
@@ -275,18 +407,13 @@ int main(int argc, char** argv) {
   double cache_sync_seconds = absl::ToDoubleSeconds(absl::Now() - t0);
   absl::Time drained = WaitDrained(controller, n, deadline, "initial sync");
   double initial_sync_seconds = absl::ToDoubleSeconds(drained - t0);
+  double initial_cpu = CpuSeconds() - cpu0;
   int64_t first_pass_reconciles = controller.reconciles();
   hptrain::metrics::HistogramSnapshot first = controller.metrics().reconcile_duration->Snapshot();
 
   // --- Second pass: an annotation on every job (update events, no spec change). -------------
   absl::Time t1 = absl::Now();
-  for (int i = 0; i < n; ++i) {
-    absl::StatusOr<Json> mutated =
-        server.Mutate("trainingjobs.hptrain.io", kNs, absl::StrCat("job-", i), [](Json* job) {
-          (*job)["metadata"]["annotations"]["bench.hptrain.io/touched"] = "1";
-        });
-    if (!mutated.ok()) Fail("touch job: " + std::string(mutated.status().message()));
-  }
+  if (double_process.Ask("touch") != "touched") Fail("the double did not touch the jobs");
   absl::Time drained2 =
       WaitDrained(controller, first_pass_reconciles + n, deadline, "second pass");
   double second_pass_seconds = absl::ToDoubleSeconds(drained2 - t1);
@@ -294,10 +421,12 @@ int main(int argc, char** argv) {
   int64_t second_pass_reconciles = controller.reconciles() - first_pass_reconciles;
   double errors = controller.metrics().reconcile_errors->Value();
   controller.Stop();
-
-  std::map<std::string, int> by_verb;
-  for (const hptrain::testing::RequestRecord& record : server.RequestLog()) ++by_verb[record.verb];
   double peak_rss = ProcStatusMiB("VmHWM");
+  double cpu_total = CpuSeconds() - cpu0;
+
+  std::string stats_line = double_process.Ask("stats");
+  if (stats_line.rfind("stats ", 0) != 0) Fail("unexpected stats line from the double");
+  Json stats = Json::parse(stats_line.substr(6));
   double p50 = Quantile(first, nullptr, 0.50) * 1e3;
   double p99 = Quantile(first, nullptr, 0.99) * 1e3;
   double p50_2 = Quantile(second, &first, 0.50) * 1e3;
@@ -305,35 +434,47 @@ int main(int argc, char** argv) {
   double load[3] = {0, 0, 0};
   if (getloadavg(load, 3) < 0) load[0] = -1;
 
-  std::printf("warm-up (not measured): %.2f s; %zu pods, %zu services, %zu secrets\n",
-              warm_seconds, server.List("pods", kNs).size(), services, secrets);
-  std::printf("%-36s %12s   %s\n", "metric", "value", "target");
-  std::printf("%-36s %12.3f\n", "cache sync (s)", cache_sync_seconds);
-  std::printf("%-36s %12.3f\n", "initial sync, queue drained (s)", initial_sync_seconds);
-  std::printf("%-36s %12lld\n", "initial pass reconciles", (long long)first_pass_reconciles);
-  std::printf("%-36s %12.2f\n", "initial pass reconcile p50 (ms)", p50);
-  std::printf("%-36s %12.2f   < 50\n", "initial pass reconcile p99 (ms)", p99);
-  std::printf("%-36s %12.3f\n", "second pass, queue drained (s)", second_pass_seconds);
-  std::printf("%-36s %12lld\n", "second pass reconciles", (long long)second_pass_reconciles);
-  std::printf("%-36s %12.2f\n", "second pass reconcile p50 (ms)", p50_2);
-  std::printf("%-36s %12.2f   < 50\n", "second pass reconcile p99 (ms)", p99_2);
-  std::printf("%-36s %12.0f\n", "reconcile errors", errors);
-  std::printf("%-36s %12.1f\n", "RSS after warm-up (MiB)", rss_after_warmup);
-  std::printf("%-36s %12.1f   < 256 (double in-process)\n", "peak RSS, VmHWM (MiB)", peak_rss);
-  std::printf("%-36s %12.2f\n", "load average (1 min) at end", load[0]);
+  std::printf("warm-up in the double's process (not measured): %.2f s; %zu pods, %zu services, "
+              "%zu secrets\n", warm_seconds, pods_seen, services, secrets);
+  std::printf("%-40s %12s   %s\n", "metric", "value", "target");
+  std::printf("%-40s %12.3f\n", "cache sync (s)", cache_sync_seconds);
+  std::printf("%-40s %12.3f\n", "initial sync, queue drained (s)", initial_sync_seconds);
+  std::printf("%-40s %12.3f\n", "controller CPU in initial sync (s)", initial_cpu);
+  std::printf("%-40s %12lld\n", "initial pass reconciles", (long long)first_pass_reconciles);
+  std::printf("%-40s %12.2f\n", "initial pass reconcile p50 (ms)", p50);
+  std::printf("%-40s %12.2f   < 50\n", "initial pass reconcile p99 (ms)", p99);
+  std::printf("%-40s %12.3f\n", "second pass, queue drained (s)", second_pass_seconds);
+  std::printf("%-40s %12lld\n", "second pass reconciles", (long long)second_pass_reconciles);
+  std::printf("%-40s %12.2f\n", "second pass reconcile p50 (ms)", p50_2);
+  std::printf("%-40s %12.2f   < 50\n", "second pass reconcile p99 (ms)", p99_2);
+  std::printf("%-40s %12.0f\n", "reconcile errors", errors);
+  std::printf("%-40s %12.3f\n", "controller CPU, both passes (s)", cpu_total);
+  std::printf("%-40s %12.1f\n", "controller RSS before start (MiB)", rss_before);
+  std::printf("%-40s %12.1f   < 256\n", "controller peak RSS, VmHWM (MiB)", peak_rss);
+  std::printf("%-40s %12.1f\n", "API server double peak RSS (MiB)",
+              stats["peak_rss_mib"].get<double>());
+  std::printf("%-40s %12.2f\n", "load average (1 min) at end", load[0]);
   std::string verbs;
-  for (const auto& [verb, count] : by_verb) verbs += absl::StrCat(" ", verb, "=", count);
+  for (const auto& [verb, count] : stats["verbs"].items()) {
+    verbs += absl::StrCat(" ", verb, "=", count.get<int>());
+  }
   std::printf("double requests after warm-up by verb:%s\n", verbs.c_str());
   Json line = {{"jobs", n},
                {"pods", pods},
+               {"cache_sync_seconds", cache_sync_seconds},
                {"initial_sync_seconds", initial_sync_seconds},
                {"reconcile_p50_ms", p50},
                {"reconcile_p99_ms", p99},
                {"second_pass_p99_ms", p99_2},
-               {"peak_rss_mib", peak_rss},
-               {"apiserver_double_in_process", true}};
+               {"controller_peak_rss_mib", peak_rss},
+               {"double_peak_rss_mib", stats["peak_rss_mib"]}};
   std::printf("%s\n", line.dump().c_str());
-  server.CloseAllWatches();
-  server.Stop();
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Flags flags = ParseFlags(argc, argv);
+  return flags.serve_double ? ServeDouble(flags) : RunController(flags);
 }

@@ -19,7 +19,10 @@ constexpr absl::Duration kStopPollInterval = absl::Milliseconds(20);
 }  // namespace
 
 Informer::Informer(Client* client, Resource resource, InformerOptions options)
-    : client_(client), resource_(std::move(resource)), options_(std::move(options)) {}
+    : client_(client),
+      resource_(std::move(resource)),
+      options_(std::move(options)),
+      store_(options_.indexed_labels) {}
 
 Informer::~Informer() { Stop(); }
 

@@ -62,6 +62,7 @@ struct InformerOptions {
   std::string field_selector;
   int64_t page_size = 500;
   int watch_timeout_seconds = 300;
+  std::vector<std::string> indexed_labels;  // label keys the store indexes (store.h)
   BackoffOptions backoff;  // between failed lists / watches
 };
 

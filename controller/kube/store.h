@@ -4,12 +4,17 @@
 // and a pointer stays valid after the store moves on. Mutations return what they replaced so the
 // informer can hand old and new objects to its handlers.
 //
+// Label keys named at construction are indexed (as client-go's Indexer): a ListByLabels whose
+// selector holds an indexed key visits only the objects with that label value, so a controller
+// looking up one job's pods does not scan every pod of the cluster.
+//
 // Thread-safety: every method is thread-safe; readers run concurrently with each other.
 #ifndef HPTRAIN_CONTROLLER_KUBE_STORE_H_
 #define HPTRAIN_CONTROLLER_KUBE_STORE_H_
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +34,9 @@ bool MatchesLabels(const nlohmann::json& object,
 
 class Store {
  public:
+  // `indexed_labels`: label keys kept in an index (value -> object keys).
+  explicit Store(std::vector<std::string> indexed_labels = {});
+
   // One change found by Replace().
   struct Delta {
     enum class Kind { kAdded, kUpdated, kDeleted };
@@ -62,8 +70,15 @@ class Store {
   std::vector<Delta> Replace(std::vector<ObjectPtr> objects);
 
  private:
+  using Index = std::map<std::string, std::map<std::string, std::set<std::string>>>;
+
+  void IndexLocked(const std::string& key, const nlohmann::json& object, bool add)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every indexed label key, its value -> the keys of the objects carrying it.
+  const std::vector<std::string> indexed_labels_;
   mutable absl::Mutex mu_;
   std::map<std::string, ObjectPtr, std::less<>> objects_ ABSL_GUARDED_BY(mu_);
+  Index index_ ABSL_GUARDED_BY(mu_);  // label key -> value -> object keys
 };
 
 }  // namespace hptrain::kube

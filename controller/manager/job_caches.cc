@@ -43,6 +43,7 @@ JobCaches::JobCaches(kube::Client* client, JobCachesOptions options, KeyHandler 
     base.backoff = options.backoff;
     kube::InformerOptions owned = base;
     owned.label_selector = kOwnedSelector;
+    owned.indexed_labels = {reconcile::kJobLabel};  // Observe() looks up one job's objects
 
     NamespaceInformers& set = informers_[ns];
     set.jobs = std::make_unique<kube::Informer>(client_, kube::TrainingJobs(), base);

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "controller/kube/object_meta.h"
 
@@ -32,8 +36,12 @@ TEST(KubeStoreTest, UpsertGetRemove) {
   EXPECT_EQ(store.size(), 0u);
 }
 
-TEST(KubeStoreTest, ListsByNamespaceAndLabels) {
-  Store store;
+class KubeStoreListTest : public ::testing::TestWithParam<bool> {};
+
+// The same answers with and without an index on hptrain.io/job.
+TEST_P(KubeStoreListTest, ListsByNamespaceAndLabels) {
+  Store store(GetParam() ? std::vector<std::string>{"hptrain.io/job"}
+                         : std::vector<std::string>{});
   store.Upsert(Pod("a", "w-0", "1", {{"hptrain.io/job", "x"}, {"hptrain.io/role", "worker"}}));
   store.Upsert(Pod("a", "ps-0", "1", {{"hptrain.io/job", "x"}, {"hptrain.io/role", "ps"}}));
   store.Upsert(Pod("ab", "w-0", "1", {{"hptrain.io/job", "x"}}));
@@ -47,6 +55,55 @@ TEST(KubeStoreTest, ListsByNamespaceAndLabels) {
   EXPECT_EQ(NameOf(*workers[0]), "w-0");
   EXPECT_TRUE(store.ListByLabels("b", {{"hptrain.io/job", "x"}}).empty());
   EXPECT_EQ(store.Keys(), (std::vector<std::string>{"a/ps-0", "a/w-0", "ab/w-0", "b/w-0"}));
+  EXPECT_TRUE(store.ListByLabels("", {{"hptrain.io/job", "z"}}).empty());
+  EXPECT_TRUE(store.ListByLabels("", {{"hptrain.io/role", "none"}}).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(IndexedAndNot, KubeStoreListTest, ::testing::Bool());
+
+// Random upserts (labels added, changed, dropped, of the wrong type), removals and replaces:
+// the indexed store answers every selection as a full scan does, in the same order.
+TEST(KubeStoreTest, IndexAgreesWithAScanUnderRandomChanges) {
+  Store indexed({"hptrain.io/job"});
+  Store scanned;
+  std::mt19937 rng(7);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  auto random_pod = [&](int rv) {
+    nlohmann::json labels = nlohmann::json::object();
+    switch (pick(4)) {
+      case 0: break;  // unlabelled
+      case 1: labels["hptrain.io/job"] = 7; break;  // not a string: never selected
+      default: labels["hptrain.io/job"] = "j" + std::to_string(pick(4)); break;
+    }
+    if (pick(2) == 0) labels["hptrain.io/role"] = pick(2) == 0 ? "ps" : "worker";
+    return Pod("n" + std::to_string(pick(3)), "p" + std::to_string(pick(20)),
+               std::to_string(rv), labels);
+  };
+  for (int round = 0; round < 2000; ++round) {
+    int action = pick(20);
+    if (action == 0) {
+      std::vector<ObjectPtr> next;
+      for (int i = pick(30); i > 0; --i) next.push_back(random_pod(round));
+      indexed.Replace(next);
+      scanned.Replace(next);
+    } else if (action < 6) {
+      std::string key = "n" + std::to_string(pick(3)) + "/p" + std::to_string(pick(20));
+      EXPECT_EQ(indexed.Remove(key) == nullptr, scanned.Remove(key) == nullptr);
+    } else {
+      ObjectPtr pod = random_pod(round);
+      indexed.Upsert(pod);
+      scanned.Upsert(pod);
+    }
+    for (const char* ns : {"", "n0", "n1", "n2"}) {
+      for (int job = 0; job < 5; ++job) {
+        std::map<std::string, std::string> selector = {
+            {"hptrain.io/job", "j" + std::to_string(job % 4)}};
+        if (job == 4) selector["hptrain.io/role"] = "ps";  // an indexed and an unindexed key
+        ASSERT_EQ(indexed.ListByLabels(ns, selector), scanned.ListByLabels(ns, selector))
+            << "round " << round << " ns " << ns << " job " << job;
+      }
+    }
+  }
 }
 
 TEST(KubeStoreTest, ReplaceReportsTheDifference) {
