@@ -28,6 +28,7 @@
 #include "controller/kube/log.h"
 #include "controller/manager/controller.h"
 #include "controller/manager/endpoints.h"
+#include "controller/promql/prometheus_client.h"
 #include "controller/manager/flags.h"
 #include "controller/manager/job_token.h"
 #include "runtime/base/exit_codes.h"
@@ -103,6 +104,22 @@ int Run(int argc, char** argv, const sigset_t& signals) {
   if (absl::Status status = endpoints.Start(metrics_address, health_address); !status.ok()) {
     return Fail(status, ExitCodeFor(status));
   }
+  // Worker readings for rebalancing: Prometheus when given, else each worker pod's /metrics.
+  std::unique_ptr<promql::PrometheusClient> prometheus;
+  if (!flags->prometheus_url.empty()) {
+    promql::PrometheusOptions prometheus_options;
+    prometheus_options.url = flags->prometheus_url;
+    absl::StatusOr<std::unique_ptr<promql::PrometheusClient>> created =
+        promql::PrometheusClient::Create(prometheus_options);
+    if (!created.ok()) return Fail(created.status(), kExitBadInput);
+    prometheus = *std::move(created);
+  }
+  std::shared_ptr<promql::PrometheusClient> shared_prometheus = std::move(prometheus);
+  options.worker_readings = [shared_prometheus](const JobCaches* caches) {
+    return shared_prometheus != nullptr
+               ? NewPrometheusReadings(shared_prometheus)
+               : NewScrapedReadings(caches, absl::Seconds(5));
+  };
   Controller controller(client->get(), std::move(options));
   if (absl::Status status = controller.Start(); !status.ok()) {
     return Fail(status, ExitCodeFor(status));
@@ -114,10 +131,8 @@ int Run(int argc, char** argv, const sigset_t& signals) {
   kube::LogLine(absl::StrCat("metrics on ",
                              Url(metrics_address, endpoints.metrics_port(), "/metrics")));
   kube::LogLine(absl::StrCat("health on ", Url(health_address, endpoints.health_port(), "/healthz")));
-  if (!flags->prometheus_url.empty()) {
-    kube::LogLine("--prometheus-url is accepted, but worker throughput is not read from "
-                  "Prometheus yet: status shows none and nothing is rebalanced");
-  }
+  kube::LogLine(absl::StrCat("worker metrics for rebalancing from ",
+                             controller.rebalance_loop()->Describe()));
 
   bool ready = false;
   while (true) {

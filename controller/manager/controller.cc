@@ -46,6 +46,11 @@ Controller::Controller(kube::Client* client, ControllerOptions options)
       recorder_(client_, RecorderOptions(options_)),
       executor_(client_, &recorder_),
       caches_(client_, CachesOptions(options_), [this](const std::string& key) { Enqueue(key); }) {
+  if (options_.worker_readings) {
+    rebalance_ = std::make_unique<RebalanceLoop>(&caches_, options_.worker_readings(&caches_),
+                                                 &executor_, metrics_.rebalances,
+                                                 options_.rebalance);
+  }
 }
 
 Controller::~Controller() { Stop(); }
@@ -99,11 +104,13 @@ void Controller::StartLeading() {
   StartWorkers();
   leading_ = true;
   metrics_.is_leader->Set(1);
+  if (rebalance_ != nullptr) rebalance_->Start();
   // Whatever changed while another replica led, every job is looked at once.
   for (const std::string& key : caches_.JobKeys()) Enqueue(key);
 }
 
 void Controller::StopLeading() {
+  if (rebalance_ != nullptr) rebalance_->Stop();
   StopWorkers();
   leading_ = false;
   metrics_.is_leader->Set(0);
@@ -164,7 +171,11 @@ absl::Status Controller::ReconcileKey(const std::string& key,
   if (job == nullptr) return absl::OkStatus();  // deleted: garbage collection does the rest
   reconcile::Observed observed = caches_.Observe(*job);
   HPTRAIN_ASSIGN_OR_RETURN(observed.token, NewJobToken());
-  if (options_.worker_metrics) observed.worker_metrics = options_.worker_metrics(*job);
+  if (options_.worker_metrics) {
+    observed.worker_metrics = options_.worker_metrics(*job);
+  } else if (rebalance_ != nullptr) {
+    observed.worker_metrics = rebalance_->MetricsFor(*job);
+  }
   reconcile::Plan plan = reconcile::Reconcile(observed, options_.reconcile, Now());
   HPTRAIN_RETURN_IF_ERROR(executor_.Execute(*job, plan));
   for (const reconcile::Event& event : plan.events) {

@@ -54,6 +54,8 @@
 #include "controller/manager/controller_metrics.h"
 #include "controller/manager/job_caches.h"
 #include "controller/manager/plan_executor.h"
+#include "controller/manager/rebalance_loop.h"
+#include "controller/manager/worker_readings.h"
 #include "controller/reconcile/reconciler.h"
 #include "runtime/metrics/registry.h"
 
@@ -83,8 +85,14 @@ struct ControllerOptions {
   // Where the metrics live (not owned, must outlive the controller); null: a registry of the
   // controller's own (registry()).
   metrics::Registry* registry = nullptr;
-  // Worker throughput for status (e.g. from Prometheus); empty: none. Called on worker threads.
+  // Worker throughput for status; empty: the rebalance loop's readings, if any. Called on
+  // worker threads.
   std::function<reconcile::WorkerMetricsMap(const nlohmann::json& job)> worker_metrics;
+  // Batch rebalancing of jobs with spec.rebalance.enabled (rebalance_loop.h), while leading:
+  // makes the source of worker readings from the controller's caches (e.g. NewScrapedReadings
+  // or NewPrometheusReadings); empty: no rebalancing.
+  std::function<std::unique_ptr<WorkerReadingsSource>(const JobCaches* caches)> worker_readings;
+  RebalanceLoopOptions rebalance;
   // The reconciler's clock; empty: absl::Now.
   std::function<absl::Time()> now;
 };
@@ -119,6 +127,8 @@ class Controller {
   const JobCaches& caches() const { return caches_; }
   metrics::Registry& registry() { return *registry_; }
   const ControllerMetrics& metrics() const { return metrics_; }
+  // The rebalance loop; null without options.worker_readings.
+  const RebalanceLoop* rebalance_loop() const { return rebalance_.get(); }
 
  private:
   void Enqueue(const std::string& key);
@@ -141,6 +151,7 @@ class Controller {
   kube::EventRecorder recorder_;
   PlanExecutor executor_;
   JobCaches caches_;  // after queue_: its handlers feed the queue
+  std::unique_ptr<RebalanceLoop> rebalance_;  // after caches_ and executor_, which it uses
   std::unique_ptr<kube::LeaderElector> elector_;
 
   std::atomic<bool> leading_{false};

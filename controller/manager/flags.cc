@@ -90,7 +90,8 @@ std::vector<FlagDef> Definitions() {
        "caches have synced",
        str(&F::health_address)},
       {"prometheus-url", "HPTRAIN_PROMETHEUS_URL", "URL", Kind::kString,
-       "Prometheus to read worker throughput from for rebalancing (http:// or https://)",
+       "Prometheus to read worker throughput from for rebalancing (http:// or https://); "
+       "default: each worker pod's /metrics, read directly",
        str(&F::prometheus_url)},
       {"workers", "HPTRAIN_WORKERS", "N", Kind::kInt,
        "TrainingJobs reconciled in parallel (default 2)",

@@ -1,0 +1,184 @@
+#include "controller/manager/worker_readings.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "controller/kube/log.h"
+#include "controller/kube/object_meta.h"
+#include "controller/manager/job_caches.h"
+#include "controller/promql/scrape.h"
+#include "controller/reconcile/labels.h"
+
+namespace hptrain::manager {
+namespace {
+
+std::string Label(const promql::Sample& sample, const char* name) {
+  auto it = sample.labels.find(name);
+  return it == sample.labels.end() ? "" : it->second;
+}
+
+// Sets the field of `reading` that `metric` names; false for other metrics.
+bool Apply(const std::string& metric, double value, WorkerReading* reading) {
+  if (metric == "hptrain_compute_seconds_sum") {
+    reading->compute_seconds = value;
+  } else if (metric == "hptrain_compute_seconds_count") {
+    reading->compute_steps = static_cast<int64_t>(value);
+  } else if (metric == "hptrain_batch_size") {
+    reading->batch_size = static_cast<int>(value);
+  } else if (metric == "hptrain_samples_per_second") {
+    reading->samples_per_second = value;
+  } else if (metric == "hptrain_step") {
+    reading->step = static_cast<int64_t>(value);
+  } else if (metric == "hptrain_epoch") {
+    reading->epoch = static_cast<int64_t>(value);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+double NowSeconds() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()); }
+
+class PrometheusReadings : public WorkerReadingsSource {
+ public:
+  explicit PrometheusReadings(std::shared_ptr<promql::PrometheusClient> client)
+      : client_(std::move(client)),
+        query_(absl::StrCat("{__name__=~\"", absl::StrJoin(WorkerReadingMetrics(), "|"),
+                            "\",role=\"worker\"}")) {}
+
+  absl::StatusOr<WorkerReadings> Read(const std::vector<kube::ObjectPtr>& jobs) override {
+    WorkerReadings out;
+    if (jobs.empty()) return out;
+    absl::StatusOr<std::vector<promql::Sample>> samples = client_->Query(query_);
+    if (!samples.ok()) return samples.status();
+    std::vector<std::string> keys;
+    for (const kube::ObjectPtr& job : jobs) keys.push_back(kube::KeyOf(*job));
+    FoldSamples(*samples, keys, NowSeconds(), &out);
+    return out;
+  }
+
+  std::string Describe() const override { return absl::StrCat("prometheus ", client_->url()); }
+
+ private:
+  std::shared_ptr<promql::PrometheusClient> client_;
+  const std::string query_;
+};
+
+// The container port named "metrics" of `pod`, or reconcile::kMetricsPort.
+int MetricsPortOf(const nlohmann::json& pod) {
+  const nlohmann::json containers =
+      pod.value("spec", nlohmann::json::object()).value("containers", nlohmann::json::array());
+  for (const nlohmann::json& container : containers) {
+    for (const nlohmann::json& port : container.value("ports", nlohmann::json::array())) {
+      if (port.value("name", "") == reconcile::kMetricsPortName && port.contains("containerPort") &&
+          port["containerPort"].is_number_integer()) {
+        return port["containerPort"].get<int>();
+      }
+    }
+  }
+  return reconcile::kMetricsPort;
+}
+
+class ScrapedReadings : public WorkerReadingsSource {
+ public:
+  ScrapedReadings(const JobCaches* caches, absl::Duration timeout)
+      : caches_(caches), timeout_(timeout) {}
+
+  absl::StatusOr<WorkerReadings> Read(const std::vector<kube::ObjectPtr>& jobs) override {
+    WorkerReadings out;
+    for (const kube::ObjectPtr& job : jobs) {
+      const std::string key = kube::KeyOf(*job);
+      reconcile::Observed observed = caches_->Observe(*job);
+      for (const nlohmann::json& pod : observed.pods) {
+        const nlohmann::json labels =
+            pod.value("metadata", nlohmann::json::object()).value("labels", nlohmann::json::object());
+        if (labels.value(reconcile::kRoleLabel, "") != reconcile::kRoleWorker) continue;
+        const nlohmann::json status = pod.value("status", nlohmann::json::object());
+        const std::string ip = status.value("podIP", "");
+        if (status.value("phase", "") != "Running" || ip.empty()) continue;
+        const std::string url = absl::StrCat("http://", ip, ":", MetricsPortOf(pod), "/metrics");
+        absl::StatusOr<std::vector<promql::Sample>> samples = promql::ScrapeMetrics(url, timeout_);
+        if (!samples.ok()) {
+          kube::LogLine(absl::StrCat("rebalance ", key, ": ", samples.status().message()));
+          continue;
+        }
+        // The page is the pod's own: its series name no pod, so file them under it.
+        for (promql::Sample& sample : *samples) sample.labels["pod"] = kube::NameOf(pod);
+        FoldSamples(*samples, {key}, NowSeconds(), &out);
+      }
+    }
+    return out;
+  }
+
+  std::string Describe() const override { return "pod /metrics"; }
+
+ private:
+  const JobCaches* const caches_;
+  const absl::Duration timeout_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& WorkerReadingMetrics() {
+  static const std::vector<std::string> kMetrics = {
+      "hptrain_compute_seconds_sum", "hptrain_compute_seconds_count", "hptrain_batch_size",
+      "hptrain_samples_per_second",  "hptrain_step",                  "hptrain_epoch"};
+  return kMetrics;
+}
+
+void FoldSamples(const std::vector<promql::Sample>& samples, const std::vector<std::string>& job_keys,
+                 double now_seconds, WorkerReadings* out) {
+  // Readings per (job key, rank, pod) first; then the newest pod of each rank.
+  std::map<std::string, std::set<std::string>> keys_by_name;  // job name -> keys
+  for (const std::string& key : job_keys) {
+    std::string ns;
+    std::string name;
+    kube::SplitKey(key, &ns, &name);
+    keys_by_name[name].insert(key);
+  }
+  std::map<std::pair<std::string, int>, std::map<std::string, WorkerReading>> by_pod;
+  for (const promql::Sample& sample : samples) {
+    if (Label(sample, "role") != "worker") continue;
+    std::string job = Label(sample, "job");
+    if (job.empty()) job = Label(sample, "exported_job");
+    int rank = -1;
+    if (!absl::SimpleAtoi(Label(sample, "rank"), &rank) || rank < 0) continue;
+    auto named = keys_by_name.find(job);
+    if (named == keys_by_name.end()) continue;
+    const std::string ns = Label(sample, "namespace");
+    std::string pod = Label(sample, "pod");
+    if (pod.empty()) pod = Label(sample, "instance");
+    const double when = sample.timestamp_seconds > 0 ? sample.timestamp_seconds : now_seconds;
+    for (const std::string& key : named->second) {
+      if (!ns.empty() && key != kube::ObjectKey(ns, job)) continue;
+      WorkerReading& reading = by_pod[{key, rank}][pod];
+      if (!Apply(promql::NameOf(sample), sample.value, &reading)) continue;
+      reading.pod = pod;
+      reading.newest_sample_seconds = std::max(reading.newest_sample_seconds, when);
+    }
+  }
+  for (auto& [job_rank, pods] : by_pod) {
+    const WorkerReading* newest = nullptr;
+    for (const auto& [pod, reading] : pods) {
+      if (newest == nullptr || reading.newest_sample_seconds > newest->newest_sample_seconds) {
+        newest = &reading;
+      }
+    }
+    if (newest != nullptr) (*out)[job_rank.first][job_rank.second] = *newest;
+  }
+}
+
+std::unique_ptr<WorkerReadingsSource> NewPrometheusReadings(
+    std::shared_ptr<promql::PrometheusClient> client) {
+  return std::make_unique<PrometheusReadings>(std::move(client));
+}
+
+std::unique_ptr<WorkerReadingsSource> NewScrapedReadings(const JobCaches* caches,
+                                                         absl::Duration timeout) {
+  return std::make_unique<ScrapedReadings>(caches, timeout);
+}
+
+}  // namespace hptrain::manager

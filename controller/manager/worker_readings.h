@@ -1,0 +1,83 @@
+// Worker readings: what the controller knows of each worker process of each TrainingJob, read
+// from the metrics the runtime exposes (DESIGN.md, "Metrics"), and the two places it reads them
+// from.
+//
+//   PrometheusReadings  one instant query per pass to the Prometheus HTTP API (--prometheus-url):
+//                       every hptrain_* series of the readings below with role="worker". The
+//                       series must carry the runtime's own job and rank labels (the PodMonitor
+//                       in deploy/monitoring keeps them with honorLabels; "exported_job" is read
+//                       when a scrape config renamed the runtime's job label). A namespace label,
+//                       when present, must name the job's namespace.
+//   ScrapedReadings     without Prometheus: GET http://POD_IP:PORT/metrics of each worker pod of
+//                       the jobs asked for, PORT being the container port named "metrics".
+//
+// Per (job, rank) one reading. When a rank has series from several pods (a gang restart leaves
+// the old pod's series behind for a while) the pod with the newest sample wins.
+//
+// Thread-safety: Read is for one thread at a time; the free functions are pure.
+#ifndef HPTRAIN_CONTROLLER_MANAGER_WORKER_READINGS_H_
+#define HPTRAIN_CONTROLLER_MANAGER_WORKER_READINGS_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "controller/kube/store.h"
+#include "controller/promql/prometheus_client.h"
+#include "controller/promql/sample.h"
+
+namespace hptrain::manager {
+
+class JobCaches;
+
+struct WorkerReading {
+  std::string pod;                 // the series' pod (or instance) label; "" when none
+  double compute_seconds = 0;      // hptrain_compute_seconds_sum: compute time so far
+  int64_t compute_steps = 0;       // hptrain_compute_seconds_count: steps measured so far
+  int batch_size = 0;              // hptrain_batch_size: the batch of the last step
+  double samples_per_second = 0;   // hptrain_samples_per_second
+  int64_t step = -1;               // hptrain_step; -1 when not read
+  int64_t epoch = -1;              // hptrain_epoch; -1 when not read
+  double newest_sample_seconds = 0;  // Unix time of the newest sample folded in
+};
+
+// Job key ("namespace/name") -> rank -> reading.
+using WorkerReadings = std::map<std::string, std::map<int, WorkerReading>>;
+
+// The metric names a reading is made of.
+const std::vector<std::string>& WorkerReadingMetrics();
+
+// Folds `samples` (any mix of the metrics above; others are ignored, as are samples without job
+// or rank labels and those whose role label is not "worker") into `out`, for the jobs named by
+// `job_keys` ("namespace/name") only. A sample with a namespace label belongs to that
+// namespace's job; one without belongs to every listed job of its name. `now_seconds` stands
+// for samples without a timestamp.
+void FoldSamples(const std::vector<promql::Sample>& samples, const std::vector<std::string>& job_keys,
+                 double now_seconds, WorkerReadings* out);
+
+class WorkerReadingsSource {
+ public:
+  virtual ~WorkerReadingsSource() = default;
+  // Readings of the workers of `jobs` (cached TrainingJobs). A job whose workers cannot be read
+  // is left out; an error means nothing could be read at all.
+  virtual absl::StatusOr<WorkerReadings> Read(const std::vector<kube::ObjectPtr>& jobs) = 0;
+  // For logs: "prometheus http://..." or "pod /metrics".
+  virtual std::string Describe() const = 0;
+};
+
+// Reads through Prometheus' HTTP API.
+std::unique_ptr<WorkerReadingsSource> NewPrometheusReadings(
+    std::shared_ptr<promql::PrometheusClient> client);
+
+// Scrapes the worker pods found in `caches` (not owned; must outlive the source); each GET is
+// bounded by `timeout`.
+std::unique_ptr<WorkerReadingsSource> NewScrapedReadings(const JobCaches* caches,
+                                                         absl::Duration timeout);
+
+}  // namespace hptrain::manager
+
+#endif  // HPTRAIN_CONTROLLER_MANAGER_WORKER_READINGS_H_

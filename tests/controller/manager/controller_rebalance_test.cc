@@ -1,0 +1,231 @@
+// The controller's rebalance loop end to end: the API server double, a real Prometheus scraping
+// four real `hptrain worker` processes (slowed down 1, 1, 2, 4) and their `hptrain ps`, started
+// as the controller's pods would be (the job file and the token from the Secret it created).
+// The controller reads the workers' compute times through Prometheus, calls SetAllocation on the
+// coordinator, and records the allocation in status with a Rebalanced event.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "runtime/ps/coordinator_client.h"
+#include "tests/controller/manager/controller_fixture.h"
+#include "tests/controller/manager/subprocess.h"
+#include "tests/controller/promql/test_server.h"
+
+namespace hptrain::manager::testing {
+namespace {
+
+constexpr int kWorkers = 4;
+constexpr int kGlobalBatch = 256;
+
+std::string Binary(const char* name) {
+  const char* dir = std::getenv("HPTRAIN_BIN");
+  return dir == nullptr ? "" : absl::StrCat(dir, "/", name);
+}
+
+bool OnPath(const std::string& program) {
+  return std::system(absl::StrCat("command -v ", program, " >/dev/null 2>&1").c_str()) == 0;
+}
+
+Json RebalancedJob(const std::string& name) {
+  Json job = MlpJob(name, kWorkers);
+  Json& spec = job["spec"];
+  spec["model"] = {{"name", "lenet5"}};
+  spec["dataset"] = {{"name", "fashion-mnist"}};
+  spec["strategy"] = {{"type", "ssgd"}};
+  spec["optimizer"] = {{"type", "sgd"}, {"lr", 0.05}};
+  spec["globalBatchSize"] = kGlobalBatch;
+  spec["epochs"] = 20;  // far more than the test lets it run
+  spec["threads"] = 1;
+  spec["rebalance"] = {{"enabled", true}, {"intervalSeconds", 2}, {"hysteresis", 0.05}};
+  spec["testing"] = {{"slowdown", {1, 1, 2, 4}}};
+  return job;
+}
+
+class ControllerRebalanceTest : public ControllerTest {
+ protected:
+  void SetUp() override {
+    if (Binary("hptrain").empty() || access(Binary("hptrain").c_str(), X_OK) != 0) {
+      GTEST_SKIP() << "no hptrain binary (built without libtorch): nothing to rebalance";
+    }
+    if (!OnPath("prometheus")) GTEST_SKIP() << "prometheus is not installed";
+    if (access("/usr/share/datasets/fashion-mnist", R_OK) != 0) {
+      GTEST_SKIP() << "Fashion-MNIST is not installed (Debian dataset-fashion-mnist)";
+    }
+    ControllerTest::SetUp();
+    dir_ = absl::StrCat(::testing::TempDir(), "/hptrain-rebalance-", getpid());
+    ASSERT_EQ(std::system(absl::StrCat("rm -rf ", dir_, " && mkdir -p ", dir_).c_str()), 0);
+  }
+
+  void TearDown() override {
+    for (auto& process : processes_) process->Signal(SIGKILL);
+    for (auto& process : processes_) process->Wait(absl::Seconds(10));
+    processes_.clear();
+    ControllerTest::TearDown();
+    if (!dir_.empty()) std::system(absl::StrCat("rm -rf ", dir_).c_str());
+  }
+
+  // Writes `text` to dir_/name; returns the path.
+  std::string Write(const std::string& name, const std::string& text) {
+    std::string path = absl::StrCat(dir_, "/", name);
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  Subprocess* Spawn(const std::vector<std::string>& argv) {
+    processes_.push_back(std::make_unique<Subprocess>());
+    absl::Status started = processes_.back()->Start(argv);
+    EXPECT_TRUE(started.ok()) << started;
+    return processes_.back().get();
+  }
+
+  // The decoded value of `key` in the job's Secret.
+  std::string SecretValue(const std::string& job, const std::string& key) {
+    for (const Json& secret : Owned("secrets", job)) {
+      std::string decoded;
+      if (absl::Base64Unescape(secret["data"].value(key, ""), &decoded)) return decoded;
+    }
+    return "";
+  }
+
+  std::string dir_;
+  std::vector<std::unique_ptr<Subprocess>> processes_;
+};
+
+TEST_F(ControllerRebalanceTest, ReadsWorkersThroughPrometheusAndSetsTheAllocation) {
+  // Ports first: Prometheus' targets are the workers' /metrics.
+  std::vector<int> metrics_ports;
+  for (int r = 0; r < kWorkers; ++r) metrics_ports.push_back(promql::testing::UnusedPort());
+  int prometheus_port = promql::testing::UnusedPort();
+  std::vector<std::string> targets;
+  for (int port : metrics_ports) targets.push_back(absl::StrCat("\"127.0.0.1:", port, "\""));
+  // honor_labels keeps the runtime's job/role/rank labels, as the PodMonitor in deploy/ does;
+  // the namespace label is the one a PodMonitor adds.
+  std::string config = Write(
+      "prometheus.yml",
+      absl::StrCat("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                   "scrape_configs:\n"
+                   "  - job_name: hptrain-workers\n"
+                   "    honor_labels: true\n"
+                   "    static_configs:\n"
+                   "      - targets: [", absl::StrJoin(targets, ", "), "]\n"
+                   "        labels: {namespace: ", kNs, "}\n"));
+  const std::string prometheus_url = absl::StrCat("http://127.0.0.1:", prometheus_port);
+  Spawn({"/usr/bin/env", "prometheus", absl::StrCat("--config.file=", config),
+         absl::StrCat("--storage.tsdb.path=", dir_, "/tsdb"),
+         absl::StrCat("--web.listen-address=127.0.0.1:", prometheus_port),
+         "--log.level=warn"});
+  httplib::Client prometheus_http("127.0.0.1", prometheus_port);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto ready = prometheus_http.Get("/-/ready");
+        return ready && ready->status == 200;
+      },
+      absl::Seconds(30)))
+      << "Prometheus did not become ready";
+
+  int coordinator_port = 0;
+  ControllerOptions options = FastOptions();
+  options.worker_readings = [prometheus_url](const JobCaches*) {
+    promql::PrometheusOptions prometheus;
+    prometheus.url = prometheus_url;
+    return NewPrometheusReadings(*promql::PrometheusClient::Create(prometheus));
+  };
+  options.rebalance.period = absl::Milliseconds(500);
+  // The ps pod's in-cluster name stands for the local ps process.
+  options.rebalance.coordinator_address = [&coordinator_port](const Json&) {
+    return absl::StrCat("127.0.0.1:", coordinator_port);
+  };
+  Controller* controller = StartController(std::move(options), controller_client_.get());
+
+  CreateJob(RebalancedJob("lenet"));
+  ASSERT_TRUE(WaitFor([&] { return PodNames("lenet").size() == kWorkers + 1; }));
+  const std::string token = SecretValue("lenet", "token");
+  const std::string manifest = SecretValue("lenet", "job.yaml");
+  ASSERT_FALSE(token.empty());
+  ASSERT_FALSE(manifest.empty());
+
+  // The pods' processes, started from what the pods mount.
+  std::string job_file = Write("job.yaml", manifest);
+  std::string token_file = Write("token", token);
+  std::string port_file = absl::StrCat(dir_, "/ps.port");
+  Spawn({Binary("hptrain"), "ps", "--job", job_file, "--token-file", token_file, "--host",
+         "127.0.0.1", "--port", "0", "--port-file", port_file, "--metrics-host", "127.0.0.1",
+         "--metrics-port", "0", "--linger", "1"});
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::ifstream in(port_file);
+        return static_cast<bool>(in >> coordinator_port) && coordinator_port > 0;
+      },
+      absl::Seconds(30)));
+  for (int r = 0; r < kWorkers; ++r) {
+    Spawn({Binary("hptrain"), "worker", "--job", job_file, "--token-file", token_file,
+           "--coordinator", absl::StrCat("127.0.0.1:", coordinator_port), "--rank",
+           std::to_string(r), "--bind", "127.0.0.1", "--metrics-host", "127.0.0.1",
+           "--metrics-port", std::to_string(metrics_ports[r])});
+  }
+  SetPods("lenet", "Running");  // the kubelet's part
+  ASSERT_TRUE(WaitFor([&] { return Phase("lenet") == "Running"; }));
+
+  // The loop reads compute times at batch 64 everywhere, finds ranks 2 and 3 two and four
+  // times slower, and moves work to ranks 0 and 1.
+  ASSERT_TRUE(WaitFor([&] { return Status("lenet").value("allocationGeneration", 0) >= 1; },
+                      absl::Seconds(90)))
+      << "no allocation recorded; status: " << Status("lenet").dump();
+  Json status = Status("lenet");
+  std::vector<int> sizes;
+  for (const Json& worker : status["workers"]) sizes.push_back(worker.value("batchSize", 0));
+  ASSERT_EQ(sizes.size(), static_cast<size_t>(kWorkers)) << status.dump();
+  EXPECT_EQ(std::accumulate(sizes.begin(), sizes.end(), 0), kGlobalBatch);
+  EXPECT_GT(sizes[0], sizes[3]) << status.dump();
+  EXPECT_GT(sizes[1], sizes[3]) << status.dump();
+  EXPECT_GT(sizes[0], kGlobalBatch / kWorkers) << status.dump();
+  EXPECT_FALSE(status.value("lastRebalanceTime", "").empty());
+  EXPECT_NE(Condition("lenet", "Rebalanced"), nullptr);
+  ASSERT_TRUE(WaitFor([&] { return !Events("lenet", "Rebalanced").empty(); }));
+  EXPECT_GE(controller->rebalance_loop()->allocations_set(), 1);
+  EXPECT_GE(controller->metrics().rebalances->Value(), 1);
+
+  // The coordinator holds what status says. The loop goes on measuring and may move the
+  // allocation again meanwhile: compare when status read before and after the coordinator agree.
+  ps::CoordinatorClient coordinator(absl::StrCat("127.0.0.1:", coordinator_port), token);
+  auto recorded = [&] {
+    std::vector<int> out;
+    const Json status = Status("lenet");
+    for (const Json& worker : status.value("workers", Json::array())) {
+      out.push_back(worker.value("batchSize", 0));
+    }
+    return out;
+  };
+  std::vector<int> in_force;
+  int64_t generation = 0;
+  absl::Status last_error;
+  std::vector<int> before;
+  EXPECT_TRUE(WaitFor([&] {
+    before = recorded();
+    absl::StatusOr<v1::Allocation> allocation = coordinator.GetAllocation();
+    last_error = allocation.status();
+    if (!allocation.ok()) return false;
+    generation = allocation->generation();
+    in_force.assign(allocation->batch_sizes().begin(), allocation->batch_sizes().end());
+    return before == in_force && recorded() == in_force;
+  })) << last_error << " coordinator " << absl::StrJoin(in_force, ",") << ", status before "
+       << absl::StrJoin(before, ",") << ", status now " << absl::StrJoin(recorded(), ",");
+  EXPECT_GE(generation, 2);  // 1 is the initial allocation
+  // The readings reach status through the reconciler too.
+  EXPECT_TRUE(WaitFor([&] { return Status("lenet").value("samplesPerSecond", 0.0) > 0; }))
+      << Status("lenet").dump();
+}
+
+}  // namespace
+}  // namespace hptrain::manager::testing

@@ -1,0 +1,87 @@
+#include "controller/manager/worker_readings.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace hptrain::manager {
+namespace {
+
+promql::Sample S(const std::string& name, std::map<std::string, std::string> labels, double value,
+                 double timestamp = 0) {
+  labels["__name__"] = name;
+  return promql::Sample{std::move(labels), value, timestamp};
+}
+
+std::map<std::string, std::string> Worker(const std::string& job, int rank,
+                                          const std::string& ns = "", const std::string& pod = "") {
+  std::map<std::string, std::string> labels = {
+      {"job", job}, {"role", "worker"}, {"rank", std::to_string(rank)}};
+  if (!ns.empty()) labels["namespace"] = ns;
+  if (!pod.empty()) labels["pod"] = pod;
+  return labels;
+}
+
+TEST(WorkerReadingsTest, FoldsEveryMetricOfARank) {
+  WorkerReadings out;
+  FoldSamples({S("hptrain_compute_seconds_sum", Worker("a", 1, "ns"), 12.5),
+               S("hptrain_compute_seconds_count", Worker("a", 1, "ns"), 40),
+               S("hptrain_batch_size", Worker("a", 1, "ns"), 96),
+               S("hptrain_samples_per_second", Worker("a", 1, "ns"), 310.5),
+               S("hptrain_step", Worker("a", 1, "ns"), 41),
+               S("hptrain_epoch", Worker("a", 1, "ns"), 2),
+               S("hptrain_train_loss", Worker("a", 1, "ns"), 0.3)},  // not a reading
+              {"ns/a"}, 100, &out);
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out["ns/a"].count(1), 1u);
+  const WorkerReading& r = out["ns/a"][1];
+  EXPECT_DOUBLE_EQ(r.compute_seconds, 12.5);
+  EXPECT_EQ(r.compute_steps, 40);
+  EXPECT_EQ(r.batch_size, 96);
+  EXPECT_DOUBLE_EQ(r.samples_per_second, 310.5);
+  EXPECT_EQ(r.step, 41);
+  EXPECT_EQ(r.epoch, 2);
+  EXPECT_DOUBLE_EQ(r.newest_sample_seconds, 100);  // no timestamps: "now"
+}
+
+TEST(WorkerReadingsTest, NamespacesJobsRolesAndRanksSelect) {
+  WorkerReadings out;
+  std::map<std::string, std::string> ps = Worker("a", 0, "ns");
+  ps["role"] = "ps";
+  std::map<std::string, std::string> no_rank = {{"job", "a"}, {"role", "worker"}};
+  // A scrape config without honor_labels renames the runtime's job label.
+  std::map<std::string, std::string> renamed = {
+      {"exported_job", "a"}, {"job", ""}, {"role", "worker"}, {"rank", "3"}};
+  FoldSamples({S("hptrain_batch_size", Worker("a", 0, "ns"), 1),
+               S("hptrain_batch_size", Worker("a", 1, "other"), 2),   // another namespace's a
+               S("hptrain_batch_size", Worker("b", 0, "ns"), 3),      // a job not asked for
+               S("hptrain_batch_size", ps, 4),                        // not a worker
+               S("hptrain_batch_size", no_rank, 5),                   // no rank
+               S("hptrain_batch_size", Worker("a", 2), 6),            // no namespace: any a
+               S("hptrain_batch_size", renamed, 7)},                  // honor_labels off
+              {"ns/a", "x/a"}, 1, &out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out["ns/a"].size(), 3u);
+  EXPECT_EQ(out["ns/a"][0].batch_size, 1);
+  EXPECT_EQ(out["ns/a"][2].batch_size, 6);
+  EXPECT_EQ(out["ns/a"][3].batch_size, 7);
+  EXPECT_EQ(out["x/a"].size(), 2u);  // ranks 2 and 3, which name no namespace
+  EXPECT_EQ(out["x/a"].count(0), 0u);
+}
+
+TEST(WorkerReadingsTest, TheNewestPodOfARankWins) {
+  WorkerReadings out;
+  FoldSamples({S("hptrain_batch_size", Worker("a", 0, "ns", "a-worker-0-old"), 16, 50),
+               S("hptrain_compute_seconds_count", Worker("a", 0, "ns", "a-worker-0-old"), 900, 50),
+               S("hptrain_batch_size", Worker("a", 0, "ns", "a-worker-0"), 20, 70),
+               S("hptrain_compute_seconds_count", Worker("a", 0, "ns", "a-worker-0"), 3, 70)},
+              {"ns/a"}, 100, &out);
+  const WorkerReading& r = out["ns/a"][0];
+  EXPECT_EQ(r.pod, "a-worker-0");
+  EXPECT_EQ(r.batch_size, 20);
+  EXPECT_EQ(r.compute_steps, 3);  // never mixed with the old pod's
+}
+
+}  // namespace
+}  // namespace hptrain::manager
