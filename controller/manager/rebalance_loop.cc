@@ -204,7 +204,7 @@ void RebalanceLoop::TickJob(const nlohmann::json& job, const std::map<int, Worke
         std::chrono::milliseconds(absl::ToInt64Milliseconds(options_.rpc_timeout)));
   }
   absl::StatusOr<v1::Allocation> current = state->coordinator->GetAllocation();
-  if (!current.ok()) return fail(absl::StrCat("coordinator ", address), current.status());
+  if (!current.ok()) return fail("reading the allocation", current.status());
   if (current->generation() < state->coordinator_generation) {
     // A new coordinator (the gang restarted): new processes, old measurements.
     state->balancer = std::make_unique<job::LocalRebalancer>(*state->spec);
@@ -227,7 +227,7 @@ void RebalanceLoop::TickJob(const nlohmann::json& job, const std::map<int, Worke
   if (!proposal.has_value()) return;
   absl::StatusOr<v1::Allocation> set =
       state->coordinator->SetAllocation(*proposal, options_.lead_steps);
-  if (!set.ok()) return fail("SetAllocation", set.status());
+  if (!set.ok()) return fail("setting the allocation", set.status());
   ++allocations_set_;
   state->coordinator_generation = set->generation();
   state->last_error.clear();

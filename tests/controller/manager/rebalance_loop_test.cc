@@ -16,6 +16,7 @@
 #include "runtime/ps/coordinator_server.h"
 #include "runtime/ps/coordinator_service.h"
 #include "tests/controller/manager/controller_fixture.h"
+#include "tests/controller/promql/test_server.h"
 
 namespace hptrain::manager::testing {
 namespace {
@@ -220,6 +221,52 @@ TEST_F(RebalanceLoopTest, JobsWithoutRebalancingAreNotRead) {
   for (int i = 0; i < 4; ++i) Pass();
   EXPECT_EQ(readings_->reads, 0);
   EXPECT_EQ(Current().generation(), 1);
+}
+
+// Without Prometheus: the worker pods' own /metrics pages, at the pod IP and the container port
+// named "metrics" (here a test server standing in for worker 1; the other pods have no IP yet).
+TEST_F(RebalanceLoopTest, ScrapedReadingsReadEachWorkerPodsPage) {
+  promql::testing::TestServer worker;
+  worker.server().Get("/metrics", [](const httplib::Request&, httplib::Response& response) {
+    response.set_content(
+        "# TYPE hptrain_compute_seconds histogram\n"
+        "hptrain_compute_seconds_bucket{job=\"mlp\",role=\"worker\",rank=\"1\",le=\"+Inf\"} 40\n"
+        "hptrain_compute_seconds_sum{job=\"mlp\",role=\"worker\",rank=\"1\"} 2.5\n"
+        "hptrain_compute_seconds_count{job=\"mlp\",role=\"worker\",rank=\"1\"} 40\n"
+        "# TYPE hptrain_batch_size gauge\n"
+        "hptrain_batch_size{job=\"mlp\",role=\"worker\",rank=\"1\"} 16\n",
+        "text/plain; version=0.0.4");
+  });
+  worker.Start();
+  absl::StatusOr<Json> mutated =
+      server_->Mutate("pods", kNs, "mlp-worker-1", [&](Json* pod) {
+        (*pod)["status"]["podIP"] = "127.0.0.1";
+        for (Json& container : (*pod)["spec"]["containers"]) {
+          for (Json& port : container["ports"]) {
+            if (port["name"] == "metrics") port["containerPort"] = worker.port();
+          }
+        }
+      });
+  ASSERT_TRUE(mutated.ok()) << mutated.status();
+  const std::string key = absl::StrCat(kNs, "/mlp");
+  ASSERT_TRUE(WaitFor([&] {
+    for (const Json& pod : controller_->caches().Observe(*controller_->caches().Job(key)).pods) {
+      if (pod["status"].value("podIP", "") == "127.0.0.1") return true;
+    }
+    return false;
+  }));
+  std::unique_ptr<WorkerReadingsSource> scraped =
+      NewScrapedReadings(&controller_->caches(), absl::Seconds(5));
+  absl::StatusOr<WorkerReadings> readings = scraped->Read({controller_->caches().Job(key)});
+  ASSERT_TRUE(readings.ok()) << readings.status();
+  ASSERT_EQ(readings->count(key), 1u);
+  const std::map<int, WorkerReading>& ranks = readings->at(key);
+  ASSERT_EQ(ranks.size(), 1u);
+  const WorkerReading& reading = ranks.at(1);
+  EXPECT_EQ(reading.pod, "mlp-worker-1");
+  EXPECT_DOUBLE_EQ(reading.compute_seconds, 2.5);
+  EXPECT_EQ(reading.compute_steps, 40);
+  EXPECT_EQ(reading.batch_size, 16);
 }
 
 }  // namespace
