@@ -1,13 +1,14 @@
 // PrometheusClient: instant queries against a Prometheus server's HTTP API.
 //
-// The controller reads its workers' metrics (step rate, loss, bytes moved) from the Prometheus
-// that scrapes them, with PromQL:
+// The controller reads its workers' metrics (compute time, batch size, step rate) from the
+// Prometheus that scrapes them, with PromQL:
 //
 //   PrometheusOptions options;
 //   options.url = "http://prometheus.monitoring:9090";
 //   HPTRAIN_ASSIGN_OR_RETURN(auto client, PrometheusClient::Create(options));
-//   HPTRAIN_ASSIGN_OR_RETURN(std::vector<Sample> rates,
-//                            client->Query("rate(hptrain_step_total{job=\"mnist\"}[1m])"));
+//   HPTRAIN_ASSIGN_OR_RETURN(
+//       std::vector<Sample> rates,
+//       client->Query("rate(hptrain_compute_seconds_count{job=\"mnist\"}[1m])"));
 //
 // Query sends GET {url}/api/v1/query?query=<expr, percent-encoded> (evaluated at the server's
 // "now") with Accept: application/json and, when configured, Authorization: Bearer <token>, and
