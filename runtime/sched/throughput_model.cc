@@ -4,50 +4,6 @@
 #include <cmath>
 
 namespace hptrain::sched {
-namespace {
-
-struct Affine {
-  double fixed = 0;
-  double per_sample = 0;
-};
-
-// Least squares of seconds = fixed + per_sample * batch over `points` (batch -> seconds), kept
-// physical: no negative fixed cost, time growing with the batch; proportional from one point.
-Affine FitPoints(const std::map<int, double>& points) {
-  Affine a;
-  if (points.empty()) return a;
-  if (points.size() == 1) {
-    a.per_sample = points.begin()->second / points.begin()->first;
-    return a;
-  }
-  double n = 0, sb = 0, st = 0, sbb = 0, sbt = 0;
-  for (const auto& [b, t] : points) {
-    n += 1;
-    sb += b;
-    st += t;
-    sbb += static_cast<double>(b) * b;
-    sbt += b * t;
-  }
-  const double det = n * sbb - sb * sb;
-  a.per_sample = det > 0 ? (n * sbt - sb * st) / det : 0;
-  a.fixed = (st - a.per_sample * sb) / n;
-  if (a.fixed < 0 || a.per_sample <= 0) {
-    a.fixed = std::max(0.0, a.fixed);
-    double num = 0, den = 0;
-    for (const auto& [b, t] : points) {
-      num += b * (t - a.fixed);
-      den += static_cast<double>(b) * b;
-    }
-    a.per_sample = num / den;
-    if (a.per_sample <= 0) {  // times fall with the batch: noise; fall back to proportional
-      a.fixed = 0;
-      a.per_sample = st / sb;
-    }
-  }
-  return a;
-}
-
-}  // namespace
 
 bool ThroughputModel::Observe(int batch, double seconds) {
   if (batch <= 0 || !(seconds > 0) || !std::isfinite(seconds)) return true;
@@ -64,7 +20,6 @@ bool ThroughputModel::Observe(int batch, double seconds) {
       outliers_.emplace_back(batch, seconds);
       if (static_cast<int>(outliers_.size()) < options_.outlier_run) return false;
       points_.clear();
-      drift_run_ = 0;
       for (const auto& [b, s] : outliers_) {
         auto p = points_.find(b);
         points_[b] = p == points_.end()
@@ -76,9 +31,8 @@ bool ThroughputModel::Observe(int batch, double seconds) {
       return true;
     }
     it->second = (1 - options_.ewma_alpha) * it->second + options_.ewma_alpha * seconds;
-    CheckDrift(batch);
   } else {
-    points_[batch] = seconds;  // a new size: the fit learns from it, it is not judged by it
+    points_[batch] = seconds;
   }
   outliers_.clear();
   Fit();
@@ -86,28 +40,37 @@ bool ThroughputModel::Observe(int batch, double seconds) {
 }
 
 void ThroughputModel::Fit() {
-  Affine a = FitPoints(points_);
-  fixed_ = a.fixed;
-  per_sample_ = a.per_sample;
-}
-
-void ThroughputModel::CheckDrift(int batch) {
-  if (points_.size() < 2) {
-    drift_run_ = 0;
+  if (points_.size() == 1) {
+    fixed_ = 0;
+    per_sample_ = points_.begin()->second / points_.begin()->first;
     return;
   }
-  std::map<int, double> others = points_;
-  const double measured = others[batch];
-  others.erase(batch);
-  Affine a = FitPoints(others);
-  const double predicted = a.fixed + a.per_sample * batch;
-  if (predicted > 0 && std::abs(measured / predicted - 1) <= options_.drift_tolerance) {
-    drift_run_ = 0;
-    return;
+  // Least squares of seconds = fixed + per_sample * batch.
+  double n = 0, sb = 0, st = 0, sbb = 0, sbt = 0;
+  for (const auto& [b, t] : points_) {
+    n += 1;
+    sb += b;
+    st += t;
+    sbb += static_cast<double>(b) * b;
+    sbt += b * t;
   }
-  if (++drift_run_ < options_.outlier_run) return;
-  points_ = {{batch, measured}};
-  drift_run_ = 0;
+  const double det = n * sbb - sb * sb;
+  per_sample_ = det > 0 ? (n * sbt - sb * st) / det : 0;
+  fixed_ = (st - per_sample_ * sb) / n;
+  // A physical model: no negative fixed cost, time grows with the batch.
+  if (fixed_ < 0 || per_sample_ <= 0) {
+    fixed_ = std::max(0.0, fixed_);
+    double num = 0, den = 0;
+    for (const auto& [b, t] : points_) {
+      num += b * (t - fixed_);
+      den += static_cast<double>(b) * b;
+    }
+    per_sample_ = num / den;
+    if (per_sample_ <= 0) {  // times fall with the batch: noise; fall back to proportional
+      fixed_ = 0;
+      per_sample_ = st / sb;
+    }
+  }
 }
 
 double ThroughputModel::Seconds(double batch) const {

@@ -10,13 +10,6 @@
 // next `outlier_run` measurements all agree that far off, the worker really changed speed, the
 // old averages are dropped and the model restarts from the new measurements.
 //
-// Drift: a worker that changes speed by less than that factor is caught another way. After each
-// measurement, the average of its batch size is compared with what the other sizes' averages
-// predict for it (their own fit); when it is off by more than `drift_tolerance` for
-// `outlier_run` measurements in a row, those other averages describe a worker that no longer
-// exists and are dropped. Without this, points measured before the change would keep the fit
-// wrong for as long as the worker stays at its new size.
-//
 // Not thread-safe; pure computation.
 #ifndef HPTRAIN_RUNTIME_SCHED_THROUGHPUT_MODEL_H_
 #define HPTRAIN_RUNTIME_SCHED_THROUGHPUT_MODEL_H_
@@ -30,7 +23,6 @@ struct ModelOptions {
   double ewma_alpha = 0.3;      // weight of a new measurement in its batch size's average
   double outlier_factor = 2.0;  // a measurement off by more than this factor is an outlier
   int outlier_run = 3;          // this many outliers in a row mean a real change of speed
-  double drift_tolerance = 0.25;  // relative disagreement with the other sizes' prediction
 };
 
 class ThroughputModel {
@@ -52,15 +44,11 @@ class ThroughputModel {
 
  private:
   void Fit();
-  // Counts a measurement at `batch` whose average disagrees with the other sizes' prediction,
-  // and drops those sizes after a run of them.
-  void CheckDrift(int batch);
 
   ModelOptions options_;
   std::map<int, double> points_;   // batch size -> EWMA of seconds
   std::vector<std::pair<int, double>> outliers_;  // the current run of outliers
   bool outliers_slow_ = false;                     // whether that run is slower than usual
-  int drift_run_ = 0;                              // measurements in a row that disagree
   double fixed_ = 0;
   double per_sample_ = 0;
 };

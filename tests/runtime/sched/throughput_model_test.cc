@@ -33,33 +33,6 @@ TEST(ThroughputModel, OneSlowStepIsAnOutlierARunOfThemIsANewSpeed) {
   EXPECT_NEAR(m.Seconds(32), 0.128, 1e-12);
 }
 
-TEST(ThroughputModel, ASmallerChangeOfSpeedDropsTheSizesMeasuredBeforeIt) {
-  // 1 ms per sample at sizes 64 and 48; then the worker becomes 2x faster (within the outlier
-  // factor) while it stays at 48.
-  ThroughputModel m;
-  for (int i = 0; i < 5; ++i) m.Observe(64, 0.064);
-  for (int i = 0; i < 5; ++i) m.Observe(48, 0.048);
-  EXPECT_NEAR(m.Seconds(64), 0.064, 1e-9);
-  for (int i = 0; i < 12; ++i) EXPECT_TRUE(m.Observe(48, 0.024));
-  // Size 64's old average is gone: 64 is predicted from the new speed, not from the old one.
-  EXPECT_NEAR(m.Seconds(64), 0.032, 0.002);
-  EXPECT_NEAR(m.Seconds(48), 0.024, 0.002);
-}
-
-TEST(ThroughputModel, NoiseAndAFixedCostAreNotDrift) {
-  // GPU-like (10 ms fixed + 1 ms/sample) measured at three sizes with +-10 % noise: every size
-  // stays in the model.
-  ThroughputModel m;
-  const int sizes[] = {16, 40, 64};
-  for (int i = 0; i < 60; ++i) {
-    const int b = sizes[i % 3];
-    const double noise = (i % 5 - 2) * 0.05;  // -10 % .. +10 %
-    m.Observe(b, (0.010 + 0.001 * b) * (1 + noise));
-  }
-  EXPECT_NEAR(m.fixed_seconds(), 0.010, 0.003);
-  EXPECT_NEAR(m.per_sample_seconds(), 0.001, 0.0001);
-}
-
 TEST(ThroughputModel, IgnoresMeaninglessMeasurements) {
   ThroughputModel m;
   m.Observe(0, 1.0);
