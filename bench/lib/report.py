@@ -24,8 +24,11 @@ def write(out_dir, header, suites):
               "the time cap. Bytes per worker per step are transmitted bytes on the workers' network",
               "interfaces (TCP/IP headers, the coordinator's RPCs and rendezvous included); `runtime`",
               "is what hptrain's communicator counted as payload. Samples/s is measured inside",
-              "training steps. `vs DDP` divides DDP's time to target by the system's (above 1 =",
-              "faster than DDP); where either did not reach the target it compares samples/s.", ""]
+              "training steps. Compute and comm s/step are hptrain's per-worker means of data +",
+              "forward + backward time and of gradient exchange time (encoding included) per step;",
+              "the peer does not report them. `vs DDP` divides DDP's time to target by the system's",
+              "(above 1 = faster than DDP); where either did not reach the target it compares",
+              "samples/s.", ""]
     results = [{"suite": title, "model": settings.model, "workers": settings.workers,
                 "target": settings.target, "rows": [row for row, _ in rows]}
                for title, settings, rows in suites]
@@ -46,12 +49,13 @@ def _table(title, settings, rows, out_dir):
            f"epoch(s){f', at most {settings.max_steps} steps' if settings.max_steps else ''}, "
            f"target test accuracy {100 * settings.target:.1f} %", "",
            "| system | time to target (s) | final acc. | KiB/worker/step (interfaces) | "
-           "KiB/worker/step (runtime) | samples/s | vs DDP | wall (s) |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+           "KiB/worker/step (runtime) | compute s/step | comm s/step | samples/s | vs DDP | "
+           "wall (s) |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row, _ in rows:
         if not row["ok"]:
             why = "time cap" if row["capped"] else row["error"]
-            out.append(f"| {row['name']} | failed: {why} | | | | | | {row['wall_seconds']:.1f} |")
+            out.append(f"| {row['name']} | failed: {why} | | | | | | | | {row['wall_seconds']:.1f} |")
             continue
         ratio = None
         if ddp and ddp["ok"]:
@@ -64,6 +68,8 @@ def _table(title, settings, rows, out_dir):
             f"{_fmt(row['final_accuracy'] and 100 * row['final_accuracy'], '.2f')} % | "
             f"{_fmt(_kib(row['interface_bytes_per_worker_step']), '.1f')} | "
             f"{_fmt(_kib(row['runtime_bytes_per_worker_step']), '.1f')} | "
+            f"{_fmt(row.get('compute_seconds_per_step'), '.3f')} | "
+            f"{_fmt(row.get('comm_seconds_per_step'), '.3f')} | "
             f"{_fmt(row['samples_per_second'], '.0f')} | {_fmt(ratio, '.2f')} | "
             f"{row['wall_seconds']:.1f} |")
     out.append("")

@@ -99,4 +99,7 @@ def summarize(run, settings):
         sent = sum(rank["bytes_sent"] for rank in r["ranks"])
         row["runtime_bytes_per_worker_step"] = sent / workers / steps
         row["interface_over_runtime"] = tx / sent if sent else None
+        ranks = r["ranks"]
+        row["compute_seconds_per_step"] = sum(k["compute_seconds"] for k in ranks) / len(ranks) / steps
+        row["comm_seconds_per_step"] = sum(k["comm_seconds"] for k in ranks) / len(ranks) / steps
     return row
