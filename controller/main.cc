@@ -28,9 +28,9 @@
 #include "controller/kube/log.h"
 #include "controller/manager/controller.h"
 #include "controller/manager/endpoints.h"
-#include "controller/promql/prometheus_client.h"
 #include "controller/manager/flags.h"
 #include "controller/manager/job_token.h"
+#include "controller/promql/prometheus_client.h"
 #include "runtime/base/exit_codes.h"
 #include "runtime/metrics/registry.h"
 
@@ -105,7 +105,7 @@ int Run(int argc, char** argv, const sigset_t& signals) {
     return Fail(status, ExitCodeFor(status));
   }
   // Worker readings for rebalancing: Prometheus when given, else each worker pod's /metrics.
-  std::unique_ptr<promql::PrometheusClient> prometheus;
+  std::shared_ptr<promql::PrometheusClient> prometheus;
   if (!flags->prometheus_url.empty()) {
     promql::PrometheusOptions prometheus_options;
     prometheus_options.url = flags->prometheus_url;
@@ -114,11 +114,9 @@ int Run(int argc, char** argv, const sigset_t& signals) {
     if (!created.ok()) return Fail(created.status(), kExitBadInput);
     prometheus = *std::move(created);
   }
-  std::shared_ptr<promql::PrometheusClient> shared_prometheus = std::move(prometheus);
-  options.worker_readings = [shared_prometheus](const JobCaches* caches) {
-    return shared_prometheus != nullptr
-               ? NewPrometheusReadings(shared_prometheus)
-               : NewScrapedReadings(caches, absl::Seconds(5));
+  options.worker_readings = [prometheus](const JobCaches* caches) {
+    return prometheus != nullptr ? NewPrometheusReadings(prometheus)
+                                 : NewScrapedReadings(caches, absl::Seconds(5));
   };
   Controller controller(client->get(), std::move(options));
   if (absl::Status status = controller.Start(); !status.ok()) {
