@@ -13,10 +13,13 @@
 #include "controller/kube/api_error.h"
 #include "controller/kube/client.h"
 #include "tests/controller/kube/fake_server.h"
+#include "tests/controller/kube/test_client.h"
 #include "tests/controller/kube/fixtures.h"
 
 namespace hptrain::kube {
 namespace {
+
+using ::hptrain::kube::testing::NewTestClient;
 
 using ::hptrain::kube::testing::FakeServer;
 using ::hptrain::kube::testing::Fixture;
@@ -28,16 +31,6 @@ constexpr char kToken[] = "replay-token";
 const Resource kCrds{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
                      "CustomResourceDefinition", false};
 const Resource kEventsV1{"events.k8s.io", "v1", "events", "Event", true};
-
-std::unique_ptr<Client> NewClient(const std::string& url) {
-  Config config;
-  config.server = url;
-  config.token = kToken;
-  config.timeout = absl::Seconds(5);
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::FromConfig(config);
-  EXPECT_TRUE(client.ok()) << client.status();
-  return client.ok() ? *std::move(client) : nullptr;
-}
 
 // Checks that `sent` is the request recorded in `fixture`.
 void ExpectSameRequest(const Fixture& fixture, const RecordedRequest& sent) {
@@ -69,7 +62,7 @@ class KubeClientFixtureTest : public ::testing::Test {
     ASSERT_TRUE(fixture.ok()) << fixture.status();
     FakeServer server(testing::ReplayHandler(*fixture));
     ASSERT_TRUE(server.Start().ok());
-    std::unique_ptr<Client> client = NewClient(server.url());
+    std::unique_ptr<Client> client = NewTestClient(server.url(), kToken);
     ASSERT_NE(client, nullptr);
     call(*client, *fixture);
     server.Stop();
@@ -201,7 +194,7 @@ TEST_F(KubeClientFixtureTest, ListAllFollowsContinue) {
                                                    : page1->ResponseBytes());
   });
   ASSERT_TRUE(server.Start().ok());
-  std::unique_ptr<Client> client = NewClient(server.url());
+  std::unique_ptr<Client> client = NewTestClient(server.url(), kToken);
   ListOptions options;
   options.limit = 1;
   absl::StatusOr<ObjectList> all = client->ListAll(TrainingJobs(), "fixtures", options);

@@ -12,9 +12,12 @@
 #include "controller/kube/log.h"
 #include "controller/kube/timestamps.h"
 #include "tests/controller/kube/fake_server.h"
+#include "tests/controller/kube/test_client.h"
 
 namespace hptrain::kube {
 namespace {
+
+using ::hptrain::kube::testing::NewTestClient;
 
 using ::hptrain::kube::testing::Connection;
 using ::hptrain::kube::testing::FakeServer;
@@ -24,13 +27,6 @@ const nlohmann::json kJob = {
     {"apiVersion", "hptrain.io/v1alpha1"},
     {"kind", "TrainingJob"},
     {"metadata", {{"name", "resnet"}, {"namespace", "ns"}, {"uid", "uid-1"}}}};
-
-std::unique_ptr<Client> NewClient(const std::string& url) {
-  Config config;
-  config.server = url;
-  config.timeout = absl::Seconds(5);
-  return std::move(Client::FromConfig(config)).value();
-}
 
 class KubeEventRecorderTest : public ::testing::Test {
  protected:
@@ -75,7 +71,7 @@ class KubeEventRecorderTest : public ::testing::Test {
 TEST_F(KubeEventRecorderTest, CreatesACoreEventAboutTheObject) {
   FakeServer server(Api());
   ASSERT_TRUE(server.Start().ok());
-  std::unique_ptr<Client> client = NewClient(server.url());
+  std::unique_ptr<Client> client = NewTestClient(server.url());
   EventRecorder recorder(client.get(), options_);
   recorder.Record(kJob, EventType::kNormal, "Rebalanced", "allocation [48 48 24 8]");
   ASSERT_TRUE(recorder.Flush(absl::Seconds(10)));
@@ -108,7 +104,7 @@ TEST_F(KubeEventRecorderTest, CreatesACoreEventAboutTheObject) {
 TEST_F(KubeEventRecorderTest, RepeatsBumpTheCountAndNewMessagesGetNewEvents) {
   FakeServer server(Api());
   ASSERT_TRUE(server.Start().ok());
-  std::unique_ptr<Client> client = NewClient(server.url());
+  std::unique_ptr<Client> client = NewTestClient(server.url());
   EventRecorder recorder(client.get(), options_);
   recorder.Record(kJob, EventType::kWarning, "PodFailed", "worker-1 OOMKilled");
   recorder.Record(kJob, EventType::kWarning, "PodFailed", "worker-1 OOMKilled");
@@ -138,7 +134,7 @@ TEST_F(KubeEventRecorderTest, RepeatsBumpTheCountAndNewMessagesGetNewEvents) {
 TEST_F(KubeEventRecorderTest, ExpiredSeriesStartsOver) {
   FakeServer server(Api());
   ASSERT_TRUE(server.Start().ok());
-  std::unique_ptr<Client> client = NewClient(server.url());
+  std::unique_ptr<Client> client = NewTestClient(server.url());
   EventRecorder recorder(client.get(), options_);
   recorder.Record(kJob, EventType::kNormal, "Created", "pods created");
   ASSERT_TRUE(recorder.Flush(absl::Seconds(10)));
@@ -162,7 +158,7 @@ TEST_F(KubeEventRecorderTest, FailuresAreLoggedAndNeverBlockTheCaller) {
     c.Respond(500, R"({"kind":"Status","message":"etcd is down","code":500})");
   });
   ASSERT_TRUE(server.Start().ok());
-  std::unique_ptr<Client> client = NewClient(server.url());
+  std::unique_ptr<Client> client = NewTestClient(server.url());
   options_.queue_capacity = 2;
   EventRecorder recorder(client.get(), options_);
   // The writer is stuck on the first event; the queue holds two more; the rest are dropped at

@@ -12,9 +12,12 @@
 #include "absl/synchronization/mutex.h"
 #include "controller/kube/log.h"
 #include "tests/controller/kube/fake_server.h"
+#include "tests/controller/kube/test_client.h"
 
 namespace hptrain::kube {
 namespace {
+
+using ::hptrain::kube::testing::Eventually;
 
 using ::hptrain::kube::testing::Connection;
 using ::hptrain::kube::testing::FakeServer;
@@ -161,16 +164,6 @@ class Recorder {
   absl::Mutex mu_;
   std::vector<std::string> seen_ ABSL_GUARDED_BY(mu_);
 };
-
-// Polls `done` until true or 10 s.
-bool Eventually(const std::function<bool()>& done) {
-  absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (absl::Now() < deadline) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return done();
-}
 
 class KubeInformerTest : public ::testing::Test {
  protected:

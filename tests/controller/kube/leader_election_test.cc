@@ -13,10 +13,15 @@
 #include "controller/kube/log.h"
 #include "controller/kube/timestamps.h"
 #include "tests/controller/kube/fake_server.h"
+#include "tests/controller/kube/test_client.h"
 #include "tests/controller/kube/fixtures.h"
 
 namespace hptrain::kube {
 namespace {
+
+using ::hptrain::kube::testing::NewTestClient;
+
+using ::hptrain::kube::testing::Eventually;
 
 using ::hptrain::kube::testing::Connection;
 using ::hptrain::kube::testing::FakeServer;
@@ -25,22 +30,6 @@ using ::hptrain::kube::testing::LoadFixture;
 using ::hptrain::kube::testing::RecordedRequest;
 
 constexpr char kLeasePath[] = "/apis/coordination.k8s.io/v1/namespaces/ns/leases";
-
-std::unique_ptr<Client> NewClient(const std::string& url) {
-  Config config;
-  config.server = url;
-  config.timeout = absl::Seconds(5);
-  return std::move(Client::FromConfig(config)).value();
-}
-
-bool Eventually(const std::function<bool()>& done) {
-  absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (absl::Now() < deadline) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return done();
-}
 
 std::string StatusBody(int code, const std::string& reason, const std::string& message) {
   return nlohmann::json{{"kind", "Status"},   {"apiVersion", "v1"}, {"status", "Failure"},
@@ -140,7 +129,7 @@ class KubeLeaderElectionTest : public ::testing::Test {
 
 TEST_F(KubeLeaderElectionTest, RejectsBadConfigs) {
   LeaseApi api;
-  std::unique_ptr<Client> client = NewClient(api.url());
+  std::unique_ptr<Client> client = NewTestClient(api.url());
   LeaderElectionConfig no_identity = FastConfig("");
   EXPECT_EQ(LeaderElector(client.get(), no_identity).Start().code(),
             absl::StatusCode::kInvalidArgument);
@@ -170,7 +159,7 @@ TEST_F(KubeLeaderElectionTest, FollowsTheRecordedLeaseExchanges) {
     if (request.method == "PUT") c.Write(put_answer);
   });
   ASSERT_TRUE(server.Start().ok());
-  std::unique_ptr<Client> client = NewClient(server.url());
+  std::unique_ptr<Client> client = NewTestClient(server.url());
   absl::Time recorded_time = ParseKubeTime("2026-11-22T00:00:00Z").value();
 
   LeaderElectionConfig a_config = FastConfig("controller-a");
@@ -242,7 +231,7 @@ TEST_F(KubeLeaderElectionTest, FollowsTheRecordedLeaseExchanges) {
 
 TEST_F(KubeLeaderElectionTest, OneLeaderAtATimeAndHandoverOnRelease) {
   LeaseApi api;
-  std::unique_ptr<Client> client = NewClient(api.url());
+  std::unique_ptr<Client> client = NewTestClient(api.url());
   Callbacks a_calls, b_calls;
   LeaderElectionConfig a_config = FastConfig("replica-a");
   a_calls.Wire(&a_config);
@@ -273,7 +262,7 @@ TEST_F(KubeLeaderElectionTest, OneLeaderAtATimeAndHandoverOnRelease) {
 
 TEST_F(KubeLeaderElectionTest, StopsLeadingWhenRenewalsFailPastTheDeadline) {
   LeaseApi api;
-  std::unique_ptr<Client> client = NewClient(api.url());
+  std::unique_ptr<Client> client = NewTestClient(api.url());
   Callbacks calls;
   LeaderElectionConfig config = FastConfig("replica-a");
   config.lease_duration = absl::Milliseconds(400);

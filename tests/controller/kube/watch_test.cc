@@ -11,25 +11,19 @@
 #include "controller/kube/api_error.h"
 #include "controller/kube/client.h"
 #include "tests/controller/kube/fake_server.h"
+#include "tests/controller/kube/test_client.h"
 #include "tests/controller/kube/fixtures.h"
 
 namespace hptrain::kube {
 namespace {
+
+using ::hptrain::kube::testing::NewTestClient;
 
 using ::hptrain::kube::testing::Connection;
 using ::hptrain::kube::testing::FakeServer;
 using ::hptrain::kube::testing::Fixture;
 using ::hptrain::kube::testing::LoadFixture;
 using ::hptrain::kube::testing::RecordedRequest;
-
-std::unique_ptr<Client> NewClient(const std::string& url) {
-  Config config;
-  config.server = url;
-  config.token = "t";
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::FromConfig(config);
-  EXPECT_TRUE(client.ok()) << client.status();
-  return client.ok() ? *std::move(client) : nullptr;
-}
 
 struct Seen {
   std::string type;
@@ -107,7 +101,7 @@ class KubeWatchFixtureTest : public ::testing::Test {
     FakeServer server(testing::ReplayHandler(*fixture));
     EXPECT_TRUE(server.Start().ok());
     absl::Status status =
-        NewClient(server.url())->Watch(resource, "fixtures", options, Collect(seen));
+        NewTestClient(server.url(), "t", std::nullopt)->Watch(resource, "fixtures", options, Collect(seen));
     server.Stop();
     std::vector<RecordedRequest> sent = server.requests();
     EXPECT_EQ(sent.size(), 1u);
@@ -148,7 +142,7 @@ TEST_F(KubeWatchFixtureTest, GarbageCollectedPodsThenBookmark) {
   options.timeout_seconds = 8;
   std::vector<WatchEvent> events;
   absl::Status status =
-      NewClient(server.url())->Watch(Pods(), "fixtures", options, [&](const WatchEvent& event) {
+      NewTestClient(server.url(), "t", std::nullopt)->Watch(Pods(), "fixtures", options, [&](const WatchEvent& event) {
         events.push_back(event);
         return absl::OkStatus();
       });
@@ -185,7 +179,7 @@ TEST(KubeWatchTest, HttpErrorBeforeTheStreamIsDecoded) {
   });
   ASSERT_TRUE(server.Start().ok());
   absl::Status status =
-      NewClient(server.url())->Watch(Pods(), "", WatchOptions(), [](const WatchEvent&) {
+      NewTestClient(server.url(), "t", std::nullopt)->Watch(Pods(), "", WatchOptions(), [](const WatchEvent&) {
         return absl::OkStatus();
       });
   EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
@@ -204,7 +198,7 @@ TEST(KubeWatchTest, StreamCutInTheMiddleOfAnEventIsUnavailable) {
   ASSERT_TRUE(server.Start().ok());
   std::vector<Seen> seen;
   absl::Status status =
-      NewClient(server.url())->Watch(Pods(), "ns", WatchOptions(), Collect(&seen));
+      NewTestClient(server.url(), "t", std::nullopt)->Watch(Pods(), "ns", WatchOptions(), Collect(&seen));
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
   EXPECT_EQ(seen.size(), 1u);
 }
@@ -218,7 +212,7 @@ TEST(KubeWatchTest, CancelFromAnotherThreadEndsABlockedWatch) {
     if (c.WaitClosed(absl::Seconds(20)) && !c.stopping()) client_closed.Notify();
   });
   ASSERT_TRUE(server.Start().ok());
-  std::unique_ptr<Client> client = NewClient(server.url());
+  std::unique_ptr<Client> client = NewTestClient(server.url(), "t", std::nullopt);
   Canceller cancel;
   WatchOptions options;
   options.cancel = &cancel;
