@@ -6,8 +6,8 @@
 //   3. DgcSelect(v, density) + PackSelection(v)     topk.h: send (indices, values)
 //   4. DgcMaskSelected(indices, u, v)               momentum factor masking: u[idx] = v[idx] = 0
 //
-// The receiver sums the sparse tensors (ScatterAdd), divides by N and applies plain SGD. Layers
-// smaller than about 1k elements are sent dense instead. Top-k with error feedback is the same
+// The receiver sums the sparse tensors (ScatterAdd), divides by N and applies plain SGD. Small
+// layers are not sparsified (the strategies all-reduce them every step: runtime/sync/small_tensors.h). Top-k with error feedback is the same
 // loop without the momentum (v = v + g) and without masking u.
 //
 // CPU functions keep no state, never allocate, and are thread-safe for disjoint buffers. The CUDA

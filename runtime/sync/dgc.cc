@@ -3,12 +3,15 @@
 // Per bucket: momentum correction u = m·u + g, v = v + u (kernels/topk/dgc.h); a threshold from a
 // 1 % sample of |v| selects between 0.8·k and 1.3·k entries (k = density · n); the selected
 // (index, value) pairs go through the sparse all-gather and are summed on every worker; momentum
-// factor masking clears u and v where sent. Every tensor is sparsified (the accumulation in v
-// delivers small ones over a few steps). Because momentum happens here, the optimizer runs
-// without momentum (applies_momentum). Warm-up: DGC's exponential density schedule over
-// `warmupEpochs` (density_schedule.h); at density ≥ 0.5 v is all-reduced dense.
+// factor masking clears u and v where sent. Tensors under 4096 elements are not sparsified (DGC
+// sends small layers dense): their momentum u = m·u + g is all-reduced every step at 4 bits with
+// error feedback (small_tensors.h); momentum is linear, so the sum of the workers' u is the
+// momentum of the summed gradients. Because momentum happens here, the optimizer runs without
+// momentum (applies_momentum). Warm-up: DGC's exponential density schedule over `warmupEpochs`
+// (density_schedule.h); at density ≥ 0.5 the whole bucket is all-reduced dense.
 //
-// Bytes per worker per step: about (N-1) · (8k + 32), k ≤ 1.3 · density · n.
+// Bytes per worker per step, L large and S small elements: about (N-1) · (8k + 32) with
+// k ≤ 1.3 · density · L, plus the small tensors' 2(N-1)/N · (S/2 + 8·ceil(S/512)).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -19,6 +22,7 @@
 #include "runtime/base/status.h"
 #include "runtime/sync/density_schedule.h"
 #include "runtime/sync/registry.h"
+#include "runtime/sync/small_tensors.h"
 #include "runtime/sync/sparse_allgather.h"
 
 namespace hptrain::sync {
@@ -34,46 +38,66 @@ class Dgc : public Strategy {
   bool applies_momentum() const override { return true; }
 
   absl::Status Init(const GradientLayout& layout) override {
-    u_.resize(layout.buckets.size());
-    v_.resize(layout.buckets.size());
-    for (size_t k = 0; k < layout.buckets.size(); ++k) {
-      u_[k].assign(layout.buckets[k].end - layout.buckets[k].begin, 0.0f);
-      v_[k].assign(layout.buckets[k].end - layout.buckets[k].begin, 0.0f);
+    small_.Init(layout, comm_, spec_.seed, /*error_feedback=*/true);
+    const size_t buckets = layout.buckets.size();
+    u_.resize(buckets);
+    v_.resize(buckets);
+    small_u_.resize(buckets);
+    for (size_t k = 0; k < buckets; ++k) {
+      u_[k].assign(small_.large_count(static_cast<int>(k)), 0.0f);
+      v_[k].assign(small_.large_count(static_cast<int>(k)), 0.0f);
+      small_u_[k].assign(small_.small_count(static_cast<int>(k)), 0.0f);
     }
     return absl::OkStatus();
   }
 
   absl::Status ReduceGradients(const StepInfo& step, int bucket,
                                absl::Span<float> gradients) override {
-    const int64_t n = static_cast<int64_t>(gradients.size());
-    std::vector<float>& u = u_[bucket];
-    std::vector<float>& v = v_[bucket];
-    kernels::DgcMomentumCorrection(gradients.data(), n, momentum_, u.data(), v.data());
     const double density =
         WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch_clock);
+    small_.Split(bucket, gradients);
+    // Small tensors: plain momentum, u = m·u + g, and u is what gets summed.
+    absl::Span<float> small = small_.small();
+    std::vector<float>& small_u = small_u_[bucket];
+    for (size_t i = 0; i < small.size(); ++i) {
+      small_u[i] = momentum_ * small_u[i] + small[i];
+      small[i] = small_u[i];
+    }
+    absl::Span<float> large = small_.large();
+    const int64_t n = static_cast<int64_t>(large.size());
+    std::vector<float>& u = u_[bucket];
+    std::vector<float>& v = v_[bucket];
+    kernels::DgcMomentumCorrection(large.data(), n, momentum_, u.data(), v.data());
     if (density >= kDenseAboveDensity) {
-      std::copy(v.begin(), v.end(), gradients.begin());
+      std::copy(v.begin(), v.end(), large.begin());
       std::fill(u.begin(), u.end(), 0.0f);
       std::fill(v.begin(), v.end(), 0.0f);
-      tally_.Add(4.0 * n, 4.0 * n);
+      small_.FoldResidual(bucket);
+      small_.Join(bucket, gradients);
+      tally_.Add(4.0 * gradients.size(), 4.0 * gradients.size());
       return comm_->AllReduceSum(gradients.data(), gradients.size());
     }
-    kernels::DgcThresholdOptions options;
-    options.density = density;
-    const kernels::ThresholdSelection selection =
-        kernels::DgcSelect(v.data(), n, options, spec_.seed + bucket, step.step);
-    indices_.resize(selection.count);
-    values_.resize(selection.count);
-    const int64_t count = kernels::PackSelection(v.data(), n, selection, indices_.data(),
-                                                 values_.data(), selection.count);
-    indices_.resize(count);
-    values_.resize(count);
-    kernels::DgcMaskSelected(indices_.data(), count, u.data(), v.data());
-    size_t block = 0;
-    HPTRAIN_RETURN_IF_ERROR(
-        SparseAllGatherSum(*comm_, indices_, values_, n, gradients.data(), &block),
-        "DGC exchange of ", count, " of ", n, " elements");
-    tally_.Add(4.0 * n, static_cast<double>(block));
+    size_t wire = 0;
+    if (n > 0) {
+      kernels::DgcThresholdOptions options;
+      options.density = density;
+      const kernels::ThresholdSelection selection =
+          kernels::DgcSelect(v.data(), n, options, spec_.seed + bucket, step.step);
+      indices_.resize(selection.count);
+      values_.resize(selection.count);
+      const int64_t count = kernels::PackSelection(v.data(), n, selection, indices_.data(),
+                                                   values_.data(), selection.count);
+      indices_.resize(count);
+      values_.resize(count);
+      kernels::DgcMaskSelected(indices_.data(), count, u.data(), v.data());
+      HPTRAIN_RETURN_IF_ERROR(
+          SparseAllGatherSum(*comm_, indices_, values_, n, large.data(), &wire),
+          "DGC exchange of ", count, " of ", n, " elements");
+    }
+    size_t small_wire = 0;
+    HPTRAIN_RETURN_IF_ERROR(small_.ExchangeSmall(step.step, bucket, &small_wire));
+    small_.Join(bucket, gradients);
+    tally_.Add(4.0 * gradients.size(), static_cast<double>(wire + small_wire));
     return absl::OkStatus();
   }
 
@@ -87,7 +111,9 @@ class Dgc : public Strategy {
   const job::JobSpec& spec_;
   comm::Communicator* comm_;
   float momentum_;
-  std::vector<std::vector<float>> u_, v_;
+  SmallTensorExchange small_;
+  std::vector<std::vector<float>> u_, v_;  // per bucket, over its large tensors
+  std::vector<std::vector<float>> small_u_;  // per bucket, the small tensors' momentum
   std::vector<float> values_;
   std::vector<int32_t> indices_;
   CompressionTally tally_;

@@ -1,15 +1,17 @@
 // topk: top-k sparsification with error feedback (the Top-k baseline of algorithms.md §6).
 //
-// Per bucket, the gradients plus the residual left from earlier steps are x = g + r; the
-// k = ceil(density · n) entries of largest |x| are sent as (index, value) pairs through an
-// all-gather-v (sparse_allgather.h) and summed in rank order on every worker; what was not sent
-// stays in r. Every tensor is sparsified (error feedback delivers small ones over a few steps).
-// During `warmupEpochs` the density follows DGC's exponential warm-up (density_schedule.h); at
-// density ≥ 0.5 the bucket is all-reduced dense, so density 1.0 is exactly ssgd.
+// Per bucket, the large tensors' gradients plus the residual left from earlier steps are
+// x = g + r; the k = ceil(density · n) entries of largest |x| are sent as (index, value) pairs
+// through an all-gather-v (sparse_allgather.h) and summed in rank order on every worker; what was
+// not sent stays in r. Tensors under 4096 elements are not sparsified but all-reduced at 4 bits
+// with error feedback (small_tensors.h). During `warmupEpochs` the density follows DGC's
+// exponential warm-up (density_schedule.h); at density ≥ 0.5 the whole bucket is all-reduced
+// dense, so density 1.0 is exactly ssgd.
 //
-// Bytes per worker per step: about (N-1) · (8k + 32) for the pairs, plus 8 bytes per ring step
-// for the sizes; at density 0.01 on LeNet-5 about 4.0 % of ssgd's 2(N-1)/N · 4P.
-#include <cmath>
+// Bytes per worker per step, L large and S small elements: about (N-1) · (8k + 32) for the pairs
+// (k = ceil(density · L)), plus 8 bytes per ring step for the sizes, plus the small tensors'
+// 2(N-1)/N · (S/2 + 8·ceil(S/512)); at density 0.01 on LeNet-5 about 4.6 % of ssgd's
+// 2(N-1)/N · 4P.
 #include <memory>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "runtime/base/status.h"
 #include "runtime/sync/density_schedule.h"
 #include "runtime/sync/registry.h"
+#include "runtime/sync/small_tensors.h"
 #include "runtime/sync/sparse_allgather.h"
 
 namespace hptrain::sync {
@@ -29,40 +32,33 @@ class TopK : public Strategy {
 
   absl::Status Init(const GradientLayout& layout) override {
     feedback_ = spec_.strategy.error_feedback.value_or(true);
+    small_.Init(layout, comm_, spec_.seed, feedback_);
     residual_.resize(layout.buckets.size());
     for (size_t k = 0; k < layout.buckets.size(); ++k) {
-      if (feedback_) residual_[k].assign(layout.buckets[k].end - layout.buckets[k].begin, 0.0f);
+      if (feedback_) residual_[k].assign(small_.large_count(static_cast<int>(k)), 0.0f);
     }
     return absl::OkStatus();
   }
 
   absl::Status ReduceGradients(const StepInfo& step, int bucket,
                                absl::Span<float> gradients) override {
-    const int64_t n = static_cast<int64_t>(gradients.size());
-    float* x = gradients.data();
-    std::vector<float>& r = residual_[bucket];
-    if (feedback_) {
-      for (int64_t i = 0; i < n; ++i) x[i] += r[i];
-    }
     const double density =
         WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch_clock);
     if (density >= kDenseAboveDensity) {
-      if (feedback_) std::fill(r.begin(), r.end(), 0.0f);
-      tally_.Add(4.0 * n, 4.0 * n);
-      return comm_->AllReduceSum(x, gradients.size());
+      small_.Split(bucket, gradients);
+      small_.FoldResidual(bucket);
+      FoldResidual(bucket, small_.large());
+      small_.Join(bucket, gradients);
+      tally_.Add(4.0 * gradients.size(), 4.0 * gradients.size());
+      return comm_->AllReduceSum(gradients.data(), gradients.size());
     }
-    const int64_t k = kernels::DgcTargetCount(n, density);
-    indices_.resize(k);
-    values_.resize(k);
-    kernels::TopKExact(x, n, k, indices_.data(), values_.data());
-    if (feedback_) {
-      r.assign(x, x + n);
-      for (int32_t i : indices_) r[i] = 0.0f;
-    }
-    size_t block = 0;
-    HPTRAIN_RETURN_IF_ERROR(SparseAllGatherSum(*comm_, indices_, values_, n, x, &block),
-                            "top-k exchange of ", k, " of ", n, " elements");
-    tally_.Add(4.0 * n, static_cast<double>(block));
+    small_.Split(bucket, gradients);
+    size_t wire = 0;
+    HPTRAIN_RETURN_IF_ERROR(SendLarge(bucket, density, small_.large(), &wire));
+    size_t small_wire = 0;
+    HPTRAIN_RETURN_IF_ERROR(small_.ExchangeSmall(step.step, bucket, &small_wire));
+    small_.Join(bucket, gradients);
+    tally_.Add(4.0 * gradients.size(), static_cast<double>(wire + small_wire));
     return absl::OkStatus();
   }
 
@@ -73,10 +69,39 @@ class TopK : public Strategy {
   }
 
  private:
+  absl::Status SendLarge(int bucket, double density, absl::Span<float> x, size_t* wire) {
+    const int64_t n = static_cast<int64_t>(x.size());
+    if (n == 0) return absl::OkStatus();
+    FoldResidual(bucket, x);
+    const int64_t k = kernels::DgcTargetCount(n, density);
+    indices_.resize(k);
+    values_.resize(k);
+    kernels::TopKExact(x.data(), n, k, indices_.data(), values_.data());
+    if (feedback_) {
+      std::vector<float>& r = residual_[bucket];
+      r.assign(x.begin(), x.end());
+      for (int32_t i : indices_) r[i] = 0.0f;
+    }
+    HPTRAIN_RETURN_IF_ERROR(SparseAllGatherSum(*comm_, indices_, values_, n, x.data(), wire),
+                            "top-k exchange of ", k, " of ", n, " elements");
+    return absl::OkStatus();
+  }
+
+  // x += r; r = 0 (the residual of the bucket's large tensors).
+  void FoldResidual(int bucket, absl::Span<float> x) {
+    if (!feedback_) return;
+    std::vector<float>& r = residual_[bucket];
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] += r[i];
+      r[i] = 0.0f;
+    }
+  }
+
   const job::JobSpec& spec_;
   comm::Communicator* comm_;
   bool feedback_ = true;
-  std::vector<std::vector<float>> residual_;
+  SmallTensorExchange small_;
+  std::vector<std::vector<float>> residual_;  // per bucket, over its large tensors
   std::vector<float> values_;
   std::vector<int32_t> indices_;
   CompressionTally tally_;

@@ -7,9 +7,9 @@
 // about ±0.7 points under any perturbation of the trajectory, which would drown the 0.5-point
 // criterion in noise; annealing to zero makes the comparison about the strategy.
 //
-// topk and dgc at density 0.01 (no warm-up) are asserted on bytes and on learning (within 4
-// points); after one epoch they trail ssgd by 2-3 points, short of the 1-point target, which is
-// tracked and reported rather than asserted.
+// topk and dgc at density 0.01 (no warm-up) are asserted on bytes and on learning within 2
+// points: after one epoch they trail ssgd by 0.9-2.8 points depending on the seed (seeds 42, 7,
+// 13), short of the 1-point target, which is tracked and reported rather than asserted.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -62,8 +62,8 @@ TEST(Compression, OneEpochBytesAndAccuracyAgainstSsgd) {
       {"quantized-8", {"spec.strategy.type=quantized", "spec.strategy.bits=8"}, 0.30, 0.5},
       {"fp16", {"spec.strategy.type=fp16"}, 0.51, 0.5},
       {"quantized-4", {"spec.strategy.type=quantized", "spec.strategy.bits=4"}, 0.17, 1.0},
-      {"topk-0.01", {"spec.strategy.type=topk", "spec.strategy.density=0.01"}, 0.05, 4.0},
-      {"dgc-0.01", {"spec.strategy.type=dgc", "spec.strategy.density=0.01"}, 0.05, 4.0},
+      {"topk-0.01", {"spec.strategy.type=topk", "spec.strategy.density=0.01"}, 0.05, 2.0},
+      {"dgc-0.01", {"spec.strategy.type=dgc", "spec.strategy.density=0.01"}, 0.05, 2.0},
   };
   for (const Case& c : cases) {
     const Outcome o = RunDemo(dir, c.tag, c.sets);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "gtest/gtest.h"
+#include "runtime/sync/tensor_split.h"
 #include "tests/runtime/sync/strategy_harness.h"
 
 namespace hptrain::sync::testing {
@@ -106,6 +107,48 @@ INSTANTIATE_TEST_SUITE_P(Strategies, Bytes,
                          [](const auto& info) {
                            return info.param.type + info.param.bits;
                          });
+
+// topk and dgc sparsify only tensors of at least kSmallTensorElements elements; the small ones
+// (biases, LeNet-5's conv2 and fc3) are all-reduced every step at 4 bits. After one step the
+// small tensors moved as ssgd's did (up to 4-bit quantization), the large ones only where sent.
+TEST(Sparsifiers, SendSmallTensorsEveryStepAndLargeOnesSparsely) {
+  SimOptions o;
+  o.steps = 1;
+  for (const std::string type : {"topk", "dgc"}) {
+    SCOPED_TRACE(type);
+    job::JobSpec base = HarnessJob("ssgd");
+    base.optimizer.weight_decay = 0;  // so that only what was sent moves a parameter
+    job::JobSpec spec = With(type, "", 0.01);
+    spec.optimizer.weight_decay = 0;
+    const SimResult ssgd = Simulate(base, o);
+    const SimResult r = Simulate(spec, o);
+    ASSERT_TRUE(ssgd.ok && r.ok) << ssgd.error << r.error;
+    ExpectIdenticalRanks(r);
+    size_t offset = 0, large_elements = 0, large_moved = 0, small_moved = 0, small_elements = 0;
+    double small_error = 0, small_norm = 0;
+    for (size_t size : o.tensor_sizes) {
+      const bool small = size < kSmallTensorElements;
+      (small ? small_elements : large_elements) += size;
+      for (size_t i = offset; i < offset + size; ++i) {
+        const float init = 0.01f * std::cos(0.01f * i);  // the harness's initial value
+        const bool moved = r.params[0][i] != init;
+        if (!small) {
+          large_moved += moved;
+          continue;
+        }
+        small_moved += moved;
+        const double step = r.params[0][i] - init, want = ssgd.params[0][i] - init;
+        small_error += (step - want) * (step - want);
+        small_norm += want * want;
+      }
+      offset += size;
+    }
+    EXPECT_EQ(small_moved, small_elements);
+    EXPECT_LT(std::sqrt(small_error / small_norm), 0.1);
+    EXPECT_GT(large_moved, 0u);
+    EXPECT_LE(large_moved, static_cast<size_t>(o.world * 1.3 * 0.01 * large_elements) + o.world);
+  }
+}
 
 TEST(DynamicBits, HalvesWhenCommunicationIsExposedAndDoublesWhenItIsCheap) {
   SimOptions o;
