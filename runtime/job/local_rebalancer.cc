@@ -13,6 +13,10 @@ sched::BalancerOptions BalancerOptionsFor(const JobSpec& spec) {
   o.min_batch = std::max(1, spec.rebalance.min_batch);
   o.max_batch = spec.rebalance.max_batch;
   o.hysteresis = spec.rebalance.hysteresis;
+  // The balancer sees one mean per rank and batch size per interval: no one-step outliers to set
+  // aside, and a mean 25 % away from the model is a change of speed to follow at once.
+  o.model.ewma_alpha = 0.5;
+  o.model.drift_factor = 1.25;
   return o;
 }
 
@@ -35,9 +39,9 @@ std::optional<std::vector<int>> LocalRebalancer::Update(const std::vector<RankPr
     auto it = last_.find(p.rank);
     if (it != last_.end() && p.step > it->second.step && p.batch_size == it->second.batch_size &&
         p.compute_seconds > it->second.compute_seconds) {
-      const double per_step =
-          (p.compute_seconds - it->second.compute_seconds) / static_cast<double>(p.step - it->second.step);
-      balancer_.Observe(names_[static_cast<size_t>(p.rank)], p.batch_size, per_step);
+      Stretch& s = interval_[p.rank][p.batch_size];
+      s.seconds += p.compute_seconds - it->second.compute_seconds;
+      s.steps += p.step - it->second.step;
     }
     last_[p.rank] = p;
   }
@@ -52,6 +56,13 @@ std::optional<std::vector<int>> LocalRebalancer::Update(const std::vector<RankPr
   if (!due) return std::nullopt;
   last_decision_seconds_ = now_seconds;
   last_decision_step_ = step;
+  for (const auto& [rank, sizes] : interval_) {
+    for (const auto& [batch, stretch] : sizes) {
+      balancer_.Observe(names_[static_cast<size_t>(rank)], batch,
+                        stretch.seconds / static_cast<double>(stretch.steps));
+    }
+  }
+  interval_.clear();
   for (const std::string& name : names_) {
     if (balancer_.model(name) == nullptr) return std::nullopt;  // not every rank measured yet
   }

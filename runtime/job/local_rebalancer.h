@@ -5,7 +5,10 @@
 // coordinator then makes every worker switch at the same step (GetAllocationRequest.at_step).
 //
 // A measurement is taken only over stretches where the rank's batch size stayed the same, so a
-// switch never mixes two sizes into one number. Pure logic, no I/O; not thread-safe.
+// switch never mixes two sizes into one number. The balancer gets one measurement per rank and
+// batch size per interval, the mean compute time per step over the interval: snapshots come about
+// once a step and are noisy, while interval means let the models follow a change of speed within
+// one or two intervals (drift_factor in throughput_model.h). Pure logic, no I/O; not thread-safe.
 #ifndef HPTRAIN_RUNTIME_JOB_LOCAL_REBALANCER_H_
 #define HPTRAIN_RUNTIME_JOB_LOCAL_REBALANCER_H_
 
@@ -43,7 +46,12 @@ class LocalRebalancer {
   sched::Balancer balancer_;
   std::vector<std::string> names_;
   std::vector<int> current_;
+  struct Stretch {  // compute time and steps at one batch size within the current interval
+    double seconds = 0;
+    int64_t steps = 0;
+  };
   std::map<int, RankProgress> last_;
+  std::map<int, std::map<int, Stretch>> interval_;  // rank -> batch size -> stretch
   double last_decision_seconds_ = -1;
   int64_t last_decision_step_ = 0;
   int changes_ = 0;

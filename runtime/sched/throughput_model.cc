@@ -7,6 +7,7 @@ namespace hptrain::sched {
 
 bool ThroughputModel::Observe(int batch, double seconds) {
   if (batch <= 0 || !(seconds > 0) || !std::isfinite(seconds)) return true;
+  if (options_.drift_factor > 1 && !points_.empty()) return ObserveAverage(batch, seconds);
   auto it = points_.find(batch);
   if (it != points_.end()) {
     // Compared with this batch size's own average: a first measurement at a new size is never an
@@ -35,6 +36,29 @@ bool ThroughputModel::Observe(int batch, double seconds) {
     points_[batch] = seconds;
   }
   outliers_.clear();
+  Fit();
+  return true;
+}
+
+bool ThroughputModel::ObserveAverage(int batch, double seconds) {
+  const auto it = points_.find(batch);
+  if (it == points_.end() && points_.size() < 2) {
+    // One size known: the model is proportional and cannot tell a fixed cost from a change of
+    // speed at another size.
+    points_[batch] = seconds;
+    Fit();
+    return true;
+  }
+  const double expected = it != points_.end() ? it->second : Seconds(batch);
+  const double ratio = seconds / expected;
+  if (ratio > options_.drift_factor || ratio < 1.0 / options_.drift_factor) {
+    for (auto& [b, t] : points_) t *= ratio;
+    points_[batch] = seconds;
+  } else if (it != points_.end()) {
+    it->second = (1 - options_.ewma_alpha) * it->second + options_.ewma_alpha * seconds;
+  } else {
+    points_[batch] = seconds;
+  }
   Fit();
   return true;
 }

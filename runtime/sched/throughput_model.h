@@ -10,6 +10,14 @@
 // next `outlier_run` measurements all agree that far off, the worker really changed speed, the
 // old averages are dropped and the model restarts from the new measurements.
 //
+// Drift (`drift_factor` > 0, for measurements that are already averages over many steps, such as
+// one rebalance interval's mean): a measurement more than drift_factor away from what the model
+// predicts for its batch size (a size it ran, or any size once it ran two) means the worker
+// changed speed. Every stored average is scaled by
+// that ratio (a slower or faster worker keeps the shape of its time curve: its fixed cost and
+// per-sample cost change together), so the model follows at once instead of mixing old averages at
+// other batch sizes with new ones. Outlier rejection is then off: averages have no one-step outliers.
+//
 // Not thread-safe; pure computation.
 #ifndef HPTRAIN_RUNTIME_SCHED_THROUGHPUT_MODEL_H_
 #define HPTRAIN_RUNTIME_SCHED_THROUGHPUT_MODEL_H_
@@ -23,6 +31,7 @@ struct ModelOptions {
   double ewma_alpha = 0.3;      // weight of a new measurement in its batch size's average
   double outlier_factor = 2.0;  // a measurement off by more than this factor is an outlier
   int outlier_run = 3;          // this many outliers in a row mean a real change of speed
+  double drift_factor = 0;      // > 1: rescale on a measurement this far from the model (above)
 };
 
 class ThroughputModel {
@@ -43,6 +52,7 @@ class ThroughputModel {
   double per_sample_seconds() const { return per_sample_; }
 
  private:
+  bool ObserveAverage(int batch, double seconds);  // Observe with drift_factor set
   void Fit();
 
   ModelOptions options_;

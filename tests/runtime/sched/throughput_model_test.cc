@@ -33,6 +33,25 @@ TEST(ThroughputModel, OneSlowStepIsAnOutlierARunOfThemIsANewSpeed) {
   EXPECT_NEAR(m.Seconds(32), 0.128, 1e-12);
 }
 
+TEST(ThroughputModel, WithDriftAMeanFarFromTheModelRescalesEverySize) {
+  ModelOptions options;
+  options.drift_factor = 1.25;
+  ThroughputModel m(options);
+  // 10 ms fixed + 1 ms per sample, measured at two sizes.
+  m.Observe(16, 0.026);
+  m.Observe(64, 0.074);
+  m.Observe(64, 0.080);  // within 25 %: averaged (alpha 0.3)
+  EXPECT_NEAR(m.Seconds(64), 0.7 * 0.074 + 0.3 * 0.080, 1e-12);
+  // The worker became twice as slow; one mean at a size it never ran is enough.
+  ThroughputModel slowed(options);
+  slowed.Observe(16, 0.026);
+  slowed.Observe(64, 0.074);
+  slowed.Observe(40, 0.100);
+  EXPECT_NEAR(slowed.Seconds(40), 0.100, 0.002);
+  EXPECT_NEAR(slowed.Seconds(16), 0.052, 0.002);
+  EXPECT_NEAR(slowed.fixed_seconds(), 0.020, 0.002);
+}
+
 TEST(ThroughputModel, IgnoresMeaninglessMeasurements) {
   ThroughputModel m;
   m.Observe(0, 1.0);

@@ -1,0 +1,132 @@
+// The launcher's H-PS loop against a simulated synchronous job: four workers with an affine
+// compute time per step (fixed cost + per-sample cost) times their slowdown factor, 10 % noise on
+// every step, progress snapshots once a step, an allocation applied two steps after it is
+// proposed (the coordinator's lead). The loop must settle near the allocation that equalizes the
+// workers' times, stay there, and follow a change of slowdowns within three intervals.
+#include "runtime/job/local_rebalancer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <deque>
+#include <iostream>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace hptrain::job {
+namespace {
+
+constexpr double kFixed = 0.004;      // seconds per step
+constexpr double kPerSample = 0.001;  // seconds per sample
+constexpr int kBatch = 256;
+constexpr double kInterval = 3.0;
+
+JobSpec RebalancedJob() {
+  JobSpec spec;
+  spec.global_batch_size = kBatch;
+  WorkerGroupSpec group;
+  group.name = "cpu";
+  group.replicas = 4;
+  spec.worker_groups.push_back(group);
+  spec.rebalance.enabled = true;
+  spec.rebalance.interval_seconds = kInterval;
+  return spec;
+}
+
+// The real-valued allocation that gives every worker the same step time:
+// f_i (a + c b_i) = T for all i, Σ b_i = B.
+std::vector<double> Ideal(const std::vector<double>& slowdown) {
+  double inverse = 0;
+  for (double f : slowdown) inverse += 1 / f;
+  const double t = (kBatch * kPerSample + slowdown.size() * kFixed) / inverse;
+  std::vector<double> b;
+  for (double f : slowdown) b.push_back((t / f - kFixed) / kPerSample);
+  return b;
+}
+
+// L1 distance from the ideal as a fraction of the global batch.
+double Distance(const std::vector<int>& allocation, const std::vector<double>& ideal) {
+  double d = 0;
+  for (size_t i = 0; i < ideal.size(); ++i) d += std::abs(allocation[i] - ideal[i]);
+  return d / kBatch;
+}
+
+struct Simulation {
+  LocalRebalancer rebalancer{RebalancedJob()};
+  std::vector<int> allocation{64, 64, 64, 64};
+  std::vector<double> compute{0, 0, 0, 0};
+  std::deque<std::pair<int64_t, std::vector<int>>> pending;  // (step it applies at, allocation)
+  std::mt19937 rng{7};
+  std::uniform_real_distribution<double> noise{0.9, 1.1};
+  int64_t step = 0;
+  double clock = 0;
+
+  // Runs until `until` seconds of simulated time; returns the allocation at each decision time.
+  std::vector<std::vector<int>> RunUntil(double until, const std::vector<double>& slowdown) {
+    std::vector<std::vector<int>> decisions;
+    double next_decision = std::ceil(clock / kInterval) * kInterval;
+    while (clock < until) {
+      while (!pending.empty() && pending.front().first <= step) {
+        allocation = pending.front().second;
+        pending.pop_front();
+      }
+      double slowest = 0;
+      for (size_t r = 0; r < 4; ++r) {
+        const double t = slowdown[r] * (kFixed + kPerSample * allocation[r]) * noise(rng);
+        compute[r] += t;
+        slowest = std::max(slowest, t);
+      }
+      clock += slowest + 0.002;  // everyone waits for the slowest, then the exchange
+      ++step;
+      std::vector<RankProgress> progress;
+      for (int r = 0; r < 4; ++r) progress.push_back({r, step, allocation[r], compute[r]});
+      if (auto next = rebalancer.Update(progress, clock)) pending.emplace_back(step + 2, *next);
+      if (clock >= next_decision) {
+        decisions.push_back(allocation);
+        next_decision += kInterval;
+      }
+    }
+    return decisions;
+  }
+};
+
+TEST(LocalRebalancer, SettlesNearTheIdealStaysAndFollowsAChangeWithinThreeIntervals) {
+  Simulation sim;
+  const std::vector<double> before = {1, 1, 2, 4}, after = {4, 1, 1, 2};
+  // 20 intervals with slowdowns (1, 1, 2, 4).
+  std::vector<std::vector<int>> decisions = sim.RunUntil(20 * kInterval, before);
+  ASSERT_FALSE(decisions.empty());
+  const std::vector<int> settled = decisions.back();
+  EXPECT_LT(Distance(settled, Ideal(before)), 0.10)
+      << settled[0] << "," << settled[1] << "," << settled[2] << "," << settled[3];
+  // Once settled it stays: the last 10 intervals see at most 2 changes.
+  int changes = 0;
+  for (size_t i = decisions.size() - 10; i < decisions.size(); ++i) {
+    changes += decisions[i] != decisions[i - 1];
+  }
+  EXPECT_LE(changes, 2);
+
+  // The slowdowns change mid-interval; count intervals until within 10 % of the new ideal.
+  sim.RunUntil(sim.clock + kInterval / 2, before);
+  const double changed_at = sim.clock;
+  decisions = sim.RunUntil(changed_at + 20 * kInterval, after);
+  const std::vector<double> ideal = Ideal(after);
+  int first_near = -1;
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    if (Distance(decisions[i], ideal) < 0.10) {
+      if (first_near < 0) first_near = static_cast<int>(i);
+    } else {
+      first_near = -1;  // must stay near from then on
+    }
+  }
+  ASSERT_GE(first_near, 0) << "never settled near the new ideal";
+  // decisions[i] is the allocation i+1 interval boundaries after the change (up to half an
+  // interval of the change itself).
+  std::cout << "settled after " << first_near + 1 << " intervals\n";
+  EXPECT_LE(first_near + 1, 3) << "settled " << first_near + 1 << " intervals after the change";
+}
+
+}  // namespace
+}  // namespace hptrain::job
