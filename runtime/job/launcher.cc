@@ -272,11 +272,17 @@ int Launch(const LaunchOptions& options) {
       ProgressPoint point;
       point.elapsed_seconds = elapsed;
       point.step = last.ranks(0).step();
-      point.batch_sizes.assign(static_cast<size_t>(spec.WorldSize()), 0);
+      const size_t world = static_cast<size_t>(spec.WorldSize());
+      point.batch_sizes.assign(world, 0);
+      point.rank_steps.assign(world, 0);
+      point.compute_seconds.assign(world, 0.0);
       for (const auto& r : last.ranks()) {
         point.step = std::min<int64_t>(point.step, r.step());
         if (r.rank() >= 0 && r.rank() < spec.WorldSize()) {
-          point.batch_sizes[static_cast<size_t>(r.rank())] = r.batch_size();
+          const size_t rank = static_cast<size_t>(r.rank());
+          point.batch_sizes[rank] = r.batch_size();
+          point.rank_steps[rank] = r.step();
+          point.compute_seconds[rank] = r.compute_seconds();
         }
       }
       timeline.push_back(std::move(point));

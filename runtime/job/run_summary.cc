@@ -181,7 +181,9 @@ std::string RunSummaryToJson(const RunSummary& summary) {
     for (const ProgressPoint& p : summary.timeline) {
       timeline.push_back(Json{{"elapsed_seconds", p.elapsed_seconds},
                               {"step", p.step},
-                              {"batch_sizes", p.batch_sizes}});
+                              {"batch_sizes", p.batch_sizes},
+                              {"rank_steps", p.rank_steps},
+                              {"compute_seconds", p.compute_seconds}});
     }
     root["timeline"] = std::move(timeline);
   }

@@ -55,6 +55,8 @@ struct ProgressPoint {
   double elapsed_seconds = 0.0;   // since the launcher started
   int64_t step = 0;               // global steps done (the slowest rank's)
   std::vector<int> batch_sizes;   // each rank's batch at its last report
+  std::vector<int64_t> rank_steps;        // each rank's steps done
+  std::vector<double> compute_seconds;    // each rank's total compute time (slowdown included)
 };
 
 struct RunSummary {

@@ -53,6 +53,19 @@ TEST(Rebalance, SlowedWorkersRebalancedEndWithTheParametersOfTheFixedAllocation)
   EXPECT_LT(final_batch[3], final_batch[0]);
   EXPECT_LT(final_batch[3], 64);
 
+  // The timeline carries each rank's steps and compute time, never going back.
+  const auto& timeline = summary["timeline"];
+  ASSERT_FALSE(timeline.empty());
+  for (size_t i = 1; i < timeline.size(); ++i) {
+    for (size_t r = 0; r < 4; ++r) {
+      EXPECT_GE(timeline[i]["rank_steps"][r].get<int64_t>(),
+                timeline[i - 1]["rank_steps"][r].get<int64_t>());
+      EXPECT_GE(timeline[i]["compute_seconds"][r].get<double>(),
+                timeline[i - 1]["compute_seconds"][r].get<double>());
+    }
+  }
+  for (const auto& r : timeline.back()["rank_steps"]) EXPECT_LE(r.get<int64_t>(), 50);
+
   auto ca = train::LoadCheckpoint(dir.path() + "/fixed.ckpt");
   auto cb = train::LoadCheckpoint(dir.path() + "/moving.ckpt");
   ASSERT_TRUE(ca.ok()) << ca.status();
