@@ -7,6 +7,10 @@
 namespace hptrain::job {
 namespace {
 
+// Steps at one batch size before their mean is handed to the balancer; fewer (the steps between
+// two switches, or one slow step per interval) are carried into the next interval.
+constexpr int64_t kMinSteps = 3;
+
 sched::BalancerOptions BalancerOptionsFor(const JobSpec& spec) {
   sched::BalancerOptions o;
   o.global_batch = spec.global_batch_size;
@@ -56,13 +60,19 @@ std::optional<std::vector<int>> LocalRebalancer::Update(const std::vector<RankPr
   if (!due) return std::nullopt;
   last_decision_seconds_ = now_seconds;
   last_decision_step_ = step;
-  for (const auto& [rank, sizes] : interval_) {
-    for (const auto& [batch, stretch] : sizes) {
-      balancer_.Observe(names_[static_cast<size_t>(rank)], batch,
-                        stretch.seconds / static_cast<double>(stretch.steps));
+  for (auto& [rank, sizes] : interval_) {
+    for (auto it = sizes.begin(); it != sizes.end();) {
+      const auto& [batch, stretch] = *it;
+      if (stretch.steps >= kMinSteps) {
+        balancer_.Observe(names_[static_cast<size_t>(rank)], batch,
+                          stretch.seconds / static_cast<double>(stretch.steps));
+      } else if (batch == current_[static_cast<size_t>(rank)]) {
+        ++it;  // too few steps for a mean yet: carried into the next interval
+        continue;
+      }
+      it = sizes.erase(it);
     }
   }
-  interval_.clear();
   for (const std::string& name : names_) {
     if (balancer_.model(name) == nullptr) return std::nullopt;  // not every rank measured yet
   }

@@ -42,22 +42,15 @@ bool ThroughputModel::Observe(int batch, double seconds) {
 
 bool ThroughputModel::ObserveAverage(int batch, double seconds) {
   const auto it = points_.find(batch);
-  if (it == points_.end() && points_.size() < 2) {
-    // One size known: the model is proportional and cannot tell a fixed cost from a change of
-    // speed at another size.
+  if (it == points_.end()) {
+    // A size not measured before is compared with nothing: the model's extrapolation to it may
+    // be off (a fixed cost it cannot see yet) without any change of speed.
     points_[batch] = seconds;
-    Fit();
-    return true;
-  }
-  const double expected = it != points_.end() ? it->second : Seconds(batch);
-  const double ratio = seconds / expected;
-  if (ratio > options_.drift_factor || ratio < 1.0 / options_.drift_factor) {
+  } else if (const double ratio = seconds / it->second;
+             ratio > options_.drift_factor || ratio < 1.0 / options_.drift_factor) {
     for (auto& [b, t] : points_) t *= ratio;
-    points_[batch] = seconds;
-  } else if (it != points_.end()) {
-    it->second = (1 - options_.ewma_alpha) * it->second + options_.ewma_alpha * seconds;
   } else {
-    points_[batch] = seconds;
+    it->second = (1 - options_.ewma_alpha) * it->second + options_.ewma_alpha * seconds;
   }
   Fit();
   return true;

@@ -11,12 +11,13 @@
 // old averages are dropped and the model restarts from the new measurements.
 //
 // Drift (`drift_factor` > 0, for measurements that are already averages over many steps, such as
-// one rebalance interval's mean): a measurement more than drift_factor away from what the model
-// predicts for its batch size (a size it ran, or any size once it ran two) means the worker
-// changed speed. Every stored average is scaled by
+// one rebalance interval's mean): a measurement more than drift_factor away from the average of
+// its batch size means the worker changed speed. Every stored average is scaled by
 // that ratio (a slower or faster worker keeps the shape of its time curve: its fixed cost and
 // per-sample cost change together), so the model follows at once instead of mixing old averages at
-// other batch sizes with new ones. Outlier rejection is then off: averages have no one-step outliers.
+// other batch sizes with new ones. A size not measured before is never compared with the model's
+// extrapolation (which may miss a fixed cost). Outlier rejection is then off: averages have no
+// one-step outliers.
 //
 // Not thread-safe; pure computation.
 #ifndef HPTRAIN_RUNTIME_SCHED_THROUGHPUT_MODEL_H_

@@ -42,14 +42,20 @@ TEST(ThroughputModel, WithDriftAMeanFarFromTheModelRescalesEverySize) {
   m.Observe(64, 0.074);
   m.Observe(64, 0.080);  // within 25 %: averaged (alpha 0.3)
   EXPECT_NEAR(m.Seconds(64), 0.7 * 0.074 + 0.3 * 0.080, 1e-12);
-  // The worker became twice as slow; one mean at a size it never ran is enough.
+  // The worker became twice as slow; one mean at a size it ran is enough to follow.
   ThroughputModel slowed(options);
   slowed.Observe(16, 0.026);
   slowed.Observe(64, 0.074);
-  slowed.Observe(40, 0.100);
-  EXPECT_NEAR(slowed.Seconds(40), 0.100, 0.002);
-  EXPECT_NEAR(slowed.Seconds(16), 0.052, 0.002);
-  EXPECT_NEAR(slowed.fixed_seconds(), 0.020, 0.002);
+  slowed.Observe(64, 0.148);
+  EXPECT_NEAR(slowed.Seconds(64), 0.148, 1e-9);
+  EXPECT_NEAR(slowed.Seconds(16), 0.052, 1e-9);
+  EXPECT_NEAR(slowed.fixed_seconds(), 0.020, 1e-9);
+  // A size never run is taken as it is, not judged by the extrapolation.
+  ThroughputModel fixed_cost(options);
+  fixed_cost.Observe(64, 0.074);
+  fixed_cost.Observe(4, 0.014);  // proportional extrapolation says 0.0046
+  EXPECT_NEAR(fixed_cost.Seconds(64), 0.074, 1e-9);
+  EXPECT_NEAR(fixed_cost.fixed_seconds(), 0.010, 1e-9);
 }
 
 TEST(ThroughputModel, IgnoresMeaninglessMeasurements) {
