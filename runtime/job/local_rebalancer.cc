@@ -26,6 +26,17 @@ sched::BalancerOptions BalancerOptionsFor(const JobSpec& spec) {
 
 }  // namespace
 
+double LocalRebalancer::Stretch::Median() const {
+  std::vector<std::pair<double, int64_t>> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  int64_t seen = 0;
+  for (const auto& [seconds, weight] : sorted) {
+    seen += weight;
+    if (2 * seen >= steps) return seconds;
+  }
+  return sorted.empty() ? 0 : sorted.back().first;
+}
+
 LocalRebalancer::LocalRebalancer(const JobSpec& spec)
     : options_(spec.rebalance),
       balancer_(BalancerOptionsFor(spec)),
@@ -44,8 +55,10 @@ std::optional<std::vector<int>> LocalRebalancer::Update(const std::vector<RankPr
     if (it != last_.end() && p.step > it->second.step && p.batch_size == it->second.batch_size &&
         p.compute_seconds > it->second.compute_seconds) {
       Stretch& s = interval_[p.rank][p.batch_size];
-      s.seconds += p.compute_seconds - it->second.compute_seconds;
-      s.steps += p.step - it->second.step;
+      const int64_t steps = p.step - it->second.step;
+      s.samples.emplace_back(
+          (p.compute_seconds - it->second.compute_seconds) / static_cast<double>(steps), steps);
+      s.steps += steps;
     }
     last_[p.rank] = p;
   }
@@ -64,8 +77,7 @@ std::optional<std::vector<int>> LocalRebalancer::Update(const std::vector<RankPr
     for (auto it = sizes.begin(); it != sizes.end();) {
       const auto& [batch, stretch] = *it;
       if (stretch.steps >= kMinSteps) {
-        balancer_.Observe(names_[static_cast<size_t>(rank)], batch,
-                          stretch.seconds / static_cast<double>(stretch.steps));
+        balancer_.Observe(names_[static_cast<size_t>(rank)], batch, stretch.Median());
       } else if (batch == current_[static_cast<size_t>(rank)]) {
         ++it;  // too few steps for a mean yet: carried into the next interval
         continue;

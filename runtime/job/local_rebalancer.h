@@ -6,9 +6,11 @@
 //
 // A measurement is taken only over stretches where the rank's batch size stayed the same, so a
 // switch never mixes two sizes into one number. The balancer gets one measurement per rank and
-// batch size per interval, the mean compute time per step over the interval: snapshots come about
-// once a step and are noisy, while interval means let the models follow a change of speed within
-// one or two intervals (drift_factor in throughput_model.h). Pure logic, no I/O; not thread-safe.
+// batch size per interval, the median compute time per step over the interval (weighted by
+// steps): snapshots come about once a step and are noisy, and a median, unlike a mean, does not
+// blend the two speeds of an interval in which a worker's speed changed, so the model follows
+// the change whole at once (drift_factor in throughput_model.h), within one or two intervals.
+// Pure logic, no I/O; not thread-safe.
 #ifndef HPTRAIN_RUNTIME_JOB_LOCAL_REBALANCER_H_
 #define HPTRAIN_RUNTIME_JOB_LOCAL_REBALANCER_H_
 
@@ -24,9 +26,9 @@ namespace hptrain::job {
 
 struct RankProgress {
   int rank = 0;
-  int64_t step = 0;              // steps done
-  int batch_size = 0;            // the batch of the last step
-  double compute_seconds = 0;    // total compute time so far (emulated slowdown included)
+  int64_t step = 0;            // steps done
+  int batch_size = 0;          // the batch of the last step
+  double compute_seconds = 0;  // total compute time so far (emulated slowdown included)
 };
 
 class LocalRebalancer {
@@ -46,9 +48,10 @@ class LocalRebalancer {
   sched::Balancer balancer_;
   std::vector<std::string> names_;
   std::vector<int> current_;
-  struct Stretch {  // compute time and steps at one batch size within the current interval
-    double seconds = 0;
+  struct Stretch {  // the measurements at one batch size within the current interval
+    std::vector<std::pair<double, int64_t>> samples;  // (seconds per step, steps) per snapshot
     int64_t steps = 0;
+    double Median() const;  // of seconds per step, weighted by steps
   };
   std::map<int, RankProgress> last_;
   std::map<int, std::map<int, Stretch>> interval_;  // rank -> batch size -> stretch

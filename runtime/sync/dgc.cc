@@ -12,12 +12,13 @@
 //
 // Bytes per worker per step, L large and S small elements: about (N-1) · (8k + 32) with
 // k ≤ 1.3 · density · L, plus the small tensors' 2(N-1)/N · (S/2 + 8·ceil(S/512)).
+#include "kernels/topk/dgc.h"
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <vector>
 
-#include "kernels/topk/dgc.h"
 #include "kernels/topk/topk.h"
 #include "runtime/base/status.h"
 #include "runtime/sync/density_schedule.h"
@@ -90,9 +91,8 @@ class Dgc : public Strategy {
       indices_.resize(count);
       values_.resize(count);
       kernels::DgcMaskSelected(indices_.data(), count, u.data(), v.data());
-      HPTRAIN_RETURN_IF_ERROR(
-          SparseAllGatherSum(*comm_, indices_, values_, n, large.data(), &wire),
-          "DGC exchange of ", count, " of ", n, " elements");
+      HPTRAIN_RETURN_IF_ERROR(SparseAllGatherSum(*comm_, indices_, values_, n, large.data(), &wire),
+                              "DGC exchange of ", count, " of ", n, " elements");
     }
     size_t small_wire = 0;
     HPTRAIN_RETURN_IF_ERROR(small_.ExchangeSmall(step.step, bucket, &small_wire));
@@ -112,7 +112,7 @@ class Dgc : public Strategy {
   comm::Communicator* comm_;
   float momentum_;
   SmallTensorExchange small_;
-  std::vector<std::vector<float>> u_, v_;  // per bucket, over its large tensors
+  std::vector<std::vector<float>> u_, v_;    // per bucket, over its large tensors
   std::vector<std::vector<float>> small_u_;  // per bucket, the small tensors' momentum
   std::vector<float> values_;
   std::vector<int32_t> indices_;

@@ -11,9 +11,8 @@ void SmallTensorExchange::Init(const GradientLayout& layout, comm::Communicator*
   codecs_.clear();
   for (size_t k = 0; k < layout.buckets.size(); ++k) {
     const size_t small = split_.small_count(static_cast<int>(k));
-    codecs_.push_back(std::make_unique<QuantizeCodec>(kSmallTensorBits, 512,
-                                                      error_feedback ? small : 0, seed + k,
-                                                      comm->rank()));
+    codecs_.push_back(std::make_unique<QuantizeCodec>(
+        kSmallTensorBits, 512, error_feedback ? small : 0, seed + k, comm->rank()));
   }
 }
 

@@ -12,10 +12,11 @@
 // (k = ceil(density · L)), plus 8 bytes per ring step for the sizes, plus the small tensors'
 // 2(N-1)/N · (S/2 + 8·ceil(S/512)); at density 0.01 on LeNet-5 about 4.6 % of ssgd's
 // 2(N-1)/N · 4P.
+#include "kernels/topk/topk.h"
+
 #include <memory>
 #include <vector>
 
-#include "kernels/topk/topk.h"
 #include "runtime/base/status.h"
 #include "runtime/sync/density_schedule.h"
 #include "runtime/sync/registry.h"
