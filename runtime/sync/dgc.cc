@@ -73,10 +73,7 @@ class Dgc : public Strategy {
       std::copy(v.begin(), v.end(), large.begin());
       std::fill(u.begin(), u.end(), 0.0f);
       std::fill(v.begin(), v.end(), 0.0f);
-      small_.FoldResidual(bucket);
-      small_.Join(bucket, gradients);
-      tally_.Add(4.0 * gradients.size(), 4.0 * gradients.size());
-      return comm_->AllReduceSum(gradients.data(), gradients.size());
+      return small_.FinishDense(bucket, gradients, &tally_);
     }
     size_t wire = 0;
     if (n > 0) {
@@ -94,11 +91,7 @@ class Dgc : public Strategy {
       HPTRAIN_RETURN_IF_ERROR(SparseAllGatherSum(*comm_, indices_, values_, n, large.data(), &wire),
                               "DGC exchange of ", count, " of ", n, " elements");
     }
-    size_t small_wire = 0;
-    HPTRAIN_RETURN_IF_ERROR(small_.ExchangeSmall(step.step, bucket, &small_wire));
-    small_.Join(bucket, gradients);
-    tally_.Add(4.0 * gradients.size(), static_cast<double>(wire + small_wire));
-    return absl::OkStatus();
+    return small_.FinishSparse(step.step, bucket, gradients, wire, &tally_);
   }
 
   StrategyStats stats() const override {

@@ -28,28 +28,37 @@ void SmallTensorExchange::Split(int bucket, absl::Span<float> gradients) {
   large_view_ = absl::MakeSpan(large_);
 }
 
-absl::Status SmallTensorExchange::ExchangeSmall(int64_t step, int bucket, size_t* wire_bytes) {
-  *wire_bytes = 0;
-  if (small_.empty()) return absl::OkStatus();
-  QuantizeCodec& codec = *codecs_[bucket];
-  codec.set_step(step);
-  HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSumCompressed(small_.data(), small_.size(), codec),
-                          "small tensors at ", kSmallTensorBits, " bits");
-  *wire_bytes = codec.EncodedBytes(small_.size());
+absl::Status SmallTensorExchange::FinishSparse(int64_t step, int bucket,
+                                               absl::Span<float> gradients, size_t large_wire,
+                                               CompressionTally* tally) {
+  size_t small_wire = 0;
+  if (!small_.empty()) {
+    QuantizeCodec& codec = *codecs_[bucket];
+    codec.set_step(step);
+    HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSumCompressed(small_.data(), small_.size(), codec),
+                            "small tensors at ", kSmallTensorBits, " bits");
+    small_wire = codec.EncodedBytes(small_.size());
+  }
+  Join(bucket, gradients);
+  tally->Add(4.0 * gradients.size(), static_cast<double>(large_wire + small_wire));
   return absl::OkStatus();
 }
 
-void SmallTensorExchange::Join(int bucket, absl::Span<float> gradients) {
-  if (split_.small_count(bucket) == 0) return;
-  split_.Scatter(bucket, large_.data(), small_.data(), gradients);
-}
-
-void SmallTensorExchange::FoldResidual(int bucket) {
+absl::Status SmallTensorExchange::FinishDense(int bucket, absl::Span<float> gradients,
+                                              CompressionTally* tally) {
   std::vector<float>& residual = codecs_[bucket]->residual();
   for (size_t i = 0; i < residual.size(); ++i) {
     small_[i] += residual[i];
     residual[i] = 0.0f;
   }
+  Join(bucket, gradients);
+  tally->Add(4.0 * gradients.size(), 4.0 * gradients.size());
+  return comm_->AllReduceSum(gradients.data(), gradients.size());
+}
+
+void SmallTensorExchange::Join(int bucket, absl::Span<float> gradients) {
+  if (split_.small_count(bucket) == 0) return;
+  split_.Scatter(bucket, large_.data(), small_.data(), gradients);
 }
 
 }  // namespace hptrain::sync

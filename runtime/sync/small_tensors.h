@@ -43,17 +43,20 @@ class SmallTensorExchange {
   absl::Span<float> large() { return large_view_; }
   absl::Span<float> small() { return absl::MakeSpan(small_); }
 
-  // All-reduces small() (sum over workers) quantized; returns this worker's encoded bytes.
-  absl::Status ExchangeSmall(int64_t step, int bucket, size_t* wire_bytes);
+  // The two ways a strategy's step ends, after Split and after the strategy worked on large():
+  //
+  // Sparse: all-reduces small() quantized, joins, and tallies `large_wire` (the bytes of the
+  // large tensors' exchange) plus the small tensors' bytes against the bucket's fp32 size.
+  absl::Status FinishSparse(int64_t step, int bucket, absl::Span<float> gradients,
+                            size_t large_wire, CompressionTally* tally);
+  // Dense (density >= 0.5): folds what error feedback still holds for the small tensors into
+  // small() (nothing owed is lost), joins, and all-reduces the whole bucket in fp32 as ssgd does.
+  absl::Status FinishDense(int bucket, absl::Span<float> gradients, CompressionTally* tally);
 
+ private:
   // Writes large() and small() back into `gradients` (the span given to Split).
   void Join(int bucket, absl::Span<float> gradients);
 
-  // Adds what error feedback still holds for the bucket's small tensors into small() and clears
-  // it (before a dense all-reduce, so nothing owed is lost). After Split.
-  void FoldResidual(int bucket);
-
- private:
   comm::Communicator* comm_ = nullptr;
   TensorSplit split_;
   std::vector<std::unique_ptr<QuantizeCodec>> codecs_;  // per bucket

@@ -45,22 +45,14 @@ class TopK : public Strategy {
                                absl::Span<float> gradients) override {
     const double density =
         WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch_clock);
-    if (density >= kDenseAboveDensity) {
-      small_.Split(bucket, gradients);
-      small_.FoldResidual(bucket);
-      FoldResidual(bucket, small_.large());
-      small_.Join(bucket, gradients);
-      tally_.Add(4.0 * gradients.size(), 4.0 * gradients.size());
-      return comm_->AllReduceSum(gradients.data(), gradients.size());
-    }
     small_.Split(bucket, gradients);
+    if (density >= kDenseAboveDensity) {
+      FoldResidual(bucket, small_.large());
+      return small_.FinishDense(bucket, gradients, &tally_);
+    }
     size_t wire = 0;
     HPTRAIN_RETURN_IF_ERROR(SendLarge(bucket, density, small_.large(), &wire));
-    size_t small_wire = 0;
-    HPTRAIN_RETURN_IF_ERROR(small_.ExchangeSmall(step.step, bucket, &small_wire));
-    small_.Join(bucket, gradients);
-    tally_.Add(4.0 * gradients.size(), static_cast<double>(wire + small_wire));
-    return absl::OkStatus();
+    return small_.FinishSparse(step.step, bucket, gradients, wire, &tally_);
   }
 
   StrategyStats stats() const override {

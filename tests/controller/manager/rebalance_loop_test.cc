@@ -75,6 +75,15 @@ class RebalanceLoopTest : public ControllerTest {
     ASSERT_TRUE(WaitFor([&] { return Phase("mlp") == "Running"; }));
     token_ = SecretToken();
     ASSERT_FALSE(token_.empty());
+    // The loop reads the job and its Secret from the controller's caches, which can trail the
+    // API server on a loaded machine; the pass-by-pass tests start once the caches hold both.
+    ASSERT_TRUE(WaitFor([&] {
+      kube::ObjectPtr job = controller_->caches().Job(absl::StrCat(kNs, "/mlp"));
+      if (job == nullptr || job->value("status", Json::object()).value("phase", "") != "Running") {
+        return false;
+      }
+      return !controller_->caches().Observe(*job).secrets.empty();
+    }));
     StartCoordinator();
 
     auto source = std::make_unique<ScriptedReadings>();
