@@ -7,7 +7,7 @@
 namespace hptrain::job {
 namespace {
 
-// Steps at one batch size before their mean is handed to the balancer; fewer (the steps between
+// Steps at one batch size before their median is handed to the balancer; fewer (the steps between
 // two switches, or one slow step per interval) are carried into the next interval.
 constexpr int64_t kMinSteps = 3;
 
@@ -17,8 +17,8 @@ sched::BalancerOptions BalancerOptionsFor(const JobSpec& spec) {
   o.min_batch = std::max(1, spec.rebalance.min_batch);
   o.max_batch = spec.rebalance.max_batch;
   o.hysteresis = spec.rebalance.hysteresis;
-  // The balancer sees one mean per rank and batch size per interval: no one-step outliers to set
-  // aside, and a mean 25 % away from the model is a change of speed to follow at once.
+  // The balancer sees one median per rank and batch size per interval: no one-step outliers to set
+  // aside, and one 25 % away from its size's average is a change of speed to follow at once.
   o.model.ewma_alpha = 0.5;
   o.model.drift_factor = 1.25;
   return o;

@@ -11,7 +11,7 @@
 // old averages are dropped and the model restarts from the new measurements.
 //
 // Drift (`drift_factor` > 0, for measurements that are already averages over many steps, such as
-// one rebalance interval's mean): a measurement more than drift_factor away from the average of
+// one rebalance interval's median): a measurement more than drift_factor away from the average of
 // its batch size means the worker changed speed. Every stored average is scaled by
 // that ratio (a slower or faster worker keeps the shape of its time curve: its fixed cost and
 // per-sample cost change together), so the model follows at once instead of mixing old averages at

@@ -9,7 +9,7 @@
 //
 // Bytes per worker per step for S small elements (bucket size 512):
 //   2(N-1)/N · (S·kSmallTensorBits/8 + 8·ceil(S/512))
-// For LeNet-5 (S = 3,626 of 61,706) at 4 bits that is 0.7 % of ssgd's bytes.
+// For LeNet-5 (S = 3,626 of 61,706) at 4 bits: 2,815 bytes, 0.8 % of ssgd's 370,236.
 #ifndef HPTRAIN_RUNTIME_SYNC_SMALL_TENSORS_H_
 #define HPTRAIN_RUNTIME_SYNC_SMALL_TENSORS_H_
 
