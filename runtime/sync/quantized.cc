@@ -60,8 +60,8 @@ class Quantized : public Strategy {
         large_.resize(large);
         small_.resize(small);
         split_.Gather(bucket, gradients, large_.data(), small_.data());
-        FoldResidual(q.residual());
-        FoldResidual(h.residual());
+        FoldResidual(q.residual(), absl::MakeSpan(large_));
+        FoldResidual(h.residual(), absl::MakeSpan(large_));
         split_.Scatter(bucket, large_.data(), small_.data(), gradients);
       }
       tally_.Add(4.0 * gradients.size(), 4.0 * gradients.size());
@@ -117,14 +117,6 @@ class Quantized : public Strategy {
   }
 
  private:
-  void FoldResidual(std::vector<float>& residual) {
-    if (residual.empty()) return;
-    for (size_t i = 0; i < large_.size(); ++i) {
-      large_[i] += residual[i];
-      residual[i] = 0;
-    }
-  }
-
   const job::JobSpec& spec_;
   comm::Communicator* comm_;
   int bits_;

@@ -46,11 +46,7 @@ absl::Status SmallTensorExchange::FinishSparse(int64_t step, int bucket,
 
 absl::Status SmallTensorExchange::FinishDense(int bucket, absl::Span<float> gradients,
                                               CompressionTally* tally) {
-  std::vector<float>& residual = codecs_[bucket]->residual();
-  for (size_t i = 0; i < residual.size(); ++i) {
-    small_[i] += residual[i];
-    residual[i] = 0.0f;
-  }
+  FoldResidual(codecs_[bucket]->residual(), absl::MakeSpan(small_));
   Join(bucket, gradients);
   tally->Add(4.0 * gradients.size(), 4.0 * gradients.size());
   return comm_->AllReduceSum(gradients.data(), gradients.size());

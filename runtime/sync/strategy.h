@@ -60,6 +60,15 @@ struct CompressionTally {
   double ratio() const { return wire_bytes > 0 ? raw_bytes / wire_bytes : 1.0; }
 };
 
+// Error feedback owed back: x[i] += residual[i], then residual is zeroed. An empty residual (error
+// feedback off) leaves x alone; otherwise it has x's size.
+inline void FoldResidual(std::vector<float>& residual, absl::Span<float> x) {
+  for (size_t i = 0; i < residual.size(); ++i) {
+    x[i] += residual[i];
+    residual[i] = 0.0f;
+  }
+}
+
 struct StepInfo {
   int64_t step = 0;        // global step, 0-based
   int epoch = 0;

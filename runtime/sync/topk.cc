@@ -47,7 +47,7 @@ class TopK : public Strategy {
         WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch_clock);
     small_.Split(bucket, gradients);
     if (density >= kDenseAboveDensity) {
-      FoldResidual(bucket, small_.large());
+      FoldResidual(residual_[bucket], small_.large());
       return small_.FinishDense(bucket, gradients, &tally_);
     }
     size_t wire = 0;
@@ -65,7 +65,7 @@ class TopK : public Strategy {
   absl::Status SendLarge(int bucket, double density, absl::Span<float> x, size_t* wire) {
     const int64_t n = static_cast<int64_t>(x.size());
     if (n == 0) return absl::OkStatus();
-    FoldResidual(bucket, x);
+    FoldResidual(residual_[bucket], x);
     const int64_t k = kernels::DgcTargetCount(n, density);
     indices_.resize(k);
     values_.resize(k);
@@ -80,21 +80,11 @@ class TopK : public Strategy {
     return absl::OkStatus();
   }
 
-  // x += r; r = 0 (the residual of the bucket's large tensors).
-  void FoldResidual(int bucket, absl::Span<float> x) {
-    if (!feedback_) return;
-    std::vector<float>& r = residual_[bucket];
-    for (size_t i = 0; i < x.size(); ++i) {
-      x[i] += r[i];
-      r[i] = 0.0f;
-    }
-  }
-
   const job::JobSpec& spec_;
   comm::Communicator* comm_;
   bool feedback_ = true;
   SmallTensorExchange small_;
-  std::vector<std::vector<float>> residual_;  // per bucket, over its large tensors
+  std::vector<std::vector<float>> residual_;  // per bucket, over its large tensors; empty if off
   std::vector<float> values_;
   std::vector<int32_t> indices_;
   CompressionTally tally_;
