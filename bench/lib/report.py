@@ -2,6 +2,8 @@
 import json
 import os
 
+import runner
+
 
 def _fmt(value, spec, none="—"):
     return none if value is None else format(value, spec)
@@ -20,7 +22,9 @@ def write(out_dir, header, suites):
     for title, settings, rows in suites:
         lines += _table(title, settings, rows, out_dir)
     lines += ["Time to target is the wall time from launch (process start-up included) to the end of",
-              "the first evaluation at or above the target; `—` = not reached within the epochs or",
+              "the first evaluation at or above the target (every system evaluates the whole test",
+              "set at the same steps: each epoch's end, and every `spec.evalEverySteps` steps as set",
+              "in the table's heading); `—` = not reached within the epochs or",
               "the time cap. Bytes per worker per step are transmitted bytes on the workers' network",
               "interfaces (TCP/IP headers, the coordinator's RPCs and rendezvous included); `runtime`",
               "is what hptrain's communicator counted as payload. Samples/s is measured inside",
@@ -47,7 +51,9 @@ def _table(title, settings, rows, out_dir):
     out = [f"## {title}", "",
            f"{settings.workers} workers, global batch {settings.m['batch']}, {settings.epochs} "
            f"epoch(s){f', at most {settings.max_steps} steps' if settings.max_steps else ''}, "
-           f"target test accuracy {100 * settings.target:.1f} %", "",
+           f"target test accuracy {100 * settings.target:.1f} %, evaluated "
+           + (f"every {settings.eval_every} steps and " if settings.eval_every else "")
+           + "at each epoch's end", "",
            "| system | time to target (s) | final acc. | KiB/worker/step (interfaces) | "
            "KiB/worker/step (runtime) | compute s/step | comm s/step | samples/s | vs DDP | "
            "wall (s) |",
@@ -89,8 +95,8 @@ def _plots(title, rows, out_dir):
     made = []
     fig, ax = plt.subplots(figsize=(8, 5))
     for row, run in rows:
-        epochs = (run["result"] or {}).get("per_epoch", [])
-        pts = [(e["elapsed_seconds"], 100 * e["test_accuracy"]) for e in epochs
+        pts = [(e["elapsed_seconds"], 100 * e["test_accuracy"])
+               for e in runner.evaluations(run["result"] or {})
                if e.get("elapsed_seconds") is not None]
         if pts:
             ax.plot(*zip(*pts), marker="o", label=row["name"])

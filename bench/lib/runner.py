@@ -78,6 +78,12 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
             "wall_seconds": wall, "result": result, "interface": interface, "timeline": timeline}
 
 
+def evaluations(result):
+    """Every test-set evaluation of a system's result, in order: the list both hptrain's run
+    summary and the DDP peer write, or the per-epoch results of files that predate it."""
+    return result.get("evaluations") or result.get("per_epoch", [])
+
+
 def summarize(run, settings):
     """The report's numbers for one system run (None where unknown)."""
     r = run["result"] or {}
@@ -91,7 +97,7 @@ def summarize(run, settings):
            "interface_bytes_per_worker_step": tx / workers / steps if steps else None,
            "runtime_bytes_per_worker_step": None, "time_to_target": None,
            "wall_seconds": run["wall_seconds"]}
-    for e in r.get("per_epoch", []):
+    for e in evaluations(r):
         if e["test_accuracy"] >= settings.target and e.get("elapsed_seconds") is not None:
             row["time_to_target"] = e["elapsed_seconds"]
             break

@@ -54,10 +54,13 @@ def is_ddp(name):
     return name in DDP
 
 
+TRAIN_SAMPLES = 60000  # Fashion-MNIST
+
+
 class Settings:
     """What one suite run shares across systems."""
 
-    def __init__(self, model, workers, epochs, max_steps, target, threads):
+    def __init__(self, model, workers, epochs, max_steps, target, threads, evals_per_epoch=1):
         self.model = model
         self.m = MODELS[model]
         self.workers = workers
@@ -65,6 +68,9 @@ class Settings:
         self.max_steps = max_steps
         self.target = target or self.m["target"]
         self.threads = threads or max(1, (os.cpu_count() or 1) // workers)
+        # Every system also evaluates every `eval_every` global steps (0: at epoch ends only).
+        steps_per_epoch = TRAIN_SAMPLES // self.m["batch"]
+        self.eval_every = steps_per_epoch // evals_per_epoch if evals_per_epoch > 1 else 0
 
 
 def hptrain_command(name, settings, cluster, binary, out_dir):
@@ -81,6 +87,8 @@ def hptrain_command(name, settings, cluster, binary, out_dir):
     sets.update(settings.m["job"])
     if settings.max_steps:
         sets["spec.maxSteps"] = settings.max_steps
+    if settings.eval_every:
+        sets["spec.evalEverySteps"] = settings.eval_every
     for key, value in HPTRAIN[name].items():
         sets[f"spec.strategy.{key}"] = value
     summary = os.path.join(out_dir, f"{name}.json")
@@ -101,6 +109,8 @@ def ddp_commands(name, settings, cluster, t0, out_dir):
     common += settings.m["peer"] + DDP[name]
     if settings.max_steps:
         common += ["--max-steps", str(settings.max_steps)]
+    if settings.eval_every:
+        common += ["--eval-every", str(settings.eval_every)]
     commands = []
     for r in range(settings.workers):
         argv = common + ["--rank", str(r)]

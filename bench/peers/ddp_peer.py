@@ -15,7 +15,7 @@ or N local processes:  ddp_peer.py --local N [options]
 
 Rank 0 writes one JSON object (to --output, atomically, or stdout): samples/s inside training
 steps, per-epoch test accuracy with the time since --t0 (Unix seconds; default: process start),
-and the wall time. Data sampling: one seeded permutation per epoch shared by all ranks, rank r takes
+every evaluation (epoch ends and every --eval-every steps) the same way, and the wall time. Data sampling: one seeded permutation per epoch shared by all ranks, rank r takes
 the r-th equal slice of each global batch (hptrain's equal split).
 """
 import argparse
@@ -152,8 +152,24 @@ def train(rank, args):
     factors = [float(f) for f in args.slowdown.split(",")] if args.slowdown else []
     slowdown = factors[rank] if rank < len(factors) else 1.0
     per_epoch = []
+    evaluations = []
     train_time = 0.0
     total_steps = 0
+
+    def evaluate(step):
+        """Rank 0 tests the model after `step` global steps; the other ranks wait."""
+        acc = None
+        if rank == 0:
+            with torch.no_grad():
+                acc = (model(xte).argmax(1) == yte).float().mean().item()
+            evaluations.append({"step": step, "epochs": step / steps, "test_accuracy": acc,
+                                "elapsed_seconds": time.time() - args.t0})
+            if args.progress:
+                print(f"step {step} (epoch {step / steps:.2f}): test accuracy {100 * acc:.2f}%",
+                      file=sys.stderr, flush=True)
+        dist.barrier()
+        return acc
+
     for epoch in range(args.epochs):
         if args.max_steps and total_steps >= args.max_steps:
             break
@@ -176,22 +192,26 @@ def train(rank, args):
                 # compute is estimated as 3 x forward (backward costs about twice the forward).
                 time.sleep((slowdown - 1.0) * 3.0 * forward)
             opt.step()
+            done = total_steps + s + 1
+            if args.eval_every and done % args.eval_every == 0 and s + 1 < epoch_steps:
+                # Like hptrain's spec.evalEverySteps; not counted as training time.
+                dist.barrier()
+                paused = time.time()
+                evaluate(done)
+                t0 += time.time() - paused
         dist.barrier()
         train_time += time.time() - t0
         total_steps += epoch_steps
+        acc = evaluate(total_steps)
         if rank == 0:
-            with torch.no_grad():
-                acc = (model(xte).argmax(1) == yte).float().mean().item()
             per_epoch.append({"epoch": epoch + 1, "test_accuracy": acc,
-                              "elapsed_seconds": time.time() - args.t0})
-            if args.progress:
-                print(f"epoch {epoch + 1}: test accuracy {100 * acc:.2f}%", file=sys.stderr, flush=True)
-        dist.barrier()
+                              "elapsed_seconds": evaluations[-1]["elapsed_seconds"]})
     if rank == 0:
         result = {"system": f"pytorch-ddp-{args.hook}", "workers": args.world_size,
                   "steps": total_steps, "train_seconds": train_time,
                   "samples_per_second": total_steps * args.batch / train_time,
                   "wall_seconds": time.time() - args.t0, "per_epoch": per_epoch,
+                  "evaluations": evaluations,
                   "final": {"test_accuracy": per_epoch[-1]["test_accuracy"] if per_epoch else 0.0}}
         text = json.dumps(result)
         if args.output:
@@ -232,6 +252,9 @@ def main():
     p.add_argument("--threads", type=int, default=0, help="torch threads per process (0: cores/ranks)")
     p.add_argument("--max-steps", type=int, default=0,
                    help="stop after this many steps in all (0: every epoch whole), like spec.maxSteps")
+    p.add_argument("--eval-every", type=int, default=0,
+                   help="also evaluate every this many global steps (0: at epoch ends only), "
+                        "like spec.evalEverySteps")
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--t0", type=float, default=START, help="Unix time elapsed_seconds count from")
     p.add_argument("--output", default="", help="rank 0 writes its JSON result here")

@@ -191,6 +191,9 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     report.set_test_loss(stats.test_loss);
     report.set_train_loss(stats.train_loss);
     report.set_wall_seconds(stats.wall_seconds);
+    report.set_step(stats.step);
+    report.set_epochs_done(stats.epochs_done);
+    report.set_interim(stats.interim);
     report.set_end_unix_seconds(
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
     (void)client.ReportEpoch(report);

@@ -23,7 +23,7 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
   quant_bits_ = r.Gauge("hptrain_quant_bit_width",
                         "Bits per gradient element on the wire (32 = uncompressed).")->Get();
   train_loss_ = r.Gauge("hptrain_train_loss", "Mean training loss of the last step.")->Get();
-  eval_accuracy_ = r.Gauge("hptrain_eval_accuracy", "Test accuracy after the last epoch.")->Get();
+  eval_accuracy_ = r.Gauge("hptrain_eval_accuracy", "Test accuracy at the last evaluation.")->Get();
   step_ = r.Gauge("hptrain_step", "Global training steps completed.")->Get();
   epoch_ = r.Gauge("hptrain_epoch", "Current epoch (0-based).")->Get();
   compression_ratio_->Set(1.0);

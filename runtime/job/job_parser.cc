@@ -361,6 +361,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   r.Read("globalBatchSize", &spec->global_batch_size);
   r.Read("epochs", &spec->epochs);
   r.Read("maxSteps", &spec->max_steps);
+  r.Read("evalEverySteps", &spec->eval_every_steps);
   r.Read("seed", &spec->seed);
   r.Read("device", &spec->device);
   r.Read("threads", &spec->threads);

@@ -124,6 +124,7 @@ struct JobSpec {
   int global_batch_size = 0;
   int epochs = 1;
   int64_t max_steps = 0;          // stop after this many global steps; 0 = run all epochs
+  int64_t eval_every_steps = 0;   // also evaluate every this many global steps; 0 = epoch ends
   uint64_t seed = 42;
   std::string device = "cpu";     // cpu | cuda
   int threads = 0;                // torch intra-op threads per worker; 0 = cores / workers

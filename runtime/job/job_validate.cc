@@ -295,6 +295,7 @@ absl::Status ValidateRunKnobs(const JobSpec& spec) {
   HPTRAIN_RETURN_IF_ERROR(Positive("spec.globalBatchSize", spec.global_batch_size));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.epochs", spec.epochs, 1));
   HPTRAIN_RETURN_IF_ERROR(AtLeast<int64_t>("spec.maxSteps", spec.max_steps, 0));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast<int64_t>("spec.evalEverySteps", spec.eval_every_steps, 0));
   HPTRAIN_RETURN_IF_ERROR(OneOf("spec.device", "device", spec.device, {"cpu", "cuda"}));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.threads", spec.threads, 0));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.bucketMiB", spec.bucket_mib, 1));

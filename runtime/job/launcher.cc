@@ -133,6 +133,15 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
     summary.final.test_loss = e.test_loss();
     summary.final.train_loss = e.train_loss();
   }
+  for (const auto& e : status.evaluations()) {
+    EvaluationSummary evaluation;
+    evaluation.step = e.step();
+    evaluation.epochs = e.epochs_done();
+    evaluation.test_accuracy = e.test_accuracy();
+    evaluation.test_loss = e.test_loss();
+    evaluation.elapsed_seconds = e.end_unix_seconds() - start_unix_seconds;
+    summary.evaluations.push_back(evaluation);
+  }
   std::vector<int> allocation(status.allocation().batch_sizes().begin(),
                               status.allocation().batch_sizes().end());
   for (const auto& r : status.ranks()) {
@@ -241,7 +250,8 @@ int Launch(const LaunchOptions& options) {
   hptrain::v1::JobStatus last;
   bool have_final = false;
   bool shutdown_sent = false;
-  size_t epochs_shown = 0;
+  size_t evaluations_shown = 0;
+  double previous_epoch_end = 0.0;  // wall_seconds of the last epoch end shown
   std::vector<ProgressPoint> timeline;
   std::optional<LocalRebalancer> rebalancer;
   if (spec.rebalance.enabled) rebalancer.emplace(spec);
@@ -305,14 +315,18 @@ int Launch(const LaunchOptions& options) {
     if (spec.max_steps > 0) state.total_steps = spec.max_steps;
     state.elapsed_seconds = elapsed;
     if (!options.quiet && state.steps_per_epoch > 0) display.Update(state);
-    for (; epochs_shown < static_cast<size_t>(last.epochs_size()); ++epochs_shown) {
-      const auto& e = last.epochs(static_cast<int>(epochs_shown));
-      const double previous =
-          epochs_shown == 0 ? 0.0 : last.epochs(static_cast<int>(epochs_shown) - 1).wall_seconds();
-      if (!options.quiet) {
-        display.EpochEnd(e.epoch() + 1, e.test_accuracy(), e.test_loss(), e.train_loss(),
-                         e.wall_seconds() - previous);
+    // Evaluations in step order: interim ones get a line of their own, epoch ends the epoch line
+    // (its duration from the previous epoch end).
+    for (; evaluations_shown < static_cast<size_t>(last.evaluations_size()); ++evaluations_shown) {
+      const auto& e = last.evaluations(static_cast<int>(evaluations_shown));
+      if (options.quiet) continue;
+      if (e.interim()) {
+        display.Evaluation(e.step(), e.epochs_done(), e.test_accuracy(), e.test_loss());
+        continue;
       }
+      display.EpochEnd(e.epoch() + 1, e.test_accuracy(), e.test_loss(), e.train_loss(),
+                       e.wall_seconds() - previous_epoch_end);
+      previous_epoch_end = e.wall_seconds();
     }
     if (last.done() == spec.WorldSize() && !shutdown_sent) {
       have_final = true;

@@ -149,17 +149,29 @@ void ProgressDisplay::WriteLogLine(const ProgressState& state) {
   out_.flush();
 }
 
-void ProgressDisplay::EpochEnd(int epoch, double test_accuracy, double test_loss, double train_loss,
-                               double wall_seconds) {
+void ProgressDisplay::StartResultLine() {
   if (bar_visible_) out_ << kClearLine;
   bar_visible_ = false;
   // Redraw the bar at the next Update() rather than leave the terminal without one until the
   // throttle allows.
   if (is_tty_) last_shown_at_.reset();
+}
+
+void ProgressDisplay::EpochEnd(int epoch, double test_accuracy, double test_loss, double train_loss,
+                               double wall_seconds) {
+  StartResultLine();
   out_ << "epoch " << EpochOf(epoch, epochs_) << " done in "
        << (std::isfinite(wall_seconds) ? absl::StrFormat("%.1fs", wall_seconds) : "--")
        << ": train_loss " << FormatLoss(train_loss) << " test_loss " << FormatLoss(test_loss)
        << " test_accuracy " << FormatPercent(test_accuracy) << '\n';
+  out_.flush();
+}
+
+void ProgressDisplay::Evaluation(int64_t step, double epochs_done, double test_accuracy,
+                                 double test_loss) {
+  StartResultLine();
+  out_ << "step " << step << " (epoch " << absl::StrFormat("%.2f", epochs_done) << "): test_loss "
+       << FormatLoss(test_loss) << " test_accuracy " << FormatPercent(test_accuracy) << '\n';
   out_.flush();
 }
 

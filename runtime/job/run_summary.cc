@@ -98,6 +98,17 @@ absl::Status ReadEpoch(const Json& object, const std::string& where, EpochSummar
   return absl::OkStatus();
 }
 
+absl::Status ReadEvaluation(const Json& object, const std::string& where, EvaluationSummary* out) {
+  if (!object.is_object())
+    return absl::InvalidArgumentError(absl::StrCat("run summary: ", where, ": expected an object"));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "step", where, &out->step));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "epochs", where, &out->epochs));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "test_accuracy", where, &out->test_accuracy));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "test_loss", where, &out->test_loss));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "elapsed_seconds", where, &out->elapsed_seconds));
+  return absl::OkStatus();
+}
+
 absl::Status ReadRank(const Json& object, const std::string& where, RankSummary* out) {
   if (!object.is_object())
     return absl::InvalidArgumentError(absl::StrCat("run summary: ", where, ": expected an object"));
@@ -133,6 +144,14 @@ absl::Status ReadSummary(const Json& root, RunSummary* out) {
     HPTRAIN_RETURN_IF_ERROR(ReadEpoch((*per_epoch)[i], absl::StrCat("per_epoch[", i, "]"),
                                       &out->per_epoch.emplace_back()));
   }
+  if (root.contains("evaluations")) {  // summaries written before it existed lack it
+    HPTRAIN_ASSIGN_OR_RETURN(const Json* evaluations, ReadArray(root, "evaluations", top));
+    for (size_t i = 0; i < evaluations->size(); ++i) {
+      HPTRAIN_RETURN_IF_ERROR(ReadEvaluation((*evaluations)[i],
+                                             absl::StrCat("evaluations[", i, "]"),
+                                             &out->evaluations.emplace_back()));
+    }
+  }
   HPTRAIN_ASSIGN_OR_RETURN(const Json* ranks, ReadArray(root, "ranks", top));
   for (size_t i = 0; i < ranks->size(); ++i) {
     HPTRAIN_RETURN_IF_ERROR(
@@ -165,6 +184,15 @@ std::string RunSummaryToJson(const RunSummary& summary) {
                              {"elapsed_seconds", e.elapsed_seconds}});
   }
   root["per_epoch"] = std::move(per_epoch);
+  Json evaluations = Json::array();
+  for (const EvaluationSummary& e : summary.evaluations) {
+    evaluations.push_back(Json{{"step", e.step},
+                               {"epochs", e.epochs},
+                               {"test_accuracy", e.test_accuracy},
+                               {"test_loss", e.test_loss},
+                               {"elapsed_seconds", e.elapsed_seconds}});
+  }
+  root["evaluations"] = std::move(evaluations);
   Json ranks = Json::array();
   for (const RankSummary& r : summary.ranks) {
     ranks.push_back(Json{{"rank", r.rank},

@@ -8,6 +8,8 @@
 //     "final": { "test_accuracy": float, "test_loss": float, "train_loss": float },
 //     "per_epoch": [ { "epoch": int, "test_accuracy": float, "train_loss": float,
 //                      "wall_seconds": float } ],
+//     "evaluations": [ { "step": int, "epochs": float, "test_accuracy": float,
+//                        "test_loss": float, "elapsed_seconds": float } ],
 //     "ranks": [ { "rank": int, "group": str, "bytes_sent": int, "bytes_received": int,
 //                  "batch_size": int, "compute_seconds": float, "comm_seconds": float } ] }
 //
@@ -50,6 +52,15 @@ struct RankSummary {
   double comm_seconds = 0.0;
 };
 
+// One evaluation on the test set: each epoch's end, and every spec.evalEverySteps steps.
+struct EvaluationSummary {
+  int64_t step = 0;            // global steps done
+  double epochs = 0.0;         // fractional epochs done
+  double test_accuracy = 0.0;  // fraction in [0, 1]
+  double test_loss = 0.0;
+  double elapsed_seconds = 0.0;  // from the launcher's start to the end of the evaluation
+};
+
 // One sample of the run's progress, taken about once a second by the launcher.
 struct ProgressPoint {
   double elapsed_seconds = 0.0;   // since the launcher started
@@ -69,6 +80,7 @@ struct RunSummary {
   double samples_per_second = 0.0;
   FinalMetrics final;  // named after the JSON key
   std::vector<EpochSummary> per_epoch;
+  std::vector<EvaluationSummary> evaluations;  // in step order; optional when read
   std::vector<RankSummary> ranks;
   std::vector<ProgressPoint> timeline;  // JSON "timeline" when not empty; not read back
 };

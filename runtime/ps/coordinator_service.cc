@@ -210,7 +210,8 @@ Status CoordinatorService::ReportEpoch(ServerContext* context, const v1::EpochRe
                                        v1::ReportResponse*) {
   HPTRAIN_AUTHORIZE(context);
   std::lock_guard<std::mutex> lock(mu_);
-  epochs_[request->epoch()] = *request;
+  if (!request->interim()) epochs_[request->epoch()] = *request;
+  evaluations_[request->step()] = *request;
   return Status::OK;
 }
 
@@ -243,6 +244,7 @@ v1::JobStatus CoordinatorService::Snapshot() {
   status.set_failed(failed);
   for (const auto& [rank, report] : progress_) *status.add_ranks() = report;
   for (const auto& [epoch, report] : epochs_) *status.add_epochs() = report;
+  for (const auto& [step, report] : evaluations_) *status.add_evaluations() = report;
   *status.mutable_allocation() = allocation_;
   for (int r = 0; r < world_size(); ++r) {
     status.add_groups(config_.groups[r]);

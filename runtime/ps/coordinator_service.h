@@ -85,7 +85,8 @@ class CoordinatorService final : public hptrain::v1::Coordinator::Service {
   std::map<std::string, std::string> kv_;
   std::map<int, hptrain::v1::RegisterRequest> members_;
   std::map<int, hptrain::v1::ProgressReport> progress_;
-  std::map<int, hptrain::v1::EpochReport> epochs_;
+  std::map<int, hptrain::v1::EpochReport> epochs_;           // end-of-epoch evaluations
+  std::map<int64_t, hptrain::v1::EpochReport> evaluations_;  // all of them, by step
   std::map<int, hptrain::v1::DoneReport> done_;
   hptrain::v1::Allocation allocation_;  // the newest
   // Allocations in effective_step order, the first in force; later ones are pending.

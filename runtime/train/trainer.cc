@@ -80,7 +80,10 @@ class Trainer::Impl {
   absl::Status FlattenParameters();
   absl::Status TrainStep(const std::vector<int64_t>& perm, int epoch, int64_t step_in_epoch,
                          int64_t steps_per_epoch, StepStats* stats);
-  absl::Status EndOfEpoch(int epoch, double loss_sum, double loss_count);
+  // Evaluates the model after `steps_done` steps of `epoch` and reports it; at the epoch's end
+  // (not `interim`) the strategy's epoch hook runs too.
+  absl::Status Evaluation(int epoch, int64_t steps_done, int64_t steps_per_epoch, bool interim,
+                          double loss_sum, double loss_count);
   absl::Status AverageBuffers();
   absl::Status Evaluate(double* accuracy, double* loss);
   absl::Status SaveCheckpointIfDue(bool force, int epoch, int64_t next_step_in_epoch);
@@ -313,18 +316,24 @@ absl::Status Trainer::Impl::Evaluate(double* accuracy, double* loss) {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::Impl::EndOfEpoch(int epoch, double loss_sum, double loss_count) {
+absl::Status Trainer::Impl::Evaluation(int epoch, int64_t steps_done, int64_t steps_per_epoch,
+                                       bool interim, double loss_sum, double loss_count) {
   float train[2] = {static_cast<float>(loss_sum), static_cast<float>(loss_count)};
   HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(train, 2), "epoch loss all-reduce");
   HPTRAIN_RETURN_IF_ERROR(AverageBuffers());
   EpochStats stats;
   stats.epoch = epoch;
+  stats.step = global_step_;
+  stats.epochs_done = epoch + static_cast<double>(steps_done) / steps_per_epoch;
+  stats.interim = interim;
   stats.train_loss = train[1] > 0 ? train[0] / train[1] : 0.0;
   HPTRAIN_RETURN_IF_ERROR(Evaluate(&stats.test_accuracy, &stats.test_loss));
-  epoch_timing_.epoch = epoch;
-  HPTRAIN_RETURN_IF_ERROR(strategy_->OnEpochEnd(epoch_timing_), "strategy ", strategy_->name(),
-                          " at the end of epoch ", epoch);
-  epoch_timing_ = sync::EpochTiming();
+  if (!interim) {
+    epoch_timing_.epoch = epoch;
+    HPTRAIN_RETURN_IF_ERROR(strategy_->OnEpochEnd(epoch_timing_), "strategy ", strategy_->name(),
+                            " at the end of epoch ", epoch);
+    epoch_timing_ = sync::EpochTiming();
+  }
   stats.wall_seconds = Since(run_start_);
   if (callbacks_.on_epoch) callbacks_.on_epoch(stats);
   return absl::OkStatus();
@@ -419,12 +428,18 @@ absl::Status Trainer::Impl::Run() {
       loss_sum += stats.train_loss * stats.batch_size;
       loss_count += stats.batch_size;
       if (callbacks_.on_step) callbacks_.on_step(stats);
-      // The last step of an epoch is checkpointed after the epoch's end (buffers averaged).
+      // The last step of an epoch is checkpointed and evaluated after the epoch's end (buffers
+      // averaged); so is the run's last step.
       if (s + 1 < steps_per_epoch) {
         HPTRAIN_RETURN_IF_ERROR(SaveCheckpointIfDue(false, epoch, s + 1), "writing checkpoint");
+        if (spec_.eval_every_steps > 0 && global_step_ % spec_.eval_every_steps == 0 &&
+            global_step_ < total_steps) {
+          HPTRAIN_RETURN_IF_ERROR(
+              Evaluation(epoch, s + 1, steps_per_epoch, true, loss_sum, loss_count));
+        }
       }
     }
-    HPTRAIN_RETURN_IF_ERROR(EndOfEpoch(epoch, loss_sum, loss_count));
+    HPTRAIN_RETURN_IF_ERROR(Evaluation(epoch, s, steps_per_epoch, false, loss_sum, loss_count));
     if (s == steps_per_epoch) {
       HPTRAIN_RETURN_IF_ERROR(SaveCheckpointIfDue(false, epoch + 1, 0), "writing checkpoint");
     }

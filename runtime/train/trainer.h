@@ -45,17 +45,22 @@ struct StepStats {
   int bits = 32;                   // bits per gradient element on the wire (32 = uncompressed)
 };
 
+// One evaluation of the model on the test set: at the end of every epoch and, with
+// spec.evalEverySteps, every that many steps within an epoch (interim).
 struct EpochStats {
-  int epoch = 0;
+  int epoch = 0;           // 0-based epoch the evaluation falls in
+  int64_t step = 0;        // global steps done
+  double epochs_done = 0;  // fractional: epoch + steps done in it / steps per epoch
+  bool interim = false;    // within the epoch, not at its end
   double test_accuracy = 0;
   double test_loss = 0;
-  double train_loss = 0;
+  double train_loss = 0;       // mean over the epoch's steps so far, all ranks
   double wall_seconds = 0;     // since the run started
 };
 
 struct TrainerCallbacks {
   std::function<void(const StepStats&)> on_step;
-  std::function<void(const EpochStats&)> on_epoch;
+  std::function<void(const EpochStats&)> on_epoch;  // every evaluation, interim ones included
   // Polled between steps; returning true stops the run with Cancelled.
   std::function<bool()> should_stop;
   // When set, called before every step with its global step number; returns the batch size of

@@ -171,6 +171,7 @@ spec:
   globalBatchSize: 20
   epochs: 3
   maxSteps: 100
+  evalEverySteps: 25
   seed: 18446744073709551615
   device: cpu
   threads: 2
@@ -201,6 +202,7 @@ status: {phase: Running}
   EXPECT_EQ(spec->optimizer.schedule.step_size, 3);
   EXPECT_DOUBLE_EQ(spec->optimizer.schedule.gamma, 0.5);
   EXPECT_EQ(spec->max_steps, 100);
+  EXPECT_EQ(spec->eval_every_steps, 25);
   EXPECT_EQ(spec->seed, 18446744073709551615ull);
   EXPECT_EQ(spec->threads, 2);
   EXPECT_EQ(spec->bucket_mib, 4);

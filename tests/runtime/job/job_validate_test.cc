@@ -226,6 +226,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"ZeroEpochs", [](JobSpec& s) { s.epochs = 0; }, "spec.epochs: must be >= 1, got 0"},
         Case{"NegativeMaxSteps", [](JobSpec& s) { s.max_steps = -1; },
              "spec.maxSteps: must be >= 0"},
+        Case{"NegativeEvalEverySteps", [](JobSpec& s) { s.eval_every_steps = -5; },
+             "spec.evalEverySteps: must be >= 0"},
         Case{"UnknownDevice", [](JobSpec& s) { s.device = "tpu"; },
              "spec.device: unknown device \"tpu\" (expected one of cpu, cuda)"},
         Case{"NegativeThreads", [](JobSpec& s) { s.threads = -1; }, "spec.threads: must be >= 0"},

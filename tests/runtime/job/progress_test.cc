@@ -168,6 +168,18 @@ TEST(ProgressDisplayTest, PlainEpochEndAndUnknownValues) {
   EXPECT_THAT(out.str(), HasSubstr("epoch 1 step 0 loss -- 0.0 samples/s elapsed 0s ETA --\n"));
 }
 
+TEST(ProgressDisplayTest, TerminalInterimEvaluationClearsBarOnItsOwnLine) {
+  std::ostringstream out;
+  ProgressDisplay display(out, /*is_tty=*/true);
+  ProgressState s = QuarterDone();
+  display.Update(s);
+  display.Evaluation(250, 1.25, 0.8712, 0.35612);
+  s.elapsed_seconds += 0.001;
+  display.Update(s);
+  EXPECT_THAT(out.str(), HasSubstr("1m30s\r\033[2Kstep 250 (epoch 1.25): test_loss 0.3561 "
+                                   "test_accuracy 87.12%\n\r\033[2K["));
+}
+
 RunSummary TwoRankSummary() {
   RunSummary s;
   s.job = "fmnist-hps";

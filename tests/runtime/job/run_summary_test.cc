@@ -22,6 +22,8 @@ RunSummary Example() {
   s.samples_per_second = 2909.5;
   s.final = {0.8712, 0.3561, 0.4012};
   s.per_epoch = {{1, 0.81, 0.55, 20.5, 22.0}, {2, 0.8712, 0.4012, 20.75, 43.0}};
+  s.evaluations = {
+      {117, 0.5, 0.74, 0.71, 12.5}, {234, 1.0, 0.81, 0.52, 22.0}, {468, 2.0, 0.8712, 0.356, 43.0}};
   s.ranks = {{0, "fast", int64_t{5} << 32, 123456789, 96, 30.5, 8.25},
              {1, "slow", 1024, 2048, 32, 31.0, 7.5}};
   return s;
@@ -46,6 +48,14 @@ void ExpectEqual(const RunSummary& a, const RunSummary& b) {
     EXPECT_EQ(a.per_epoch[i].wall_seconds, b.per_epoch[i].wall_seconds);
     EXPECT_EQ(a.per_epoch[i].elapsed_seconds, b.per_epoch[i].elapsed_seconds);
   }
+  ASSERT_EQ(a.evaluations.size(), b.evaluations.size());
+  for (size_t i = 0; i < a.evaluations.size(); ++i) {
+    EXPECT_EQ(a.evaluations[i].step, b.evaluations[i].step);
+    EXPECT_EQ(a.evaluations[i].epochs, b.evaluations[i].epochs);
+    EXPECT_EQ(a.evaluations[i].test_accuracy, b.evaluations[i].test_accuracy);
+    EXPECT_EQ(a.evaluations[i].test_loss, b.evaluations[i].test_loss);
+    EXPECT_EQ(a.evaluations[i].elapsed_seconds, b.evaluations[i].elapsed_seconds);
+  }
   ASSERT_EQ(a.ranks.size(), b.ranks.size());
   for (size_t i = 0; i < a.ranks.size(); ++i) {
     EXPECT_EQ(a.ranks[i].rank, b.ranks[i].rank);
@@ -62,6 +72,7 @@ void ExpectEqual(const RunSummary& a, const RunSummary& b) {
 TEST(RunSummaryTest, JsonHasExactlyTheDesignFieldNames) {
   RunSummary s = Example();
   s.per_epoch.resize(1);
+  s.evaluations.resize(1);
   s.ranks.resize(1);
   EXPECT_EQ(RunSummaryToJson(s), R"({
   "job": "fmnist-hps",
@@ -83,6 +94,15 @@ TEST(RunSummaryTest, JsonHasExactlyTheDesignFieldNames) {
       "train_loss": 0.55,
       "wall_seconds": 20.5,
       "elapsed_seconds": 22.0
+    }
+  ],
+  "evaluations": [
+    {
+      "step": 117,
+      "epochs": 0.5,
+      "test_accuracy": 0.74,
+      "test_loss": 0.71,
+      "elapsed_seconds": 12.5
     }
   ],
   "ranks": [
@@ -141,6 +161,7 @@ TEST(RunSummaryTest, ParsesHandWrittenJsonAndIgnoresAddedFields) {
   EXPECT_EQ(parsed->wall_seconds, 2.0);  // an integer where a float is expected is fine
   EXPECT_EQ(parsed->ranks[0].batch_size, 64);
   EXPECT_EQ(parsed->per_epoch[0].epoch, 1);
+  EXPECT_TRUE(parsed->evaluations.empty());  // written before evaluations existed
 }
 
 TEST(RunSummaryTest, ErrorsNameTheField) {
@@ -162,6 +183,8 @@ TEST(RunSummaryTest, ErrorsNameTheField) {
       {replace("\"test_loss\": 0.3561", "\"test_loss\": \"low\""),
        "final.test_loss: expected a number"},
       {replace("\"epoch\": 2", "\"epoch\": 99999999999"), "per_epoch[1].epoch: out of range"},
+      {replace("\"step\": 468", "\"step\": \"last\""), "evaluations[2].step: expected an integer"},
+      {replace("\"evaluations\": [", "\"evaluations\": {\"a\": ["), "run summary:"},
       {replace("\"ranks\": [", "\"ranks\": {\"a\": ["), "run summary:"},  // malformed
       {"[]", "expected a JSON object"},
   };
