@@ -79,9 +79,44 @@ def _table(title, settings, rows, out_dir):
             f"{_fmt(row['samples_per_second'], '.0f')} | {_fmt(ratio, '.2f')} | "
             f"{row['wall_seconds']:.1f} |")
     out.append("")
+    out += _speed_against_bytes(rows)
     plots = _plots(title, rows, out_dir)
     out += [f"![{p}]({p})" for p in plots] + [""]
     return out
+
+
+def _speed_against_bytes(rows):
+    """Each compressed hptrain system's speed-up over hptrain-ssgd against what its byte savings
+    predict: if compression only shortened the exchange in proportion to the bytes, a system would
+    run (compute + comm) / (compute + comm x bytes ratio) times ssgd's speed, with ssgd's compute
+    and comm seconds per step."""
+    ssgd = next((r for r, _ in rows if r["name"] == "hptrain-ssgd" and r["ok"]), None)
+    if (not ssgd or not ssgd.get("comm_seconds_per_step")
+            or not ssgd["runtime_bytes_per_worker_step"]):
+        return []
+    compute, comm = ssgd["compute_seconds_per_step"], ssgd["comm_seconds_per_step"]
+    out = ["Speed against bytes: hptrain-ssgd spends "
+           f"{comm:.3f} s of each {compute + comm:.3f} s step (per worker) exchanging gradients. "
+           "Predicted speed-up = (compute + comm) / (compute + comm × bytes ratio) with ssgd's "
+           "compute and comm; measured = samples/s over ssgd's; time to target over ssgd's.", "",
+           "| system | bytes vs ssgd (runtime) | comm s/step vs ssgd | predicted speed-up | "
+           "measured speed-up | measured / predicted | time to target vs ssgd |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
+    for row, _ in rows:
+        if (not row["ok"] or not row["name"].startswith("hptrain-") or row is ssgd
+                or not row["runtime_bytes_per_worker_step"]):
+            continue
+        ratio = row["runtime_bytes_per_worker_step"] / ssgd["runtime_bytes_per_worker_step"]
+        predicted = (compute + comm) / (compute + comm * ratio)
+        measured = (row["samples_per_second"] / ssgd["samples_per_second"]
+                    if row["samples_per_second"] and ssgd["samples_per_second"] else None)
+        ttt = (ssgd["time_to_target"] / row["time_to_target"]
+               if row["time_to_target"] and ssgd["time_to_target"] else None)
+        out.append(f"| {row['name']} | {ratio:.3f} | "
+                   f"{_fmt(row.get('comm_seconds_per_step', 0) / comm, '.3f')} | {predicted:.2f} | "
+                   f"{_fmt(measured, '.2f')} | {_fmt(measured and measured / predicted, '.2f')} | "
+                   f"{_fmt(ttt, '.2f')} |")
+    return out + [""]
 
 
 def _plots(title, rows, out_dir):

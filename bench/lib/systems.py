@@ -60,7 +60,8 @@ TRAIN_SAMPLES = 60000  # Fashion-MNIST
 class Settings:
     """What one suite run shares across systems."""
 
-    def __init__(self, model, workers, epochs, max_steps, target, threads, evals_per_epoch=1):
+    def __init__(self, model, workers, epochs, max_steps, target, threads, evals_per_epoch=1,
+                 hptrain_sets=()):
         self.model = model
         self.m = MODELS[model]
         self.workers = workers
@@ -71,6 +72,7 @@ class Settings:
         # Every system also evaluates every `eval_every` global steps (0: at epoch ends only).
         steps_per_epoch = TRAIN_SAMPLES // self.m["batch"]
         self.eval_every = steps_per_epoch // evals_per_epoch if evals_per_epoch > 1 else 0
+        self.hptrain_sets = list(hptrain_sets)  # "path=value" for every hptrain system
 
 
 def hptrain_command(name, settings, cluster, binary, out_dir):
@@ -96,6 +98,8 @@ def hptrain_command(name, settings, cluster, binary, out_dir):
             "--placement", placement_file, "--output-json", summary]
     for key, value in sets.items():
         argv += ["--set", f"{key}={value}"]
+    for item in settings.hptrain_sets:
+        argv += ["--set", item]
     return argv, summary
 
 
