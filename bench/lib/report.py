@@ -32,7 +32,9 @@ def write(out_dir, header, suites):
               "forward + backward time and of gradient exchange time (encoding included) per step;",
               "the peer does not report them. `vs DDP` divides DDP's time to target by the system's",
               "(above 1 = faster than DDP); where either did not reach the target it compares",
-              "samples/s.", ""]
+              "samples/s. CPU steal is the share of the machine's CPU time that the hypervisor",
+              "gave to other guests while the system ran (/proc/stat): above a few percent, the",
+              "machine was shared and its times are slower than they would be alone.", ""]
     results = [{"suite": title, "model": settings.model, "workers": settings.workers,
                 "target": settings.target, "rows": [row for row, _ in rows]}
                for title, settings, rows in suites]
@@ -56,12 +58,13 @@ def _table(title, settings, rows, out_dir):
            + "at each epoch's end", "",
            "| system | time to target (s) | final acc. | KiB/worker/step (interfaces) | "
            "KiB/worker/step (runtime) | compute s/step | comm s/step | samples/s | vs DDP | "
-           "wall (s) |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "wall (s) | CPU steal |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row, _ in rows:
         if not row["ok"]:
             why = "time cap" if row["capped"] else row["error"]
-            out.append(f"| {row['name']} | failed: {why} | | | | | | | | {row['wall_seconds']:.1f} |")
+            out.append(f"| {row['name']} | failed: {why} | | | | | | | | "
+                       f"{row['wall_seconds']:.1f} | |")
             continue
         ratio = None
         if ddp and ddp["ok"]:
@@ -77,7 +80,8 @@ def _table(title, settings, rows, out_dir):
             f"{_fmt(row.get('compute_seconds_per_step'), '.3f')} | "
             f"{_fmt(row.get('comm_seconds_per_step'), '.3f')} | "
             f"{_fmt(row['samples_per_second'], '.0f')} | {_fmt(ratio, '.2f')} | "
-            f"{row['wall_seconds']:.1f} |")
+            f"{row['wall_seconds']:.1f} | "
+            f"{_fmt(None if row.get('cpu_steal') is None else 100 * row['cpu_steal'], '.1f')} % |")
     out.append("")
     out += _speed_against_bytes(rows)
     plots = _plots(title, rows, out_dir)

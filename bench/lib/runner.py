@@ -11,6 +11,14 @@ import systems
 SAMPLE_SECONDS = 0.5
 
 
+def _cpu_times():
+    """(steal, total) jiffies of all CPUs from /proc/stat: on a virtual machine, steal is time the
+    hypervisor gave to others while this machine had work."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    return fields[7] if len(fields) > 7 else 0, sum(fields[:8])
+
+
 def _worker_tx(cluster, baseline, workers):
     counters = cluster.all_counters()
     return sum(counters[h]["tx_bytes"] - baseline[h]["tx_bytes"] for h in range(1, workers + 1))
@@ -19,8 +27,10 @@ def _worker_tx(cluster, baseline, workers):
 def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
     """Runs system `name` to completion or for at most `cap_seconds`. Returns a result dict:
     name, ok, capped, error, wall_seconds, result (the system's JSON), interface (per host byte
-    deltas), timeline [(seconds, cumulative worker tx bytes)]."""
+    deltas), timeline [(seconds, cumulative worker tx bytes)], cpu_steal (fraction of CPU time
+    the hypervisor took while it ran)."""
     t0 = time.time()
+    cpu0 = _cpu_times()
     baseline = cluster.all_counters()
     logs = []
     procs = []
@@ -63,6 +73,8 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
         for f in logs:
             f.close()
     wall = time.time() - t0
+    cpu1 = _cpu_times()
+    steal = (cpu1[0] - cpu0[0]) / max(1, cpu1[1] - cpu0[1])
     after = cluster.all_counters()
     timeline.append((wall, _worker_tx(cluster, baseline, settings.workers)))
     interface = [{k: after[h][k] - baseline[h][k] for k in after[h]} for h in range(cluster.hosts)]
@@ -75,7 +87,8 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
     elif not capped:
         error = f"exit codes {codes}; see {name}*.log"
     return {"name": name, "ok": result is not None, "capped": capped, "error": error,
-            "wall_seconds": wall, "result": result, "interface": interface, "timeline": timeline}
+            "wall_seconds": wall, "result": result, "interface": interface, "timeline": timeline,
+            "cpu_steal": steal}
 
 
 def evaluations(result):
@@ -96,7 +109,7 @@ def summarize(run, settings):
            "final_accuracy": (r.get("final") or {}).get("test_accuracy"),
            "interface_bytes_per_worker_step": tx / workers / steps if steps else None,
            "runtime_bytes_per_worker_step": None, "time_to_target": None,
-           "wall_seconds": run["wall_seconds"]}
+           "wall_seconds": run["wall_seconds"], "cpu_steal": run.get("cpu_steal")}
     for e in evaluations(r):
         if e["test_accuracy"] >= settings.target and e.get("elapsed_seconds") is not None:
             row["time_to_target"] = e["elapsed_seconds"]

@@ -27,12 +27,14 @@ BucketedReducer::BucketedReducer(std::vector<size_t> tensor_sizes, size_t bucket
   bucket_of_.assign(n, 0);
   ready_.assign(n, false);
   const size_t cap = std::max<size_t>(1, bucket_bytes / sizeof(float));
+  const size_t first_cap = std::min(cap, kFirstBucketBytes / sizeof(float));
   int t = n - 1;
   while (t >= 0) {
     Bucket bucket;
     bucket.end = offsets_[t] + sizes_[t];
+    const size_t limit = buckets_.empty() ? first_cap : cap;
     size_t elements = 0;
-    while (t >= 0 && (elements == 0 || elements + sizes_[t] <= cap)) {
+    while (t >= 0 && elements < limit) {
       elements += sizes_[t];
       bucket_of_[t] = static_cast<int>(buckets_.size());
       ++bucket.pending;

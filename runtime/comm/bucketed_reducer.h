@@ -1,9 +1,13 @@
 // BucketedReducer: overlaps gradient communication with backward (DDP's reducer, on flat buffers).
 //
 // The gradients of all parameters live in one flat float buffer, tensor t at offset(t), in
-// registration (forward) order. Buckets are runs of consecutive tensors of at most `bucket_bytes`
-// (a larger tensor gets a bucket of its own), formed from the LAST tensor backwards, because
-// backward produces the last layer's gradients first. Bucket 0 therefore holds the output layer.
+// registration (forward) order. Buckets are runs of consecutive tensors formed from the LAST
+// tensor backwards, because backward produces the last layer's gradients first: bucket 0 holds the
+// output layer. As in DDP, a bucket takes tensors until it holds at least its cap (so the tensor
+// that crosses the cap is in it), and bucket 0's cap is only kFirstBucketBytes: the first
+// reduction starts early and runs while backward computes the layers below. (With "at most the
+// cap" instead, an MLP's small output layer would wait in one bucket with the big layer before it
+// and nothing would overlap.)
 //
 // One step:
 //   1. BeginStep() clears the ready marks.
@@ -33,6 +37,9 @@ namespace hptrain::comm {
 class BucketedReducer {
  public:
   using ReduceFn = std::function<absl::Status(int bucket, float* data, size_t count)>;
+
+  // Bucket 0's cap, unless bucket_bytes is smaller (DDP's _DEFAULT_FIRST_BUCKET_BYTES).
+  static constexpr size_t kFirstBucketBytes = size_t{1} << 20;
 
   BucketedReducer(std::vector<size_t> tensor_sizes, size_t bucket_bytes, ReduceFn reduce);
   ~BucketedReducer();

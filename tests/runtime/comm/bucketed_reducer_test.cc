@@ -19,8 +19,9 @@ struct Call {
 TEST(BucketedReducer, BucketsFormFromTheLastTensorAndReduceInIndexOrder) {
   std::vector<Call> calls;
   float* base = nullptr;
-  // Cap 4 floats: tensors of 3, 3, 2, 1 elements give buckets {t3, t2}, {t1}, {t0}.
-  BucketedReducer reducer({3, 3, 2, 1}, 4 * sizeof(float), [&](int b, float* data, size_t n) {
+  // Cap 3 floats: tensors of 3, 3, 2, 1 elements give buckets {t3, t2} (3 floats reach the cap),
+  // {t1}, {t0}.
+  BucketedReducer reducer({3, 3, 2, 1}, 3 * sizeof(float), [&](int b, float* data, size_t n) {
     calls.push_back({b, static_cast<size_t>(data - base), n});
     for (size_t i = 0; i < n; ++i) data[i] *= 2;
     return absl::OkStatus();
@@ -49,6 +50,27 @@ TEST(BucketedReducer, BucketsFormFromTheLastTensorAndReduceInIndexOrder) {
     EXPECT_EQ(calls[2].offset, 0u);
     for (size_t i = 0; i < reducer.size(); ++i) EXPECT_EQ(reducer.data()[i], 2.0f);
   }
+}
+
+TEST(BucketedReducer, ABucketTakesTheTensorThatCrossesItsCap) {
+  // Cap 4 floats: t3 + t2 = 3 floats, below the cap, so t1 joins them: {t3, t2, t1}, {t0}.
+  BucketedReducer reducer({3, 3, 2, 1}, 4 * sizeof(float),
+                          [](int, float*, size_t) { return absl::OkStatus(); });
+  ASSERT_EQ(reducer.num_buckets(), 2);
+  EXPECT_EQ(reducer.bucket_range(0), (std::pair<size_t, size_t>{3, 9}));
+  EXPECT_EQ(reducer.bucket_range(1), (std::pair<size_t, size_t>{0, 3}));
+}
+
+TEST(BucketedReducer, TheFirstBucketIsSmallSoItsReductionOverlapsTheLayersBelow) {
+  // An MLP's shape: a big input layer, a big hidden layer, a small output layer. With a 25 MiB
+  // cap everything would fit one bucket, reduced only after the whole backward; bucket 0 closes
+  // at kFirstBucketBytes instead, with the output layer and the hidden layer's weights.
+  const size_t first = BucketedReducer::kFirstBucketBytes / sizeof(float);
+  BucketedReducer reducer({2 * first, 64, first + 1, 32, 320, 10}, size_t{25} << 20,
+                          [](int, float*, size_t) { return absl::OkStatus(); });
+  ASSERT_EQ(reducer.num_buckets(), 2);
+  EXPECT_EQ(reducer.bucket_range(0).first, 2 * first + 64);  // from the hidden weights on
+  EXPECT_EQ(reducer.bucket_range(1), (std::pair<size_t, size_t>{0, 2 * first + 64}));
 }
 
 TEST(BucketedReducer, UnusedTensorsAreZeroFilledAtFinish) {
