@@ -57,6 +57,19 @@ def is_ddp(name):
 TRAIN_SAMPLES = 60000  # Fashion-MNIST
 
 
+def eval_interval(steps_per_epoch, evals_per_epoch):
+    """Global steps between evaluations for at most `evals_per_epoch` per epoch, at the same
+    points of every epoch: the smallest divisor of the steps per epoch that is at least
+    steps / evals (so that no evaluation falls a step or two before an epoch's end, which is
+    evaluated anyway). 0 when that is the whole epoch."""
+    if evals_per_epoch <= 1 or steps_per_epoch <= 1:
+        return 0
+    target = steps_per_epoch / evals_per_epoch
+    every = next(d for d in range(1, steps_per_epoch + 1)
+                 if steps_per_epoch % d == 0 and d >= target)
+    return 0 if every >= steps_per_epoch else every
+
+
 class Settings:
     """What one suite run shares across systems."""
 
@@ -70,8 +83,7 @@ class Settings:
         self.target = target or self.m["target"]
         self.threads = threads or max(1, (os.cpu_count() or 1) // workers)
         # Every system also evaluates every `eval_every` global steps (0: at epoch ends only).
-        steps_per_epoch = TRAIN_SAMPLES // self.m["batch"]
-        self.eval_every = steps_per_epoch // evals_per_epoch if evals_per_epoch > 1 else 0
+        self.eval_every = eval_interval(TRAIN_SAMPLES // self.m["batch"], evals_per_epoch)
         self.hptrain_sets = list(hptrain_sets)  # "path=value" for every hptrain system
 
 
