@@ -86,8 +86,6 @@ absl::StatusOr<const Json*> ReadArray(const Json& parent, const char* key,
 }
 
 absl::Status ReadEpoch(const Json& object, const std::string& where, EpochSummary* out) {
-  if (!object.is_object())
-    return absl::InvalidArgumentError(absl::StrCat("run summary: ", where, ": expected an object"));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "epoch", where, &out->epoch));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "test_accuracy", where, &out->test_accuracy));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "train_loss", where, &out->train_loss));
@@ -99,8 +97,6 @@ absl::Status ReadEpoch(const Json& object, const std::string& where, EpochSummar
 }
 
 absl::Status ReadEvaluation(const Json& object, const std::string& where, EvaluationSummary* out) {
-  if (!object.is_object())
-    return absl::InvalidArgumentError(absl::StrCat("run summary: ", where, ": expected an object"));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "step", where, &out->step));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "epochs", where, &out->epochs));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "test_accuracy", where, &out->test_accuracy));
@@ -110,8 +106,6 @@ absl::Status ReadEvaluation(const Json& object, const std::string& where, Evalua
 }
 
 absl::Status ReadRank(const Json& object, const std::string& where, RankSummary* out) {
-  if (!object.is_object())
-    return absl::InvalidArgumentError(absl::StrCat("run summary: ", where, ": expected an object"));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "rank", where, &out->rank));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "group", where, &out->group));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "bytes_sent", where, &out->bytes_sent));
@@ -119,6 +113,24 @@ absl::Status ReadRank(const Json& object, const std::string& where, RankSummary*
   HPTRAIN_RETURN_IF_ERROR(Read(object, "batch_size", where, &out->batch_size));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "compute_seconds", where, &out->compute_seconds));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "comm_seconds", where, &out->comm_seconds));
+  return absl::OkStatus();
+}
+
+// Reads the array `key` of `root`, each element an object, with `read` (ReadEpoch, ...).
+template <typename T>
+absl::Status ReadList(const Json& root, const char* key,
+                      absl::Status (*read)(const Json&, const std::string&, T*),
+                      std::vector<T>* out) {
+  HPTRAIN_ASSIGN_OR_RETURN(const Json* list, ReadArray(root, key, ""));
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Json& element = (*list)[i];
+    const std::string where = absl::StrCat(key, "[", i, "]");
+    if (!element.is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run summary: ", where, ": expected an object"));
+    }
+    HPTRAIN_RETURN_IF_ERROR(read(element, where, &out->emplace_back()));
+  }
   return absl::OkStatus();
 }
 
@@ -139,25 +151,11 @@ absl::Status ReadSummary(const Json& root, RunSummary* out) {
   HPTRAIN_RETURN_IF_ERROR(Read(*final_metrics, "test_loss", "final", &out->final.test_loss));
   HPTRAIN_RETURN_IF_ERROR(Read(*final_metrics, "train_loss", "final", &out->final.train_loss));
 
-  HPTRAIN_ASSIGN_OR_RETURN(const Json* per_epoch, ReadArray(root, "per_epoch", top));
-  for (size_t i = 0; i < per_epoch->size(); ++i) {
-    HPTRAIN_RETURN_IF_ERROR(ReadEpoch((*per_epoch)[i], absl::StrCat("per_epoch[", i, "]"),
-                                      &out->per_epoch.emplace_back()));
-  }
+  HPTRAIN_RETURN_IF_ERROR(ReadList(root, "per_epoch", ReadEpoch, &out->per_epoch));
   if (root.contains("evaluations")) {  // summaries written before it existed lack it
-    HPTRAIN_ASSIGN_OR_RETURN(const Json* evaluations, ReadArray(root, "evaluations", top));
-    for (size_t i = 0; i < evaluations->size(); ++i) {
-      HPTRAIN_RETURN_IF_ERROR(ReadEvaluation((*evaluations)[i],
-                                             absl::StrCat("evaluations[", i, "]"),
-                                             &out->evaluations.emplace_back()));
-    }
+    HPTRAIN_RETURN_IF_ERROR(ReadList(root, "evaluations", ReadEvaluation, &out->evaluations));
   }
-  HPTRAIN_ASSIGN_OR_RETURN(const Json* ranks, ReadArray(root, "ranks", top));
-  for (size_t i = 0; i < ranks->size(); ++i) {
-    HPTRAIN_RETURN_IF_ERROR(
-        ReadRank((*ranks)[i], absl::StrCat("ranks[", i, "]"), &out->ranks.emplace_back()));
-  }
-  return absl::OkStatus();
+  return ReadList(root, "ranks", ReadRank, &out->ranks);
 }
 
 }  // namespace
