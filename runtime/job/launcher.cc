@@ -317,9 +317,9 @@ int Launch(const LaunchOptions& options) {
     if (!options.quiet && state.steps_per_epoch > 0) display.Update(state);
     // Evaluations in step order: interim ones get a line of their own, epoch ends the epoch line
     // (its duration from the previous epoch end).
-    for (; evaluations_shown < static_cast<size_t>(last.evaluations_size()); ++evaluations_shown) {
+    for (; !options.quiet && evaluations_shown < static_cast<size_t>(last.evaluations_size());
+         ++evaluations_shown) {
       const auto& e = last.evaluations(static_cast<int>(evaluations_shown));
-      if (options.quiet) continue;
       if (e.interim()) {
         display.Evaluation(e.step(), e.epochs_done(), e.test_accuracy(), e.test_loss());
         continue;

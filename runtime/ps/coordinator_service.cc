@@ -210,8 +210,7 @@ Status CoordinatorService::ReportEpoch(ServerContext* context, const v1::EpochRe
                                        v1::ReportResponse*) {
   HPTRAIN_AUTHORIZE(context);
   std::lock_guard<std::mutex> lock(mu_);
-  if (!request->interim()) epochs_[request->epoch()] = *request;
-  evaluations_[request->step()] = *request;
+  evaluations_[{request->step(), request->epoch()}] = *request;
   return Status::OK;
 }
 
@@ -243,8 +242,10 @@ v1::JobStatus CoordinatorService::Snapshot() {
   status.set_done(static_cast<int>(done_.size()) - failed);
   status.set_failed(failed);
   for (const auto& [rank, report] : progress_) *status.add_ranks() = report;
-  for (const auto& [epoch, report] : epochs_) *status.add_epochs() = report;
-  for (const auto& [step, report] : evaluations_) *status.add_evaluations() = report;
+  for (const auto& [key, report] : evaluations_) {
+    *status.add_evaluations() = report;
+    if (!report.interim()) *status.add_epochs() = report;  // epoch ends, in epoch order
+  }
   *status.mutable_allocation() = allocation_;
   for (int r = 0; r < world_size(); ++r) {
     status.add_groups(config_.groups[r]);

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "proto/hptrain/v1/coordinator.grpc.pb.h"
@@ -85,8 +86,8 @@ class CoordinatorService final : public hptrain::v1::Coordinator::Service {
   std::map<std::string, std::string> kv_;
   std::map<int, hptrain::v1::RegisterRequest> members_;
   std::map<int, hptrain::v1::ProgressReport> progress_;
-  std::map<int, hptrain::v1::EpochReport> epochs_;           // end-of-epoch evaluations
-  std::map<int64_t, hptrain::v1::EpochReport> evaluations_;  // all of them, by step
+  // Every evaluation, by step (then epoch: a worker without the step field sends 0).
+  std::map<std::pair<int64_t, int>, hptrain::v1::EpochReport> evaluations_;
   std::map<int, hptrain::v1::DoneReport> done_;
   hptrain::v1::Allocation allocation_;  // the newest
   // Allocations in effective_step order, the first in force; later ones are pending.
