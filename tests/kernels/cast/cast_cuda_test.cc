@@ -9,48 +9,12 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cast/cast.h"
+#include "tests/kernels/cuda_test_util.h"
 
 namespace hptrain::kernels {
 namespace {
 
-// Skips the calling test unless a CUDA device is usable.
-#define SKIP_WITHOUT_CUDA_DEVICE()                                                         \
-  do {                                                                                     \
-    int count = 0;                                                                         \
-    const cudaError_t err = cudaGetDeviceCount(&count);                                    \
-    if (err != cudaSuccess) GTEST_SKIP() << "no CUDA device: " << cudaGetErrorString(err); \
-    if (count == 0) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount returned 0";       \
-  } while (0)
-
-// A device copy of a host vector, copied back with Download().
-template <typename T>
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(const std::vector<T>& host) : n_(host.size()) {
-    EXPECT_EQ(cudaMalloc(&ptr_, bytes()), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(ptr_, host.data(), bytes(), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  explicit DeviceBuffer(size_t n) : n_(n) {
-    EXPECT_EQ(cudaMalloc(&ptr_, bytes()), cudaSuccess);
-    EXPECT_EQ(cudaMemset(ptr_, 0, bytes()), cudaSuccess);
-  }
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  T* get() { return ptr_; }
-  std::vector<T> Download() {
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    std::vector<T> host(n_);
-    EXPECT_EQ(cudaMemcpy(host.data(), ptr_, bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-    return host;
-  }
-
- private:
-  size_t bytes() const { return n_ * sizeof(T); }
-  size_t n_;
-  T* ptr_ = nullptr;
-};
+using cuda_test::DeviceBuffer;
 
 std::vector<uint16_t> AllPatterns() {
   std::vector<uint16_t> v(65536);

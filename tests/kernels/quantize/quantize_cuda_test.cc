@@ -13,57 +13,16 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/quantize/quantize.h"
+#include "tests/kernels/cuda_test_util.h"
 
 namespace hptrain::kernels {
 namespace {
 
 using Params = QuantizeParams;
 
-// Why this machine cannot run the GPU tests, or "" if it can.
-std::string NoDeviceReason() {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) {
-    return absl::StrCat("cudaGetDeviceCount failed: ", cudaGetErrorName(err), " (",
-                        cudaGetErrorString(err), ")");
-  }
-  if (count == 0) return "cudaGetDeviceCount returned 0";
-  return "";
-}
-
-#define SKIP_WITHOUT_CUDA_DEVICE()                                     \
-  do {                                                                 \
-    const std::string reason = NoDeviceReason();                       \
-    if (!reason.empty()) GTEST_SKIP() << "no CUDA device: " << reason; \
-  } while (0)
-
-// A device copy of a host vector, freed on scope exit.
-template <typename T>
-class DeviceVector {
- public:
-  explicit DeviceVector(const std::vector<T>& host) : size_(host.size()) {
-    EXPECT_EQ(cudaMalloc(&ptr_, Bytes()), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(ptr_, host.data(), Bytes(), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  ~DeviceVector() { cudaFree(ptr_); }
-  DeviceVector(const DeviceVector&) = delete;
-  DeviceVector& operator=(const DeviceVector&) = delete;
-
-  T* get() { return ptr_; }
-  std::vector<T> ToHost() const {
-    std::vector<T> host(size_);
-    EXPECT_EQ(cudaMemcpy(host.data(), ptr_, Bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-    return host;
-  }
-
- private:
-  size_t Bytes() const { return std::max<size_t>(size_, 1) * sizeof(T); }
-  T* ptr_ = nullptr;
-  size_t size_;
-};
+using cuda_test::DeviceBuffer;
 
 Params MakeParams(int bits, int64_t bucket_size, Params::Scale scale, Params::Rounding rounding) {
   Params p;
@@ -125,32 +84,32 @@ void ExpectCudaMatchesCpu(const std::vector<float>& x, const Params& p, bool fee
   for (size_t i = 0; i < x.size(); ++i) residual_init[i] = 0.001f * static_cast<float>(i % 7);
   const CpuResult cpu = RunCpu(x, feedback ? &residual_init : nullptr, p);
 
-  DeviceVector<float> d_x(x), d_residual(residual_init), d_out(std::vector<float>(x.size()));
-  DeviceVector<float> d_meta(std::vector<float>(cpu.meta.size()));
-  DeviceVector<uint8_t> d_codes(std::vector<uint8_t>(cpu.codes.size()));
+  DeviceBuffer<float> d_x(x), d_residual(residual_init), d_out(std::vector<float>(x.size()));
+  DeviceBuffer<float> d_meta(std::vector<float>(cpu.meta.size()));
+  DeviceBuffer<uint8_t> d_codes(std::vector<uint8_t>(cpu.codes.size()));
   const absl::Status s = feedback
                              ? QuantizeWithErrorFeedbackCuda(d_x.get(), d_residual.get(), n, p,
                                                              d_meta.get(), d_codes.get(), nullptr)
                              : QuantizeCuda(d_x.get(), n, p, d_meta.get(), d_codes.get(), nullptr);
   ASSERT_TRUE(s.ok()) << s;
-  const std::vector<float> meta = d_meta.ToHost();
+  const std::vector<float> meta = d_meta.Download();
   ASSERT_EQ(std::memcmp(meta.data(), cpu.meta.data(), meta.size() * sizeof(float)), 0);
-  ASSERT_EQ(d_codes.ToHost(), cpu.codes);
+  ASSERT_EQ(d_codes.Download(), cpu.codes);
   if (feedback) {
-    const std::vector<float> residual = d_residual.ToHost();
+    const std::vector<float> residual = d_residual.Download();
     ASSERT_EQ(std::memcmp(residual.data(), cpu.residual.data(), residual.size() * 4), 0);
   }
 
   DequantizeCuda(d_meta.get(), d_codes.get(), n, p, d_out.get(), nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const std::vector<float> decoded = d_out.ToHost();
+  const std::vector<float> decoded = d_out.Download();
   for (int64_t i = 0; i < n; ++i) ASSERT_LE(UlpDistance(decoded[i], cpu.decoded[i]), 1) << i;
 
   // Accumulate onto x: compare with x + CPU decode.
-  DeviceVector<float> d_acc(x);
+  DeviceBuffer<float> d_acc(x);
   DequantizeAccumulateCuda(d_meta.get(), d_codes.get(), n, p, d_acc.get(), nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const std::vector<float> acc = d_acc.ToHost();
+  const std::vector<float> acc = d_acc.Download();
   for (int64_t i = 0; i < n; ++i) ASSERT_LE(UlpDistance(acc[i], x[i] + cpu.decoded[i]), 1) << i;
 }
 
@@ -199,26 +158,26 @@ TEST(QuantizeCuda, RejectsNanAndInfLeavingCodesUntouched) {
       x[pos] = bad;
       const std::vector<uint8_t> sentinel(QuantizedCodeBytes(kN, p.bits), 0xA5);
       const std::vector<float> residual_init(kN, 0.25f);
-      DeviceVector<float> d_x(x), d_residual(residual_init);
-      DeviceVector<float> d_meta(std::vector<float>(2 * NumBuckets(kN, p.bucket_size)));
-      DeviceVector<uint8_t> d_codes(sentinel);
+      DeviceBuffer<float> d_x(x), d_residual(residual_init);
+      DeviceBuffer<float> d_meta(std::vector<float>(2 * NumBuckets(kN, p.bucket_size)));
+      DeviceBuffer<uint8_t> d_codes(sentinel);
       absl::Status s = QuantizeCuda(d_x.get(), kN, p, d_meta.get(), d_codes.get(), nullptr);
       EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-      EXPECT_EQ(d_codes.ToHost(), sentinel);
+      EXPECT_EQ(d_codes.Download(), sentinel);
       s = QuantizeWithErrorFeedbackCuda(d_x.get(), d_residual.get(), kN, p, d_meta.get(),
                                         d_codes.get(), nullptr);
       EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-      EXPECT_EQ(d_codes.ToHost(), sentinel);
-      EXPECT_EQ(d_residual.ToHost(), residual_init);
+      EXPECT_EQ(d_codes.Download(), sentinel);
+      EXPECT_EQ(d_residual.Download(), residual_init);
 
       // The async form reports through the device flag.
-      DeviceVector<int> d_flag(std::vector<int>{0});
+      DeviceBuffer<int> d_flag(std::vector<int>{0});
       ASSERT_TRUE(
           QuantizeCudaAsync(d_x.get(), kN, p, d_meta.get(), d_codes.get(), d_flag.get(), nullptr)
               .ok());
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      EXPECT_NE(d_flag.ToHost()[0], 0);
-      EXPECT_EQ(d_codes.ToHost(), sentinel);
+      EXPECT_NE(d_flag.Download()[0], 0);
+      EXPECT_EQ(d_codes.Download(), sentinel);
     }
   }
 }
@@ -227,11 +186,11 @@ TEST(QuantizeCuda, RejectsOverflowingRangeAndBadParams) {
   SKIP_WITHOUT_CUDA_DEVICE();
   const std::vector<float> x = {-3e38f, 3e38f};
   const Params p = MakeParams(8, 512, Params::kMinMax, Params::kNearest);
-  DeviceVector<float> d_x(x), d_meta(std::vector<float>(2));
-  DeviceVector<uint8_t> d_codes(std::vector<uint8_t>(2, 7));
+  DeviceBuffer<float> d_x(x), d_meta(std::vector<float>(2));
+  DeviceBuffer<uint8_t> d_codes(std::vector<uint8_t>(2, 7));
   EXPECT_EQ(QuantizeCuda(d_x.get(), 2, p, d_meta.get(), d_codes.get(), nullptr).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(d_codes.ToHost(), (std::vector<uint8_t>{7, 7}));
+  EXPECT_EQ(d_codes.Download(), (std::vector<uint8_t>{7, 7}));
   Params bad = p;
   bad.bits = 3;
   EXPECT_EQ(QuantizeCuda(d_x.get(), 2, bad, d_meta.get(), d_codes.get(), nullptr).code(),
@@ -243,10 +202,10 @@ TEST(QuantizeCuda, UpdateResidualMatchesCpu) {
   const std::vector<float> x = RandomValues(1001, 5), decoded = RandomValues(1001, 6);
   std::vector<float> expected(x.size());
   UpdateResidual(x.data(), decoded.data(), expected.data(), 1001);
-  DeviceVector<float> d_x(x), d_decoded(decoded), d_residual(std::vector<float>(x.size()));
+  DeviceBuffer<float> d_x(x), d_decoded(decoded), d_residual(std::vector<float>(x.size()));
   UpdateResidualCuda(d_x.get(), d_decoded.get(), d_residual.get(), 1001, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_EQ(d_residual.ToHost(), expected);
+  EXPECT_EQ(d_residual.Download(), expected);
 }
 
 }  // namespace

@@ -10,49 +10,12 @@
 #include "gtest/gtest.h"
 #include "kernels/topk/dgc.h"
 #include "kernels/topk/topk.h"
+#include "tests/kernels/cuda_test_util.h"
 
 namespace hptrain::kernels {
 namespace {
 
-// Skips the calling test unless a CUDA device is usable.
-#define SKIP_WITHOUT_CUDA_DEVICE()                                                         \
-  do {                                                                                     \
-    int count = 0;                                                                         \
-    const cudaError_t err = cudaGetDeviceCount(&count);                                    \
-    if (err != cudaSuccess) GTEST_SKIP() << "no CUDA device: " << cudaGetErrorString(err); \
-    if (count == 0) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount returned 0";       \
-  } while (0)
-
-// A device buffer, optionally filled from a host vector; Download() synchronises and copies back.
-template <typename T>
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(size_t n) : n_(n) {
-    EXPECT_EQ(cudaMalloc(&ptr_, bytes()), cudaSuccess);
-    EXPECT_EQ(cudaMemset(ptr_, 0, bytes()), cudaSuccess);
-  }
-  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) {
-    EXPECT_EQ(cudaMemcpy(ptr_, host.data(), bytes(), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  T* get() { return ptr_; }
-  std::vector<T> Download(size_t count) {
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    std::vector<T> host(count);
-    EXPECT_EQ(cudaMemcpy(host.data(), ptr_, count * sizeof(T), cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    return host;
-  }
-  std::vector<T> Download() { return Download(n_); }
-
- private:
-  size_t bytes() const { return (n_ == 0 ? 1 : n_) * sizeof(T); }
-  size_t n_;
-  T* ptr_ = nullptr;
-};
+using cuda_test::DeviceBuffer;
 
 std::vector<float> Normal(int64_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
