@@ -48,7 +48,7 @@ for t in kernels_quantize_cuda_test kernels_cast_cuda_test kernels_topk_cuda_tes
 done
 run nccl_allreduce_check "$build/bin/nccl_allreduce_check" 1 64 20
 run kernels_cuda_benchmark "$build/bin/hptrain-kernels-cuda-benchmark" \
-  --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  --benchmark_repetitions=10 --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/kernels_cuda.json" --benchmark_out_format=json
 
 if [[ -s $out/kernels_cuda.json ]]; then

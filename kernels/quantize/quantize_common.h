@@ -92,12 +92,18 @@ HPTRAIN_HOST_DEVICE int BucketScale(float mn, float mx, float levels, bool abs_m
 // u = 0.5 rounds to nearest, u uniform in [0, 1) rounds stochastically. 0 when delta == 0.
 // For x in the bucket, x − lo >= 0 and (x − lo) / delta < 2^31, so truncation is floor; the clamps
 // (compare-and-select, min/max instructions) also map any NaN to a valid code.
-HPTRAIN_HOST_DEVICE uint32_t QuantizeElement(float x, float lo, float delta, float u,
-                                             float levels) {
+// QuantizeScaledElement is the delta > 0 case, for callers that test delta once per bucket.
+HPTRAIN_HOST_DEVICE uint32_t QuantizeScaledElement(float x, float lo, float delta, float u,
+                                                   float levels) {
   float t = AddRn(DivRn(SubRn(x, lo), delta), u);
   t = t < levels ? t : levels;
   t = t > 0.0f ? t : 0.0f;
-  return delta > 0.0f ? static_cast<uint32_t>(static_cast<int32_t>(t)) : 0u;
+  return static_cast<uint32_t>(static_cast<int32_t>(t));
+}
+
+HPTRAIN_HOST_DEVICE uint32_t QuantizeElement(float x, float lo, float delta, float u,
+                                             float levels) {
+  return delta > 0.0f ? QuantizeScaledElement(x, lo, delta, u, levels) : 0u;
 }
 
 // The decoded value lo + q·delta of code q (a multiply, then an add: never an FMA).

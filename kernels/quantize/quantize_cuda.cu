@@ -1,12 +1,17 @@
 // CUDA twin of quantize_cpu.cc. Same two passes, same math (quantize_common.h):
-//   1. RangeKernel: one warp per piece of at most kPiece elements of a bucket; the warp's min/max
-//      go into meta with atomicMax on order-preserving integer encodings (meta doubles as the
-//      scratch, zeroed first; the min slot holds the complement so that both slots use
-//      atomicMax), and a non-finite input sets bit kQuantizeNonFinite of the error flag.
-//      FinalizeKernel then turns each bucket's slots into (lo, delta) with BucketScale.
-//   2. EncodeKernel: one thread per element, warp-aligned so that the 8/bits lanes sharing a
-//      code byte OR their codes together with shuffles and one lane stores the byte. It returns
-//      at once when the flag is set, which is how codes (and the residual) stay untouched.
+//   1. Range: buckets of at most kPiece elements (the default 512 among them) get one warp
+//      each (BucketRangeKernel), which reduces the bucket with 16-byte loads and writes its
+//      (lo, delta) with BucketScale. Larger buckets are cut into pieces of kPiece elements, one
+//      warp each (RangeKernel); the warp's min/max go into meta with atomicMax on
+//      order-preserving integer encodings (meta doubles as the scratch, zeroed first; the min
+//      slot holds the complement so that both slots use atomicMax), and FinalizeKernel then turns
+//      each bucket's slots into (lo, delta). Either way a non-finite input sets bit
+//      kQuantizeNonFinite of the error flag.
+//   2. EncodeKernel: one thread per group of 32-bit code words (CodeGroup), its elements loaded
+//      with 16-byte loads and its codes stored with 4-byte stores. It returns at once when the flag
+//      is set, which is how codes (and the residual) stay untouched.
+// Both passes read the input once: 9 bytes moved per element at 8 bits (4 + 4 + 1), against 8
+// for a copy.
 // Min and max do not depend on the order of the reduction once ±0 are canonicalized, and every
 // element's code depends only on its value, its bucket's (lo, delta) and its index, so the bytes
 // equal the CPU's.
@@ -59,11 +64,20 @@ __device__ __forceinline__ float FromOrderedBits(uint32_t o) {
   return __uint_as_float((o & 0x80000000u) ? (o & 0x7FFFFFFFu) : ~o);
 }
 
-// i / bucket_size, in 32 bits when everything fits (a 64-bit division is many instructions).
-__device__ __forceinline__ int64_t BucketOf(int64_t i, int64_t bucket_size, bool small) {
-  return small ? static_cast<int64_t>(static_cast<uint32_t>(i) / static_cast<uint32_t>(bucket_size))
-               : i / bucket_size;
-}
+// Element index -> bucket: a shift when bucket_size is a power of two (the default 512), else a
+// division, in 32 bits when everything fits (a 64-bit division is many instructions, a 32-bit one
+// still about twenty).
+struct BucketIndex {
+  int64_t size;
+  int shift;   // log2(size), or -1
+  bool small;  // n and size fit in 32 bits
+
+  __device__ __forceinline__ int64_t Of(int64_t i) const {
+    if (shift >= 0) return i >> shift;
+    return small ? static_cast<int64_t>(static_cast<uint32_t>(i) / static_cast<uint32_t>(size))
+                 : i / size;
+  }
+};
 
 struct RangeKernelArgs {
   const float* g;
@@ -110,6 +124,81 @@ __global__ void RangeKernel(RangeKernelArgs a) {
   }
 }
 
+// Buckets of at most kPiece elements: one warp per bucket reduces it, with 16-byte loads when
+// `vector` (g and r 16-byte aligned, bucket_size a multiple of 4), and its lane 0 writes the
+// bucket's (lo, delta) directly: no zeroed scratch, no atomics, no FinalizeKernel.
+struct BucketRangeKernelArgs {
+  const float* g;
+  const float* r;  // residual or nullptr
+  int64_t n;
+  int64_t bucket_size;
+  int64_t buckets;
+  bool vector;
+  float levels;
+  bool abs_max;
+  float* meta;
+  int* error;
+};
+
+__device__ __forceinline__ void RangeOf(float v, float& mn, float& mx, uint32_t& ex) {
+  const uint32_t e = ExponentField(v);
+  mn = v < mn ? v : mn;
+  mx = v > mx ? v : mx;
+  ex = e > ex ? e : ex;
+}
+
+__global__ void BucketRangeKernel(BucketRangeKernelArgs a) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) / kWarpSize;
+  for (int64_t b = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;
+       b < a.buckets; b += warps) {
+    const int64_t begin = b * a.bucket_size;
+    const int64_t end = begin + a.bucket_size < a.n ? begin + a.bucket_size : a.n;
+    float mn = __int_as_float(0x7F800000), mx = -mn;
+    uint32_t ex = 0;
+    int64_t scalar_begin = begin;
+    if (a.vector) {
+      const int64_t quads = (end - begin) / 4;
+      const float4* g4 = reinterpret_cast<const float4*>(a.g + begin);
+      const float4* r4 = reinterpret_cast<const float4*>(a.r + begin);
+#pragma unroll 4
+      for (int64_t j = lane; j < quads; j += kWarpSize) {
+        float4 v = g4[j];
+        if (a.r != nullptr) {
+          const float4 rv = r4[j];
+          v = make_float4(AddRn(v.x, rv.x), AddRn(v.y, rv.y), AddRn(v.z, rv.z), AddRn(v.w, rv.w));
+        }
+        RangeOf(v.x, mn, mx, ex);
+        RangeOf(v.y, mn, mx, ex);
+        RangeOf(v.z, mn, mx, ex);
+        RangeOf(v.w, mn, mx, ex);
+      }
+      scalar_begin = begin + 4 * quads;
+    }
+    for (int64_t i = scalar_begin + lane; i < end; i += kWarpSize) {
+      RangeOf(a.r != nullptr ? AddRn(a.g[i], a.r[i]) : a.g[i], mn, mx, ex);
+    }
+    for (int off = kWarpSize / 2; off > 0; off /= 2) {
+      const float omn = __shfl_xor_sync(kFullMask, mn, off);
+      const float omx = __shfl_xor_sync(kFullMask, mx, off);
+      const uint32_t oex = __shfl_xor_sync(kFullMask, ex, off);
+      mn = omn < mn ? omn : mn;
+      mx = omx > mx ? omx : mx;
+      ex = oex > ex ? oex : ex;
+    }
+    if (lane == 0) {
+      float lo = 0.0f, delta = 0.0f;
+      if (ex == kFloatExponentMask) {
+        atomicOr(a.error, kQuantizeNonFinite);
+      } else if (BucketScale(mn, mx, a.levels, a.abs_max, &lo, &delta) != 0) {
+        atomicOr(a.error, kQuantizeRangeOverflow);
+      }
+      a.meta[2 * b] = lo;
+      a.meta[2 * b + 1] = delta;
+    }
+  }
+}
+
 __global__ void FinalizeKernel(uint32_t* slots, int64_t buckets, float levels, bool abs_max,
                                int* error) {
   float* meta = reinterpret_cast<float*>(slots);
@@ -126,12 +215,72 @@ __global__ void FinalizeKernel(uint32_t* slots, int64_t buckets, float levels, b
   }
 }
 
+// Code groups: each thread of the encode and decode kernels owns kWords consecutive 32-bit words
+// of the code stream (little-endian: word w is bytes 4w..4w+3, and element first + j sits at bit
+// (j % (32 / kBits))·kBits of the group's word j / (32 / kBits)). At 8 bits a group is two words,
+// so that each thread has 8 elements to amortise its per-group work over. A full group in one
+// bucket, with aligned buffers (`vector`: floats 16-byte, codes 4-byte), takes the fast path:
+// 16-byte loads, one (lo, delta), fully unrolled loops and 4-byte stores of codes. Other groups
+// (the last one, groups a bucket boundary cuts, unaligned buffers) go element by element and byte
+// by byte. kElements divides 2^32, so a group never straddles a change of the index's high 32
+// bits: one RNG block key serves the whole group.
+template <int kBits>
+struct CodeGroup {
+  static constexpr int kPerWord = 32 / kBits;
+  static constexpr int kWords = kBits == 8 ? 2 : 1;
+  static constexpr int kElements = kWords * kPerWord;
+  static constexpr uint32_t kMask = (1u << kBits) - 1;
+};
+
+template <int kE>
+__device__ __forceinline__ void LoadQuads(const float* p, float (&v)[kE]) {
+#pragma unroll
+  for (int j = 0; j < kE; j += 4) {
+    const float4 f = *reinterpret_cast<const float4*>(p + j);
+    v[j] = f.x;
+    v[j + 1] = f.y;
+    v[j + 2] = f.z;
+    v[j + 3] = f.w;
+  }
+}
+
+template <int kE>
+__device__ __forceinline__ void StoreQuads(float* p, const float (&v)[kE]) {
+#pragma unroll
+  for (int j = 0; j < kE; j += 4) {
+    *reinterpret_cast<float4*>(p + j) = make_float4(v[j], v[j + 1], v[j + 2], v[j + 3]);
+  }
+}
+
+// Where a thread's group lies: its first element and code byte, how many elements it has, the
+// bucket of its first element and whether the fast path applies.
+struct GroupSpan {
+  int64_t first;
+  int64_t first_byte;
+  int count;
+  int64_t bucket;
+  bool fast;
+};
+
+template <int kBits>
+__device__ __forceinline__ GroupSpan SpanOf(int64_t group, int64_t n, const BucketIndex& buckets,
+                                            bool vector) {
+  constexpr int kE = CodeGroup<kBits>::kElements;
+  GroupSpan span;
+  span.first = group * kE;
+  span.first_byte = group * (4 * CodeGroup<kBits>::kWords);
+  span.count = n - span.first < kE ? static_cast<int>(n - span.first) : kE;
+  span.bucket = buckets.Of(span.first);
+  span.fast = vector && span.count == kE && span.bucket == buckets.Of(span.first + kE - 1);
+  return span;
+}
+
 struct EncodeKernelArgs {
   const float* g;
   float* r;  // residual or nullptr
   int64_t n;
-  int64_t bucket_size;
-  bool small;  // n and bucket_size fit in 32 bits
+  BucketIndex buckets;
+  bool vector;  // g and r 16-byte aligned, codes 4-byte aligned
   float levels;
   uint64_t key;         // RngKey(seed, step)
   uint64_t block_key0;  // RngBlockKey(key, 0)
@@ -140,35 +289,67 @@ struct EncodeKernelArgs {
   const int* error;
 };
 
+template <bool kStochastic>
+__device__ __forceinline__ float RoundingOffset(uint64_t block_key, uint32_t index_lo) {
+  return kStochastic ? RngUniform24(RngBits(block_key, index_lo)) : 0.5f;
+}
+
 template <int kBits, bool kStochastic, bool kFeedback>
 __global__ void EncodeKernel(EncodeKernelArgs a) {
   if (*a.error != 0) return;  // the same for every thread: a whole-grid early exit
-  constexpr int kPer = 8 / kBits;
-  const int lane = threadIdx.x % kWarpSize;
-  const int64_t first =
-      (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) - lane;  // warp's first thread
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  // Every lane runs every iteration (the shuffles need the whole warp); lanes past n add 0.
-  for (int64_t base = first; base < a.n; base += stride) {
-    const int64_t i = base + lane;
-    uint32_t q = 0;
-    if (i < a.n) {
-      const int64_t b = BucketOf(i, a.bucket_size, a.small);
-      const float lo = a.meta[2 * b];
-      const float delta = a.meta[2 * b + 1];
-      const float x = kFeedback ? AddRn(a.g[i], a.r[i]) : a.g[i];
-      float u = 0.5f;
-      if (kStochastic) {
-        const uint32_t hi = static_cast<uint32_t>(i >> 32);
-        const uint64_t block_key = hi == 0 ? a.block_key0 : RngBlockKey(a.key, hi);
-        u = RngUniform24(RngBits(block_key, static_cast<uint32_t>(i)));
+  using Group = CodeGroup<kBits>;
+  constexpr int kE = Group::kElements;
+  const int64_t groups = (a.n + kE - 1) / kE;
+  for (int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < groups;
+       g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const GroupSpan span = SpanOf<kBits>(g, a.n, a.buckets, a.vector);
+    const uint32_t hi = static_cast<uint32_t>(span.first >> 32);
+    const uint64_t block_key = hi == 0 ? a.block_key0 : RngBlockKey(a.key, hi);
+    const uint32_t first_lo = static_cast<uint32_t>(span.first);
+    uint32_t words[Group::kWords] = {};
+    if (span.fast) {
+      const float lo = a.meta[2 * span.bucket], delta = a.meta[2 * span.bucket + 1];
+      float x[kE];
+      LoadQuads<kE>(a.g + span.first, x);
+      if (kFeedback) {
+        float r[kE];
+        LoadQuads<kE>(a.r + span.first, r);
+#pragma unroll
+        for (int j = 0; j < kE; ++j) x[j] = AddRn(x[j], r[j]);
       }
-      q = QuantizeElement(x, lo, delta, u, a.levels);
-      if (kFeedback) a.r[i] = SubRn(x, DequantizeElement(q, lo, delta));
+      if (delta > 0.0f) {  // else a constant bucket: every code 0, and x decodes to lo
+#pragma unroll
+        for (int j = 0; j < kE; ++j) {
+          const float u = RoundingOffset<kStochastic>(block_key, first_lo + j);
+          const uint32_t q = QuantizeScaledElement(x[j], lo, delta, u, a.levels);
+          words[j / Group::kPerWord] |= q << ((j % Group::kPerWord) * kBits);
+          if (kFeedback) x[j] = SubRn(x[j], DequantizeElement(q, lo, delta));
+        }
+      } else if (kFeedback) {
+#pragma unroll
+        for (int j = 0; j < kE; ++j) x[j] = SubRn(x[j], DequantizeElement(0, lo, delta));
+      }
+#pragma unroll
+      for (int k = 0; k < Group::kWords; ++k) {
+        *reinterpret_cast<uint32_t*>(a.codes + span.first_byte + 4 * k) = words[k];
+      }
+      if (kFeedback) StoreQuads<kE>(a.r + span.first, x);
+    } else {
+      for (int j = 0; j < span.count; ++j) {
+        const int64_t i = span.first + j;
+        const int64_t b = a.buckets.Of(i);
+        const float lo = a.meta[2 * b], delta = a.meta[2 * b + 1];
+        const float x = kFeedback ? AddRn(a.g[i], a.r[i]) : a.g[i];
+        const float u = RoundingOffset<kStochastic>(block_key, first_lo + j);
+        const uint32_t q = QuantizeElement(x, lo, delta, u, a.levels);
+        words[j / Group::kPerWord] |= q << ((j % Group::kPerWord) * kBits);
+        if (kFeedback) a.r[i] = SubRn(x, DequantizeElement(q, lo, delta));
+      }
+      const int bytes = (span.count * kBits + 7) / 8;
+      for (int k = 0; k < bytes; ++k) {
+        a.codes[span.first_byte + k] = static_cast<uint8_t>(words[k / 4] >> (8 * (k % 4)));
+      }
     }
-    uint32_t v = q << ((lane % kPer) * kBits);
-    for (int off = 1; off < kPer; off *= 2) v |= __shfl_xor_sync(kFullMask, v, off);
-    if (lane % kPer == 0 && i < a.n) a.codes[i / kPer] = static_cast<uint8_t>(v);
   }
 }
 
@@ -176,21 +357,47 @@ struct DecodeKernelArgs {
   const float* meta;
   const uint8_t* codes;
   int64_t n;
-  int64_t bucket_size;
-  bool small;
+  BucketIndex buckets;
+  bool vector;  // out 16-byte aligned, codes 4-byte aligned
   float* out;
 };
 
 template <int kBits, bool kAccumulate>
 __global__ void DecodeKernel(DecodeKernelArgs a) {
-  constexpr int kPer = 8 / kBits;
-  constexpr uint32_t kMask = (1u << kBits) - 1;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < a.n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t b = BucketOf(i, a.bucket_size, a.small);
-    const uint32_t q = (static_cast<uint32_t>(a.codes[i / kPer]) >> ((i % kPer) * kBits)) & kMask;
-    const float v = DequantizeElement(q, a.meta[2 * b], a.meta[2 * b + 1]);
-    a.out[i] = kAccumulate ? AddRn(a.out[i], v) : v;
+  using Group = CodeGroup<kBits>;
+  constexpr int kE = Group::kElements;
+  const int64_t groups = (a.n + kE - 1) / kE;
+  for (int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < groups;
+       g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const GroupSpan span = SpanOf<kBits>(g, a.n, a.buckets, a.vector);
+    if (span.fast) {
+      uint32_t words[Group::kWords];
+#pragma unroll
+      for (int k = 0; k < Group::kWords; ++k) {
+        words[k] = *reinterpret_cast<const uint32_t*>(a.codes + span.first_byte + 4 * k);
+      }
+      const float lo = a.meta[2 * span.bucket], delta = a.meta[2 * span.bucket + 1];
+      float v[kE];
+      if (kAccumulate) LoadQuads<kE>(a.out + span.first, v);
+#pragma unroll
+      for (int j = 0; j < kE; ++j) {
+        const uint32_t q =
+            (words[j / Group::kPerWord] >> ((j % Group::kPerWord) * kBits)) & Group::kMask;
+        const float d = DequantizeElement(q, lo, delta);
+        v[j] = kAccumulate ? AddRn(v[j], d) : d;
+      }
+      StoreQuads<kE>(a.out + span.first, v);
+    } else {
+      for (int j = 0; j < span.count; ++j) {
+        const int64_t i = span.first + j;
+        const int64_t b = a.buckets.Of(i);
+        const uint32_t q =
+            (static_cast<uint32_t>(a.codes[span.first_byte + j * kBits / 8]) >> ((j * kBits) % 8)) &
+            Group::kMask;
+        const float d = DequantizeElement(q, a.meta[2 * b], a.meta[2 * b + 1]);
+        a.out[i] = kAccumulate ? AddRn(a.out[i], d) : d;
+      }
+    }
   }
 }
 
@@ -203,7 +410,7 @@ __global__ void ResidualKernel(const float* x, const float* decoded, float* resi
 
 template <int kBits>
 void LaunchEncode(bool stochastic, bool feedback, const EncodeKernelArgs& a, cudaStream_t s) {
-  const int blocks = Blocks(a.n);
+  const int blocks = Blocks((a.n + CodeGroup<kBits>::kElements - 1) / CodeGroup<kBits>::kElements);
   if (stochastic) {
     if (feedback) {
       EncodeKernel<kBits, true, true><<<blocks, kThreads, 0, s>>>(a);
@@ -219,15 +426,27 @@ void LaunchEncode(bool stochastic, bool feedback, const EncodeKernelArgs& a, cud
 
 template <int kBits>
 void LaunchDecode(bool accumulate, const DecodeKernelArgs& a, cudaStream_t s) {
+  const int blocks = Blocks((a.n + CodeGroup<kBits>::kElements - 1) / CodeGroup<kBits>::kElements);
   if (accumulate) {
-    DecodeKernel<kBits, true><<<Blocks(a.n), kThreads, 0, s>>>(a);
+    DecodeKernel<kBits, true><<<blocks, kThreads, 0, s>>>(a);
   } else {
-    DecodeKernel<kBits, false><<<Blocks(a.n), kThreads, 0, s>>>(a);
+    DecodeKernel<kBits, false><<<blocks, kThreads, 0, s>>>(a);
   }
 }
 
-bool Fits32(int64_t n, int64_t bucket_size) {
-  return n <= int64_t{0xFFFFFFFF} && bucket_size <= int64_t{0xFFFFFFFF};
+// Whether p is a multiple of `bytes` (nullptr counts as aligned).
+bool IsAligned(const void* p, uintptr_t bytes) {
+  return (reinterpret_cast<uintptr_t>(p) & (bytes - 1)) == 0;
+}
+
+BucketIndex MakeBucketIndex(int64_t n, int64_t bucket_size) {
+  BucketIndex index{bucket_size, -1,
+                    n <= int64_t{0xFFFFFFFF} && bucket_size <= int64_t{0xFFFFFFFF}};
+  if ((bucket_size & (bucket_size - 1)) == 0) {
+    index.shift = 0;
+    while ((int64_t{1} << index.shift) < bucket_size) ++index.shift;
+  }
+  return index;
 }
 
 absl::Status CheckArgs(const QuantizeParams& params, int64_t n, const char* what) {
@@ -255,26 +474,42 @@ absl::Status QuantizeAsyncImpl(const float* g, float* r, int64_t n, const Quanti
   }
   const int64_t buckets = NumBuckets(n, params.bucket_size);
   const float levels = static_cast<float>((1 << params.bits) - 1);
-  uint32_t* slots = reinterpret_cast<uint32_t*>(meta);
-  if (absl::Status st = CudaStatus(cudaMemsetAsync(meta, 0, 2 * sizeof(float) * buckets, s), what);
-      !st.ok()) {
-    return st;
+  const bool abs_max = params.scale == QuantizeParams::kAbsMax;
+  if (params.bucket_size <= kPiece) {
+    BucketRangeKernelArgs range{};
+    range.g = g;
+    range.r = r;
+    range.n = n;
+    range.bucket_size = params.bucket_size;
+    range.buckets = buckets;
+    range.vector = IsAligned(g, 16) && IsAligned(r, 16) && params.bucket_size % 4 == 0;
+    range.levels = levels;
+    range.abs_max = abs_max;
+    range.meta = meta;
+    range.error = device_error;
+    BucketRangeKernel<<<Blocks(buckets * kWarpSize), kThreads, 0, s>>>(range);
+  } else {
+    uint32_t* slots = reinterpret_cast<uint32_t*>(meta);
+    if (absl::Status st =
+            CudaStatus(cudaMemsetAsync(meta, 0, 2 * sizeof(float) * buckets, s), what);
+        !st.ok()) {
+      return st;
+    }
+    RangeKernelArgs range{g, r, n, params.bucket_size, 0, 0, slots, device_error};
+    range.pieces_per_bucket = (std::min(params.bucket_size, n) + kPiece - 1) / kPiece;
+    range.pieces = buckets * range.pieces_per_bucket;
+    RangeKernel<<<Blocks(range.pieces * kWarpSize), kThreads, 0, s>>>(range);
+    FinalizeKernel<<<Blocks(buckets), kThreads, 0, s>>>(slots, buckets, levels, abs_max,
+                                                        device_error);
   }
-
-  RangeKernelArgs range{g, r, n, params.bucket_size, 0, 0, slots, device_error};
-  range.pieces_per_bucket = (std::min(params.bucket_size, n) + kPiece - 1) / kPiece;
-  range.pieces = buckets * range.pieces_per_bucket;
-  RangeKernel<<<Blocks(range.pieces * kWarpSize), kThreads, 0, s>>>(range);
-  FinalizeKernel<<<Blocks(buckets), kThreads, 0, s>>>(
-      slots, buckets, levels, params.scale == QuantizeParams::kAbsMax, device_error);
 
   const uint64_t key = RngKey(params.seed, params.step);
   EncodeKernelArgs encode{};
   encode.g = g;
   encode.r = r;
   encode.n = n;
-  encode.bucket_size = params.bucket_size;
-  encode.small = Fits32(n, params.bucket_size);
+  encode.buckets = MakeBucketIndex(n, params.bucket_size);
+  encode.vector = IsAligned(g, 16) && IsAligned(r, 16) && IsAligned(codes, 4);
   encode.levels = levels;
   encode.key = key;
   encode.block_key0 = RngBlockKey(key, 0);
@@ -333,7 +568,12 @@ absl::Status QuantizeBlocking(const float* g, float* r, int64_t n, const Quantiz
 void DequantizeCudaImpl(const float* meta, const uint8_t* codes, int64_t n,
                         const QuantizeParams& params, float* out, bool accumulate, void* stream) {
   if (!ValidateQuantizeParams(params).ok() || n <= 0) return;  // see quantize.h
-  const DecodeKernelArgs a{meta, codes, n, params.bucket_size, Fits32(n, params.bucket_size), out};
+  const DecodeKernelArgs a{meta,
+                           codes,
+                           n,
+                           MakeBucketIndex(n, params.bucket_size),
+                           IsAligned(out, 16) && IsAligned(codes, 4),
+                           out};
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   switch (params.bits) {
     case 1:

@@ -78,47 +78,66 @@ CpuResult RunCpu(const std::vector<float>& x, const std::vector<float>* residual
   return r;
 }
 
-void ExpectCudaMatchesCpu(const std::vector<float>& x, const Params& p, bool feedback) {
+// v with `offset` zero elements in front, so that a device copy can be read at an offset.
+template <typename T>
+std::vector<T> Padded(const std::vector<T>& v, int offset) {
+  std::vector<T> padded(static_cast<size_t>(offset), T{});
+  padded.insert(padded.end(), v.begin(), v.end());
+  return padded;
+}
+
+// The device buffers start `offset` elements (floats) or bytes (codes) into their allocations:
+// offset 1 leaves them unaligned, which takes the kernels' element-by-element path.
+void ExpectCudaMatchesCpu(const std::vector<float>& x, const Params& p, bool feedback,
+                          int offset = 0) {
   const int64_t n = static_cast<int64_t>(x.size());
   std::vector<float> residual_init(x.size());
   for (size_t i = 0; i < x.size(); ++i) residual_init[i] = 0.001f * static_cast<float>(i % 7);
   const CpuResult cpu = RunCpu(x, feedback ? &residual_init : nullptr, p);
 
-  DeviceBuffer<float> d_x(x), d_residual(residual_init), d_out(std::vector<float>(x.size()));
-  DeviceBuffer<float> d_meta(std::vector<float>(cpu.meta.size()));
-  DeviceBuffer<uint8_t> d_codes(std::vector<uint8_t>(cpu.codes.size()));
-  const absl::Status s = feedback
-                             ? QuantizeWithErrorFeedbackCuda(d_x.get(), d_residual.get(), n, p,
-                                                             d_meta.get(), d_codes.get(), nullptr)
-                             : QuantizeCuda(d_x.get(), n, p, d_meta.get(), d_codes.get(), nullptr);
+  DeviceBuffer<float> d_x(Padded(x, offset)), d_residual(Padded(residual_init, offset));
+  DeviceBuffer<float> d_out(x.size() + offset), d_meta(cpu.meta.size());
+  DeviceBuffer<uint8_t> d_codes(cpu.codes.size() + offset);
+  float* x_at = d_x.get() + offset;
+  float* residual_at = d_residual.get() + offset;
+  uint8_t* codes_at = d_codes.get() + offset;
+  const absl::Status s = feedback ? QuantizeWithErrorFeedbackCuda(x_at, residual_at, n, p,
+                                                                  d_meta.get(), codes_at, nullptr)
+                                  : QuantizeCuda(x_at, n, p, d_meta.get(), codes_at, nullptr);
   ASSERT_TRUE(s.ok()) << s;
   const std::vector<float> meta = d_meta.Download();
   ASSERT_EQ(std::memcmp(meta.data(), cpu.meta.data(), meta.size() * sizeof(float)), 0);
-  ASSERT_EQ(d_codes.Download(), cpu.codes);
+  ASSERT_EQ(d_codes.Download(), Padded(cpu.codes, offset));
   if (feedback) {
     const std::vector<float> residual = d_residual.Download();
-    ASSERT_EQ(std::memcmp(residual.data(), cpu.residual.data(), residual.size() * 4), 0);
+    ASSERT_EQ(std::memcmp(residual.data() + offset, cpu.residual.data(), n * sizeof(float)), 0);
   }
 
-  DequantizeCuda(d_meta.get(), d_codes.get(), n, p, d_out.get(), nullptr);
+  DequantizeCuda(d_meta.get(), codes_at, n, p, d_out.get() + offset, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const std::vector<float> decoded = d_out.Download();
-  for (int64_t i = 0; i < n; ++i) ASSERT_LE(UlpDistance(decoded[i], cpu.decoded[i]), 1) << i;
+  if (offset > 0) ASSERT_EQ(decoded[0], 0.0f);  // nothing written before the buffer
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_LE(UlpDistance(decoded[i + offset], cpu.decoded[i]), 1) << i;
+  }
 
   // Accumulate onto x: compare with x + CPU decode.
-  DeviceBuffer<float> d_acc(x);
-  DequantizeAccumulateCuda(d_meta.get(), d_codes.get(), n, p, d_acc.get(), nullptr);
+  DequantizeAccumulateCuda(d_meta.get(), codes_at, n, p, x_at, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const std::vector<float> acc = d_acc.Download();
-  for (int64_t i = 0; i < n; ++i) ASSERT_LE(UlpDistance(acc[i], x[i] + cpu.decoded[i]), 1) << i;
+  const std::vector<float> acc = d_x.Download();
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_LE(UlpDistance(acc[i + offset], x[i] + cpu.decoded[i]), 1) << i;
+  }
 }
 
 TEST(QuantizeCuda, SameCodesAndScalesAsCpu) {
   SKIP_WITHOUT_CUDA_DEVICE();
   const std::vector<float> x = RandomValues(100003, 1);
-  // 1000 is not a multiple of 8 (buckets share bytes); 10000 spans several warps' pieces;
-  // 100003 is one bucket for the whole buffer.
-  for (int64_t bucket_size : {int64_t{512}, int64_t{1000}, int64_t{10000}, int64_t{100003}}) {
+  // 3 and 1000 are not multiples of 8 (buckets share bytes and code words; 3 is also no multiple
+  // of 4, so ranges are read element by element); 10000 spans several warps' pieces; 100003 is
+  // one bucket for the whole buffer.
+  for (int64_t bucket_size :
+       {int64_t{3}, int64_t{512}, int64_t{1000}, int64_t{10000}, int64_t{100003}}) {
     for (int bits : {1, 2, 4, 8}) {
       for (Params::Scale scale : {Params::kMinMax, Params::kAbsMax}) {
         for (Params::Rounding rounding : {Params::kStochastic, Params::kNearest}) {
@@ -137,6 +156,18 @@ TEST(QuantizeCuda, ErrorFeedbackMatchesCpu) {
   for (int bits : {1, 2, 4, 8}) {
     SCOPED_TRACE(bits);
     ExpectCudaMatchesCpu(x, MakeParams(bits, 512, Params::kMinMax, Params::kStochastic), true);
+  }
+}
+
+TEST(QuantizeCuda, UnalignedBuffersMatchCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const std::vector<float> x = RandomValues(20011, 5);
+  for (int bits : {1, 2, 4, 8}) {
+    for (int offset : {1, 2, 3}) {
+      SCOPED_TRACE(testing::Message() << "bits " << bits << " offset " << offset);
+      ExpectCudaMatchesCpu(x, MakeParams(bits, 512, Params::kMinMax, Params::kStochastic),
+                           /*feedback=*/true, offset);
+    }
   }
 }
 
