@@ -79,6 +79,26 @@ struct BucketIndex {
   }
 };
 
+// Folds v into a running minimum, maximum and largest exponent field (all ones: NaN or Inf).
+__device__ __forceinline__ void RangeOf(float v, float& mn, float& mx, uint32_t& ex) {
+  const uint32_t e = ExponentField(v);
+  mn = v < mn ? v : mn;
+  mx = v > mx ? v : mx;
+  ex = e > ex ? e : ex;
+}
+
+// The same over the warp's 32 lanes: every lane ends with the warp's values.
+__device__ __forceinline__ void WarpRange(float& mn, float& mx, uint32_t& ex) {
+  for (int off = kWarpSize / 2; off > 0; off /= 2) {
+    const float omn = __shfl_xor_sync(kFullMask, mn, off);
+    const float omx = __shfl_xor_sync(kFullMask, mx, off);
+    const uint32_t oex = __shfl_xor_sync(kFullMask, ex, off);
+    mn = omn < mn ? omn : mn;
+    mx = omx > mx ? omx : mx;
+    ex = oex > ex ? oex : ex;
+  }
+}
+
 struct RangeKernelArgs {
   const float* g;
   const float* r;  // residual or nullptr
@@ -102,20 +122,9 @@ __global__ void RangeKernel(RangeKernelArgs a) {
     float mn = __int_as_float(0x7F800000), mx = -mn;
     uint32_t ex = 0;
     for (int64_t i = begin + lane; i < end; i += kWarpSize) {
-      const float v = a.r != nullptr ? AddRn(a.g[i], a.r[i]) : a.g[i];
-      const uint32_t e = ExponentField(v);
-      mn = v < mn ? v : mn;
-      mx = v > mx ? v : mx;
-      ex = e > ex ? e : ex;
+      RangeOf(a.r != nullptr ? AddRn(a.g[i], a.r[i]) : a.g[i], mn, mx, ex);
     }
-    for (int off = kWarpSize / 2; off > 0; off /= 2) {
-      const float omn = __shfl_xor_sync(kFullMask, mn, off);
-      const float omx = __shfl_xor_sync(kFullMask, mx, off);
-      const uint32_t oex = __shfl_xor_sync(kFullMask, ex, off);
-      mn = omn < mn ? omn : mn;
-      mx = omx > mx ? omx : mx;
-      ex = oex > ex ? oex : ex;
-    }
+    WarpRange(mn, mx, ex);
     if (lane == 0) {
       if (ex == kFloatExponentMask) atomicOr(a.error, kQuantizeNonFinite);
       atomicMax(&a.slots[2 * b], ~OrderedBits(mn));
@@ -139,13 +148,6 @@ struct BucketRangeKernelArgs {
   float* meta;
   int* error;
 };
-
-__device__ __forceinline__ void RangeOf(float v, float& mn, float& mx, uint32_t& ex) {
-  const uint32_t e = ExponentField(v);
-  mn = v < mn ? v : mn;
-  mx = v > mx ? v : mx;
-  ex = e > ex ? e : ex;
-}
 
 __global__ void BucketRangeKernel(BucketRangeKernelArgs a) {
   const int lane = threadIdx.x % kWarpSize;
@@ -178,14 +180,7 @@ __global__ void BucketRangeKernel(BucketRangeKernelArgs a) {
     for (int64_t i = scalar_begin + lane; i < end; i += kWarpSize) {
       RangeOf(a.r != nullptr ? AddRn(a.g[i], a.r[i]) : a.g[i], mn, mx, ex);
     }
-    for (int off = kWarpSize / 2; off > 0; off /= 2) {
-      const float omn = __shfl_xor_sync(kFullMask, mn, off);
-      const float omx = __shfl_xor_sync(kFullMask, mx, off);
-      const uint32_t oex = __shfl_xor_sync(kFullMask, ex, off);
-      mn = omn < mn ? omn : mn;
-      mx = omx > mx ? omx : mx;
-      ex = oex > ex ? oex : ex;
-    }
+    WarpRange(mn, mx, ex);
     if (lane == 0) {
       float lo = 0.0f, delta = 0.0f;
       if (ex == kFloatExponentMask) {
