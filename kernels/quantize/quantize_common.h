@@ -101,9 +101,12 @@ HPTRAIN_HOST_DEVICE uint32_t QuantizeScaledElement(float x, float lo, float delt
   return static_cast<uint32_t>(static_cast<int32_t>(t));
 }
 
+// The scaled code is computed whatever delta is and then selected: a conditional division would
+// keep GCC (which must assume it can trap) from vectorizing the CPU loops.
 HPTRAIN_HOST_DEVICE uint32_t QuantizeElement(float x, float lo, float delta, float u,
                                              float levels) {
-  return delta > 0.0f ? QuantizeScaledElement(x, lo, delta, u, levels) : 0u;
+  const uint32_t q = QuantizeScaledElement(x, lo, delta, u, levels);
+  return delta > 0.0f ? q : 0u;
 }
 
 // The decoded value lo + q·delta of code q (a multiply, then an add: never an FMA).
