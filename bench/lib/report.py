@@ -132,13 +132,19 @@ def _plots(title, rows, out_dir):
         return []
     slug = title.split()[0].lower()
     made = []
+    # One colour per system (tab20 has 20, the default cycle 10: a full suite has 12 systems),
+    # solid lines for hptrain, dashed for the peers.
+    def style(i, name):
+        return {"color": plt.cm.tab20(i % 20),
+                "linestyle": "-" if name.startswith("hptrain") else "--"}
+
     fig, ax = plt.subplots(figsize=(8, 5))
-    for row, run in rows:
+    for i, (row, run) in enumerate(rows):
         pts = [(e["elapsed_seconds"], 100 * e["test_accuracy"])
                for e in runner.evaluations(run["result"] or {})
                if e.get("elapsed_seconds") is not None]
         if pts:
-            ax.plot(*zip(*pts), marker="o", label=row["name"])
+            ax.plot(*zip(*pts), marker="o", label=row["name"], **style(i, row["name"]))
     ax.set_xlabel("wall time (s)")
     ax.set_ylabel("test accuracy (%)")
     ax.set_title(f"{title}: test accuracy over time")
@@ -150,10 +156,10 @@ def _plots(title, rows, out_dir):
     made.append(name)
 
     fig, ax = plt.subplots(figsize=(8, 5))
-    for row, run in rows:
+    for i, (row, run) in enumerate(rows):
         t = [s for s, _ in run["timeline"]]
         b = [v / 2**20 for _, v in run["timeline"]]
-        ax.plot(t, b, label=row["name"])
+        ax.plot(t, b, label=row["name"], **style(i, row["name"]))
     ax.set_xlabel("wall time (s)")
     ax.set_ylabel("bytes sent by all workers (MiB, interfaces)")
     ax.set_title(f"{title}: cumulative bytes over time")
