@@ -10,8 +10,8 @@
 //   2. EncodeKernel: one thread per group of 32-bit code words (CodeGroup), its elements loaded
 //      with 16-byte loads and its codes stored with 4-byte stores. It returns at once when the flag
 //      is set, which is how codes (and the residual) stay untouched.
-// Both passes read the input once: 9 bytes moved per element at 8 bits (4 + 4 + 1), against 8
-// for a copy.
+// Each pass reads the input once, so 9 bytes move per element at 8 bits (4 + 4 + 1) where a copy
+// moves 8.
 // Min and max do not depend on the order of the reduction once ±0 are canonicalized, and every
 // element's code depends only on its value, its bucket's (lo, delta) and its index, so the bytes
 // equal the CPU's.
