@@ -15,8 +15,9 @@ or N local processes:  ddp_peer.py --local N [options]
 
 Rank 0 writes one JSON object (to --output, atomically, or stdout): samples/s inside training
 steps, per-epoch test accuracy with the time since --t0 (Unix seconds; default: process start),
-every evaluation (epoch ends and every --eval-every steps) the same way, and the wall time. Data sampling: one seeded permutation per epoch shared by all ranks, rank r takes
-the r-th equal slice of each global batch (hptrain's equal split).
+every evaluation (epoch ends and every --eval-every steps) the same way, and the wall time.
+Data sampling: one seeded permutation per epoch shared by all ranks, rank r takes the r-th equal
+slice of each global batch (hptrain's equal split).
 """
 import argparse
 import gzip
