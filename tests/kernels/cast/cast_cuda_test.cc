@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cast/cast.h"
-#include "tests/kernels/cuda_test_util.h"
+#include "tests/cuda_test_util.h"
 
 namespace hptrain::kernels {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/quantize/quantize.h"
-#include "tests/kernels/cuda_test_util.h"
+#include "tests/cuda_test_util.h"
 
 namespace hptrain::kernels {
 namespace {

@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "kernels/topk/dgc.h"
 #include "kernels/topk/topk.h"
-#include "tests/kernels/cuda_test_util.h"
+#include "tests/cuda_test_util.h"
 
 namespace hptrain::kernels {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/update/update.h"
-#include "tests/kernels/cuda_test_util.h"
+#include "tests/cuda_test_util.h"
 
 namespace hptrain::kernels {
 namespace {

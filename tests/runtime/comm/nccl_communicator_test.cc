@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/base/status.h"
 #include "runtime/comm/kv_store.h"
 #include "runtime/comm/nccl/cuda_check.h"
+#include "tests/cuda_test_util.h"
 #include "tests/runtime/comm/spawn.h"
 
 namespace hptrain::comm {
@@ -26,24 +26,10 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// Why this machine cannot run the GPU tests, or "" if it can.
-std::string NoDeviceReason() {
-  int count = 0;
-  cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) {
-    return absl::StrCat(cudaGetErrorName(err), " (", cudaGetErrorString(err), ")");
-  }
-  if (count == 0) return "cudaGetDeviceCount returned 0";
-  return "";
-}
+using cuda_test::NoCudaDeviceReason;
 
-#define SKIP_WITHOUT_CUDA_DEVICE()                                     \
-  do {                                                                 \
-    const std::string reason = NoDeviceReason();                       \
-    if (!reason.empty()) GTEST_SKIP() << "no CUDA device: " << reason; \
-  } while (0)
-
-// A cudaMalloc'ed buffer, freed on scope exit.
+// A cudaMalloc'ed buffer, freed on scope exit. Not tests/cuda_test_util.h's: that one's Download()
+// synchronizes the device, which two ranks on one GPU must not do (see ThreadBarrier).
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(size_t bytes) : bytes_(bytes) { status_ = cudaMalloc(&ptr_, bytes); }
@@ -152,7 +138,7 @@ TEST(NcclCommunicator, RejectsBadArgumentsBeforeTouchingCuda) {
 }
 
 TEST(NcclCommunicator, CreateWithoutADeviceReturnsAnError) {
-  if (NoDeviceReason().empty()) GTEST_SKIP() << "a CUDA device is present";
+  if (NoCudaDeviceReason().empty()) GTEST_SKIP() << "a CUDA device is present";
   InMemoryStore store;
   auto comm = NcclCommunicator::Create(store, 0, 1, 0, seconds(1));
   ASSERT_FALSE(comm.ok());

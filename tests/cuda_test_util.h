@@ -1,7 +1,7 @@
-// What every CUDA-twin test needs: the reason the machine cannot run it (the test then skips,
-// printing that reason) and a device buffer that owns its memory.
-#ifndef HPTRAIN_TESTS_KERNELS_CUDA_TEST_UTIL_H_
-#define HPTRAIN_TESTS_KERNELS_CUDA_TEST_UTIL_H_
+// What the CUDA tests share: the reason the machine cannot run them (a test then skips, printing
+// that reason), and for the kernel twins a device buffer that owns its memory.
+#ifndef HPTRAIN_TESTS_CUDA_TEST_UTIL_H_
+#define HPTRAIN_TESTS_CUDA_TEST_UTIL_H_
 
 #include <cuda_runtime.h>
 
@@ -11,7 +11,7 @@
 
 #include "gtest/gtest.h"
 
-namespace hptrain::kernels::cuda_test {
+namespace hptrain::cuda_test {
 
 // Why this machine cannot run the GPU tests, or "" if it can.
 inline std::string NoCudaDeviceReason() {
@@ -26,10 +26,10 @@ inline std::string NoCudaDeviceReason() {
 }
 
 // Skips the calling test, with the reason, unless a CUDA device is usable.
-#define SKIP_WITHOUT_CUDA_DEVICE()                                                     \
-  do {                                                                                 \
-    const std::string no_device = ::hptrain::kernels::cuda_test::NoCudaDeviceReason(); \
-    if (!no_device.empty()) GTEST_SKIP() << "no CUDA device: " << no_device;           \
+#define SKIP_WITHOUT_CUDA_DEVICE()                                            \
+  do {                                                                        \
+    const std::string no_device = ::hptrain::cuda_test::NoCudaDeviceReason(); \
+    if (!no_device.empty()) GTEST_SKIP() << "no CUDA device: " << no_device;  \
   } while (0)
 
 // A device buffer of n elements (zeroed, or a copy of a host vector), freed on scope exit.
@@ -65,6 +65,6 @@ class DeviceBuffer {
   T* ptr_ = nullptr;
 };
 
-}  // namespace hptrain::kernels::cuda_test
+}  // namespace hptrain::cuda_test
 
-#endif  // HPTRAIN_TESTS_KERNELS_CUDA_TEST_UTIL_H_
+#endif  // HPTRAIN_TESTS_CUDA_TEST_UTIL_H_
