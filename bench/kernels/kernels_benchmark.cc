@@ -78,7 +78,17 @@ void BM_Memcpy(benchmark::State& state) {
   SetBytes(state);
 }
 
+// Arguments: bits, then the instruction-set build (2 AVX-512, 1 AVX2, 0 portable SSE2); a build
+// the CPU cannot run is skipped.
 void BM_Quantize(benchmark::State& state) {
+  using hptrain::kernels::QuantizeIsa;
+  const auto isa = static_cast<QuantizeIsa>(state.range(1));
+  if (isa > hptrain::kernels::QuantizeIsaSupported()) {
+    state.SkipWithError("this CPU cannot run this build");
+    return;
+  }
+  state.SetLabel(hptrain::kernels::QuantizeIsaName(isa));
+  hptrain::kernels::SetQuantizeIsaLimitForTesting(isa);
   const auto& x = Input();
   hptrain::kernels::QuantizeParams p;
   p.bits = static_cast<int>(state.range(0));
@@ -89,6 +99,7 @@ void BM_Quantize(benchmark::State& state) {
     benchmark::DoNotOptimize(hptrain::kernels::Quantize(x.data(), kElements, p, meta.data(),
                                                         codes.data()));
   });
+  hptrain::kernels::SetQuantizeIsaLimitForTesting(QuantizeIsa::kAvx512);
 }
 
 void BM_DequantizeAccumulate(benchmark::State& state) {
@@ -137,7 +148,11 @@ void BM_ScatterAdd(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Quantize)->Arg(8)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_Quantize)
+    ->ArgNames({"bits", "isa"})
+    ->ArgsProduct({{8, 4}, {2, 1, 0}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime();
 BENCHMARK(BM_DequantizeAccumulate)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_Fp16Cast)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_TopkThreshold)->Unit(benchmark::kMillisecond)->UseManualTime();

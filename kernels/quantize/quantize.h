@@ -99,9 +99,19 @@ absl::Status QuantizeWithErrorFeedback(const float* grad, float* residual, int64
 // decoded what the receiver will reconstruct). `residual` may alias `x` or `decoded`.
 void UpdateResidual(const float* x, const float* decoded, float* residual, int64_t n);
 
-// Testing only: false makes the CPU kernels use their portable (SSE2) build even where the CPU has
-// AVX2. Both builds give identical results, so flipping it while kernels run is harmless.
-void SetQuantizeAvx2ForTesting(bool enabled);
+// The CPU kernels are compiled three times, for the x86-64 baseline (SSE2), AVX2 and AVX-512
+// (F, BW, VL, DQ), and use the widest build the CPU supports. All three give identical results.
+enum class QuantizeIsa { kPortable, kAvx2, kAvx512 };
+
+// The widest build this CPU can run (kPortable off x86-64).
+QuantizeIsa QuantizeIsaSupported();
+
+// "portable", "avx2" or "avx512".
+const char* QuantizeIsaName(QuantizeIsa isa);
+
+// Testing only: the kernels use min(QuantizeIsaSupported(), limit). Changing it while kernels run
+// is harmless (every build gives the same result).
+void SetQuantizeIsaLimitForTesting(QuantizeIsa limit);
 
 #ifdef HPTRAIN_HAVE_CUDA
 // Device twins: all pointers are device pointers and `stream` is a cudaStream_t (nullptr for the

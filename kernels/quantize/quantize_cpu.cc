@@ -8,15 +8,18 @@
 // element's code depends only on its value, its bucket's (lo, delta) and its index, so the result
 // is the same for any thread count.
 //
-// Vectorization. Every hot loop is compiled twice, portable (SSE2, the x86-64 baseline) and with
-// target("avx2"), and UseAvx2() picks one at run time (__builtin_cpu_supports). Checked with GCC 12
-// -O3 -fopt-info-vec-optimized: GCC vectorizes EncodeSegment's loop (hash with vpmulld, divide,
+// Vectorization. Every hot loop is compiled three times, portable (SSE2, the x86-64 baseline),
+// with target("avx2") and with target("avx512f,avx512bw,avx512vl,avx512dq"), and ActiveIsa()
+// picks the widest the CPU has at run time (__builtin_cpu_supports). Checked with GCC 12 -O3
+// -fopt-info-vec-optimized: GCC vectorizes EncodeSegment's loop (hash with vpmulld, divide,
 // clamps, truncating convert, narrowing store; with error feedback also the residual), Pack's and
 // Unpack's byte loops, DecodeSegment's loop and ResidualRange's loop, with 32-byte vectors in the
-// AVX2 build. BucketRange is written with GCC vector extensions instead (GCC will not vectorize a
-// float min/max reduction without -ffinite-math-only); its loop compiles to vminps/vmaxps/vpmaxsd.
-// No FMA is enabled and the library is built with -ffp-contract=off, so both builds round exactly
-// as quantize_common.h says (QuantizeParallel.PortableBuildEqualsAvx2Build checks it).
+// AVX2 build and 64-byte ones in the AVX-512 build, where the 32-bit hash multiplies, the divide
+// and the narrowing stores cover 16 elements an instruction. BucketRange is written with GCC
+// vector extensions instead (GCC will not vectorize a float min/max reduction without
+// -ffinite-math-only); its loop compiles to vminps/vmaxps/vpmaxsd. No FMA is enabled (AVX-512F
+// does not imply it) and the library is built with -ffp-contract=off, so all builds round exactly
+// as quantize_common.h says (QuantizeParallel.EveryBuildEqualsThePortableOne checks it).
 #include <algorithm>
 #include <atomic>
 #include <cassert>
@@ -34,8 +37,11 @@
 #if defined(__GNUC__) && defined(__x86_64__)
 #define HPTRAIN_QUANTIZE_X86 1
 #define HPTRAIN_TARGET_AVX2 __attribute__((target("avx2")))
+#define HPTRAIN_TARGET_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,prefer-vector-width=512")))
 #else
 #define HPTRAIN_TARGET_AVX2
+#define HPTRAIN_TARGET_AVX512
 #endif
 #define HPTRAIN_ALWAYS_INLINE inline __attribute__((always_inline))
 
@@ -45,15 +51,10 @@ namespace {
 constexpr int64_t kTile = 4096;                       // elements per pass-2 tile (4 KiB of codes)
 constexpr int64_t kParallelGrain = int64_t{1} << 17;  // elements per thread at least
 
-std::atomic<bool> g_avx2_enabled{true};
+std::atomic<QuantizeIsa> g_isa_limit{QuantizeIsa::kAvx512};
 
-bool UseAvx2() {
-#ifdef HPTRAIN_QUANTIZE_X86
-  static const bool supported = __builtin_cpu_supports("avx2");
-  return supported && g_avx2_enabled.load(std::memory_order_relaxed);
-#else
-  return false;
-#endif
+QuantizeIsa ActiveIsa() {
+  return std::min(QuantizeIsaSupported(), g_isa_limit.load(std::memory_order_relaxed));
 }
 
 float Levels(int bits) { return static_cast<float>((1 << bits) - 1); }
@@ -294,97 +295,108 @@ HPTRAIN_ALWAYS_INLINE void ResidualRange(const float* x, const float* decoded, f
   for (int64_t i = begin; i < end; ++i) residual[i] = SubRn(x[i], decoded[i]);
 }
 
-// ---- the two builds and their dispatch ------------------------------------------------------
-// Each kernel instantiation exists as *Portable and *Avx2; the wrappers only differ in target.
+// ---- the three builds and their dispatch ----------------------------------------------------
+// One struct of kernel entry points per instruction set; the structs differ only in the target
+// attribute of their functions and in BucketRange's vector width.
 
-template <bool kFeedback>
-void RangePortable(const RangeArgs& a, int64_t b0, int64_t b1) {
-  RangeBuckets<kFeedback, 4>(a, b0, b1);
-}
-template <bool kFeedback>
-HPTRAIN_TARGET_AVX2 void RangeAvx2(const RangeArgs& a, int64_t b0, int64_t b1) {
-  RangeBuckets<kFeedback, 8>(a, b0, b1);
-}
-
-template <int kBits, bool kStochastic, bool kFeedback>
-void EncodePortable(const EncodeArgs& a, int64_t begin, int64_t end) {
-  EncodeRange<kBits, kStochastic, kFeedback>(a, begin, end);
-}
-template <int kBits, bool kStochastic, bool kFeedback>
-HPTRAIN_TARGET_AVX2 void EncodeAvx2(const EncodeArgs& a, int64_t begin, int64_t end) {
-  EncodeRange<kBits, kStochastic, kFeedback>(a, begin, end);
-}
-
-template <int kBits, bool kAccumulate>
-void DecodePortable(const DecodeArgs& a, int64_t begin, int64_t end) {
-  DecodeRange<kBits, kAccumulate>(a, begin, end);
-}
-template <int kBits, bool kAccumulate>
-HPTRAIN_TARGET_AVX2 void DecodeAvx2(const DecodeArgs& a, int64_t begin, int64_t end) {
-  DecodeRange<kBits, kAccumulate>(a, begin, end);
-}
-
-void ResidualPortable(const float* x, const float* decoded, float* residual, int64_t begin,
-                      int64_t end) {
-  ResidualRange(x, decoded, residual, begin, end);
-}
-HPTRAIN_TARGET_AVX2 void ResidualAvx2(const float* x, const float* decoded, float* residual,
-                                      int64_t begin, int64_t end) {
-  ResidualRange(x, decoded, residual, begin, end);
-}
+#define HPTRAIN_DEFINE_ISA(Name, TARGET, kLanes)                                       \
+  struct Name {                                                                        \
+    template <bool kFeedback>                                                          \
+    TARGET static void Range(const RangeArgs& a, int64_t b0, int64_t b1) {             \
+      RangeBuckets<kFeedback, kLanes>(a, b0, b1);                                      \
+    }                                                                                  \
+    template <int kBits, bool kStochastic, bool kFeedback>                             \
+    TARGET static void Encode(const EncodeArgs& a, int64_t begin, int64_t end) {       \
+      EncodeRange<kBits, kStochastic, kFeedback>(a, begin, end);                       \
+    }                                                                                  \
+    template <int kBits, bool kAccumulate>                                             \
+    TARGET static void Decode(const DecodeArgs& a, int64_t begin, int64_t end) {       \
+      DecodeRange<kBits, kAccumulate>(a, begin, end);                                  \
+    }                                                                                  \
+    TARGET static void Residual(const float* x, const float* decoded, float* residual, \
+                                int64_t begin, int64_t end) {                          \
+      ResidualRange(x, decoded, residual, begin, end);                                 \
+    }                                                                                  \
+  };
+HPTRAIN_DEFINE_ISA(Portable, , 4)
+HPTRAIN_DEFINE_ISA(Avx2, HPTRAIN_TARGET_AVX2, 8)
+HPTRAIN_DEFINE_ISA(Avx512, HPTRAIN_TARGET_AVX512, 16)
+#undef HPTRAIN_DEFINE_ISA
 
 using RangeFn = void (*)(const RangeArgs&, int64_t, int64_t);
 using EncodeFn = void (*)(const EncodeArgs&, int64_t, int64_t);
 using DecodeFn = void (*)(const DecodeArgs&, int64_t, int64_t);
+using ResidualFn = void (*)(const float*, const float*, float*, int64_t, int64_t);
 
-RangeFn SelectRange(bool feedback) {
-  const bool avx2 = UseAvx2();
-  if (feedback) return avx2 ? &RangeAvx2<true> : &RangePortable<true>;
-  return avx2 ? &RangeAvx2<false> : &RangePortable<false>;
+// Calls fn(Isa{}) with the struct of the instruction set in use.
+template <typename Fn>
+auto WithIsa(const Fn& fn) {
+  switch (ActiveIsa()) {
+    case QuantizeIsa::kAvx512:
+      return fn(Avx512{});
+    case QuantizeIsa::kAvx2:
+      return fn(Avx2{});
+    default:
+      return fn(Portable{});
+  }
 }
 
-template <int kBits>
-EncodeFn SelectEncodeForBits(bool stochastic, bool feedback, bool avx2) {
+RangeFn SelectRange(bool feedback) {
+  return WithIsa([&](auto isa) -> RangeFn {
+    using Isa = decltype(isa);
+    return feedback ? &Isa::template Range<true> : &Isa::template Range<false>;
+  });
+}
+
+template <typename Isa, int kBits>
+EncodeFn SelectEncodeForBits(bool stochastic, bool feedback) {
   if (stochastic) {
-    if (feedback) return avx2 ? &EncodeAvx2<kBits, true, true> : &EncodePortable<kBits, true, true>;
-    return avx2 ? &EncodeAvx2<kBits, true, false> : &EncodePortable<kBits, true, false>;
+    return feedback ? &Isa::template Encode<kBits, true, true>
+                    : &Isa::template Encode<kBits, true, false>;
   }
-  if (feedback) return avx2 ? &EncodeAvx2<kBits, false, true> : &EncodePortable<kBits, false, true>;
-  return avx2 ? &EncodeAvx2<kBits, false, false> : &EncodePortable<kBits, false, false>;
+  return feedback ? &Isa::template Encode<kBits, false, true>
+                  : &Isa::template Encode<kBits, false, false>;
 }
 
 EncodeFn SelectEncode(int bits, bool stochastic, bool feedback) {
-  const bool avx2 = UseAvx2();
-  switch (bits) {
-    case 1:
-      return SelectEncodeForBits<1>(stochastic, feedback, avx2);
-    case 2:
-      return SelectEncodeForBits<2>(stochastic, feedback, avx2);
-    case 4:
-      return SelectEncodeForBits<4>(stochastic, feedback, avx2);
-    default:
-      return SelectEncodeForBits<8>(stochastic, feedback, avx2);
-  }
+  return WithIsa([&](auto isa) -> EncodeFn {
+    using Isa = decltype(isa);
+    switch (bits) {
+      case 1:
+        return SelectEncodeForBits<Isa, 1>(stochastic, feedback);
+      case 2:
+        return SelectEncodeForBits<Isa, 2>(stochastic, feedback);
+      case 4:
+        return SelectEncodeForBits<Isa, 4>(stochastic, feedback);
+      default:
+        return SelectEncodeForBits<Isa, 8>(stochastic, feedback);
+    }
+  });
 }
 
-template <int kBits>
-DecodeFn SelectDecodeForBits(bool accumulate, bool avx2) {
-  if (accumulate) return avx2 ? &DecodeAvx2<kBits, true> : &DecodePortable<kBits, true>;
-  return avx2 ? &DecodeAvx2<kBits, false> : &DecodePortable<kBits, false>;
+template <typename Isa, int kBits>
+DecodeFn SelectDecodeForBits(bool accumulate) {
+  return accumulate ? &Isa::template Decode<kBits, true> : &Isa::template Decode<kBits, false>;
 }
 
 DecodeFn SelectDecode(int bits, bool accumulate) {
-  const bool avx2 = UseAvx2();
-  switch (bits) {
-    case 1:
-      return SelectDecodeForBits<1>(accumulate, avx2);
-    case 2:
-      return SelectDecodeForBits<2>(accumulate, avx2);
-    case 4:
-      return SelectDecodeForBits<4>(accumulate, avx2);
-    default:
-      return SelectDecodeForBits<8>(accumulate, avx2);
-  }
+  return WithIsa([&](auto isa) -> DecodeFn {
+    using Isa = decltype(isa);
+    switch (bits) {
+      case 1:
+        return SelectDecodeForBits<Isa, 1>(accumulate);
+      case 2:
+        return SelectDecodeForBits<Isa, 2>(accumulate);
+      case 4:
+        return SelectDecodeForBits<Isa, 4>(accumulate);
+      default:
+        return SelectDecodeForBits<Isa, 8>(accumulate);
+    }
+  });
+}
+
+ResidualFn SelectResidual() {
+  return WithIsa([](auto isa) -> ResidualFn { return &decltype(isa)::Residual; });
 }
 
 // ---- drivers --------------------------------------------------------------------------------
@@ -520,11 +532,37 @@ void DequantizeAccumulate(const float* meta, const uint8_t* codes, int64_t n,
 }
 
 void UpdateResidual(const float* x, const float* decoded, float* residual, int64_t n) {
-  const auto fn = UseAvx2() ? &ResidualAvx2 : &ResidualPortable;
+  const ResidualFn fn = SelectResidual();
   ParallelFor(n, kParallelGrain,
               [&](int64_t begin, int64_t end) { fn(x, decoded, residual, begin, end); });
 }
 
-void SetQuantizeAvx2ForTesting(bool enabled) { g_avx2_enabled.store(enabled); }
+QuantizeIsa QuantizeIsaSupported() {
+#ifdef HPTRAIN_QUANTIZE_X86
+  static const QuantizeIsa supported = [] {
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+      return QuantizeIsa::kAvx512;
+    }
+    return __builtin_cpu_supports("avx2") ? QuantizeIsa::kAvx2 : QuantizeIsa::kPortable;
+  }();
+  return supported;
+#else
+  return QuantizeIsa::kPortable;
+#endif
+}
+
+const char* QuantizeIsaName(QuantizeIsa isa) {
+  switch (isa) {
+    case QuantizeIsa::kAvx512:
+      return "avx512";
+    case QuantizeIsa::kAvx2:
+      return "avx2";
+    default:
+      return "portable";
+  }
+}
+
+void SetQuantizeIsaLimitForTesting(QuantizeIsa limit) { g_isa_limit.store(limit); }
 
 }  // namespace hptrain::kernels

@@ -8,6 +8,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <iostream>
 #include <limits>
 #include <mutex>
 #include <random>
@@ -578,20 +579,32 @@ TEST(QuantizeParallel, ParallelEqualsSerialBitwiseOn4MElements) {
   }
 }
 
-TEST(QuantizeParallel, PortableBuildEqualsAvx2Build) {
+// Every build this CPU can run (AVX2, AVX-512) against the portable one, bit for bit.
+TEST(QuantizeParallel, EveryBuildEqualsThePortableOne) {
   constexpr int64_t kN = 100003;
   const std::vector<float> x = RandomBuckets(kN, 500, 8);
-  for (int bits : {1, 2, 4, 8}) {
-    for (Params::Rounding rounding : {Params::kStochastic, Params::kNearest}) {
-      SCOPED_TRACE(testing::Message() << "bits " << bits << " rounding " << rounding);
-      const Params p = MakeParams(bits, 500, Params::kMinMax, rounding, 1);
-      SetQuantizeAvx2ForTesting(false);
-      const AllOutputs portable = RunAll(x, p);
-      SetQuantizeAvx2ForTesting(true);
-      const AllOutputs avx2 = RunAll(x, p);
-      EXPECT_TRUE(portable == avx2);
+  const QuantizeIsa supported = QuantizeIsaSupported();
+  std::cout << "widest build this CPU runs: " << QuantizeIsaName(supported) << "\n";
+  for (QuantizeIsa isa : {QuantizeIsa::kAvx2, QuantizeIsa::kAvx512}) {
+    if (isa > supported) {
+      std::cout << "not compared: this CPU cannot run the " << QuantizeIsaName(isa) << " build\n";
+      continue;
+    }
+    for (int bits : {1, 2, 4, 8}) {
+      for (Params::Rounding rounding : {Params::kStochastic, Params::kNearest}) {
+        SCOPED_TRACE(testing::Message()
+                     << QuantizeIsaName(isa) << " bits " << bits << " rounding " << rounding);
+        const Params p = MakeParams(bits, 500, Params::kMinMax, rounding, 1);
+        SetQuantizeIsaLimitForTesting(QuantizeIsa::kPortable);
+        const AllOutputs portable = RunAll(x, p);
+        SetQuantizeIsaLimitForTesting(isa);
+        const AllOutputs wide = RunAll(x, p);
+        SetQuantizeIsaLimitForTesting(QuantizeIsa::kAvx512);
+        EXPECT_TRUE(portable == wide);
+      }
     }
   }
+  if (supported == QuantizeIsa::kPortable) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512";
 }
 
 // ---- ParallelFor ----------------------------------------------------------------------------
