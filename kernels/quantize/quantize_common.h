@@ -5,8 +5,8 @@
 //   * on the device through __fadd_rn/__fsub_rn/__fmul_rn/__fdiv_rn, which nvcc never contracts
 //     into FMAs and never replaces by approximate division, whatever -fmad/-prec-div/fast-math
 //     say (the CUDA library is also built with -fmad=false as a second guard);
-//   * on the host as plain operators, in a library built with -ffp-contract=off and never with
-//     an FMA target (its AVX2 build enables "avx2" only).
+//   * on the host as plain operators, in a library built with -ffp-contract=off, which keeps
+//     GCC from contracting them into FMAs even in the AVX-512 build, where AVX-512F has them.
 // Conversions are exact or defined identically on both: a 24-bit integer to float, and a float in
 // [0, 2^31) to int by truncation (floor, since it is never negative).
 #ifndef HPTRAIN_KERNELS_QUANTIZE_QUANTIZE_COMMON_H_

@@ -17,9 +17,10 @@
 // AVX2 build and 64-byte ones in the AVX-512 build, where the 32-bit hash multiplies, the divide
 // and the narrowing stores cover 16 elements an instruction. BucketRange is written with GCC
 // vector extensions instead (GCC will not vectorize a float min/max reduction without
-// -ffinite-math-only); its loop compiles to vminps/vmaxps/vpmaxsd. No FMA is enabled (AVX-512F
-// does not imply it) and the library is built with -ffp-contract=off, so all builds round exactly
-// as quantize_common.h says (QuantizeParallel.EveryBuildEqualsThePortableOne checks it).
+// -ffinite-math-only); its loop compiles to vminps/vmaxps/vpmaxsd. The library is built with
+// -ffp-contract=off, so no build contracts into FMAs (the object file has none, although
+// AVX-512F has them) and all round exactly as quantize_common.h says
+// (QuantizeParallel.EveryBuildEqualsThePortableOne checks it).
 #include <algorithm>
 #include <atomic>
 #include <cassert>
