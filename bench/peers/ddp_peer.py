@@ -5,7 +5,8 @@ hptrain job, with the gloo backend. Variants (DDP communication hooks from PyTor
 
   --hook none         plain DDP (bucketed all-reduce of fp32 gradients)
   --hook fp16         default_hooks.fp16_compress_hook
-  --hook powersgd     powerSGD_hook (--powersgd-rank R, error feedback and warm start on)
+  --hook powersgd     powerSGD_hook (--powersgd-rank R, error feedback and warm start on), with
+                      the whole gradient in one bucket (see build())
   --hook postlocal    post_localSGD_hook + PostLocalSGDOptimizer with a PeriodicModelAverager
                       (--period P, after --local-warmup global steps)
 
@@ -110,7 +111,16 @@ def learning_rate(args, epoch, step, steps_per_epoch):
 
 def build(args, model):
     """Wraps `model` in DDP with the chosen hook; returns (ddp, optimizer)."""
-    ddp = nn.parallel.DistributedDataParallel(model)
+    options = {}
+    if args.hook == "powersgd":
+        # powerSGD_hook (PyTorch 1.13) chains each bucket's all-reduces through future callbacks,
+        # so with two or more buckets every rank issues them in the order its futures complete,
+        # which differs between ranks; gloo then pairs all-reduces of different sizes and aborts
+        # ("op.preamble.length <= op.nbytes"). LeNet-5 fits DDP's first 1 MiB bucket; for larger
+        # models the whole gradient goes into one bucket, so every rank issues the same sequence.
+        dist._DEFAULT_FIRST_BUCKET_BYTES = 1 << 40
+        options["bucket_cap_mb"] = 1 << 20
+    ddp = nn.parallel.DistributedDataParallel(model, **options)
     sgd = lambda params: torch.optim.SGD(params, lr=args.lr, momentum=args.momentum,  # noqa: E731
                                          weight_decay=args.weight_decay)
     if args.hook == "fp16":
