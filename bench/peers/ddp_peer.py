@@ -192,16 +192,20 @@ def train(rank, args):
             for group in opt.param_groups:
                 group["lr"] = learning_rate(args, epoch, s, steps)
             step_start = time.time()
+            step_cpu = time.thread_time()
             idx = perm[s * args.batch + rank * local: s * args.batch + (rank + 1) * local]
             opt.zero_grad()
             loss = F.cross_entropy(ddp(xtr[idx]), ytr[idx])
             forward = time.time() - step_start
+            forward_cpu = time.thread_time() - step_cpu
             loss.backward()
             if slowdown > 1.0:
-                # hptrain's spec.testing.slowdown sleeps (f - 1) x compute. DDP's backward overlaps
-                # the all-reduce (and so the wait for slower ranks), so it cannot be timed apart:
-                # compute is estimated as 3 x forward (backward costs about twice the forward).
-                time.sleep((slowdown - 1.0) * 3.0 * forward)
+                # hptrain's spec.testing.slowdown stretches compute to f x its CPU time. DDP's
+                # backward overlaps the all-reduce (and so the wait for slower ranks), so it
+                # cannot be timed apart: compute is estimated as 3 x forward (backward costs
+                # about twice the forward), and the rank sleeps what the wall clock has not
+                # already covered of f x that in CPU time.
+                time.sleep(max(0.0, 3.0 * (slowdown * forward_cpu - forward)))
             opt.step()
             done = total_steps + s + 1
             if args.eval_every and done % args.eval_every == 0 and s + 1 < epoch_steps:

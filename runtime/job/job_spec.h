@@ -103,9 +103,10 @@ struct RunPolicySpec {
   bool suspend = false;
 };
 
-// Testing knobs, never for production jobs: a per-rank slowdown factor f makes that worker sleep
-// (f - 1) x its measured compute time each step. slowdown_file names a control file whose factors
-// (one per rank, whitespace-separated) replace them while the job runs (runtime/train/slowdown.h).
+// Testing knobs, never for production jobs: a per-rank slowdown factor f stretches that worker's
+// compute in each step to f x the CPU time it used. slowdown_file names a control file whose
+// factors (one per rank, whitespace-separated) replace them while the job runs
+// (runtime/train/slowdown.h).
 struct TestingSpec {
   std::vector<double> slowdown;
   std::string slowdown_file;

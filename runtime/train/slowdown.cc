@@ -1,7 +1,9 @@
 #include "runtime/train/slowdown.h"
 
 #include <sys/stat.h>
+#include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -24,6 +26,17 @@ double Slowdown::Factor() {
   }
   if (rank_ < 0 || static_cast<size_t>(rank_) >= factors_.size()) return 1.0;
   return factors_[static_cast<size_t>(rank_)];
+}
+
+double Slowdown::EmulatedSeconds(double factor, double wall_seconds, double cpu_seconds) {
+  if (!(factor > 1.0)) return wall_seconds;
+  return std::max(wall_seconds, factor * cpu_seconds);
+}
+
+double Slowdown::ThreadCpuSeconds() {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 void Slowdown::Reload() {

@@ -1,6 +1,11 @@
-// Emulated heterogeneity, for tests and benchmarks only: a worker with slowdown factor f sleeps
-// (f - 1) x its measured compute time after each step, so it behaves like a device f times
-// slower. The factors come from the job (spec.testing.slowdown, one per rank) and may be changed
+// Emulated heterogeneity, for tests and benchmarks only: a worker with slowdown factor f behaves
+// like a device f times slower than its own cores. Its step's compute is stretched to f x the CPU
+// time the training thread spent on it (the thread's CPU clock, which does not advance while other
+// processes hold the cores), by sleeping after the step for whatever of that the wall clock has not
+// already covered. So the emulated speeds stay those the factors say even when the workers of a
+// local run share fewer cores than they are: CPU contention only delays a worker by more than its
+// factor once it exceeds (f - 1) x its compute. A factor of 1 leaves the worker as it is. The
+// factors come from the job (spec.testing.slowdown, one per rank) and may be changed
 // while the job runs through a control file (spec.testing.slowdownFile): whitespace-separated
 // factors, one per rank, e.g. "1 1 2 4". The file is re-read whenever its modification time or
 // size changes; until it exists, or while its content is invalid (a warning is printed once per
@@ -23,6 +28,14 @@ class Slowdown {
   // This rank's current factor (>= 1). Costs one stat() when a control file is configured.
   // Not thread-safe: call from the training thread.
   double Factor();
+
+  // The emulated duration of a compute phase that took `wall_seconds` on the wall clock and
+  // `cpu_seconds` of the training thread's CPU time, at factor `factor`: the longer of the wall
+  // time and factor x the CPU time. The caller sleeps the difference to the wall time.
+  static double EmulatedSeconds(double factor, double wall_seconds, double cpu_seconds);
+
+  // The calling thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID).
+  static double ThreadCpuSeconds();
 
  private:
   void Reload();

@@ -202,6 +202,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
     options_.allocation = std::move(allocation);
   }
   const auto step_start = Clock::now();  // compute time excludes asking for the allocation
+  const double cpu_start = Slowdown::ThreadCpuSeconds();
   const int local_batch = options_.allocation[rank];
   step_info_.step = global_step_;
   step_info_.epoch = epoch;
@@ -228,6 +229,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
     loss_value = loss.item<double>();
   }));
   const double compute = Since(step_start);
+  const double compute_cpu = Slowdown::ThreadCpuSeconds() - cpu_start;
   HPTRAIN_RETURN_IF_ERROR(reducer_->FinishStep(), "step ", global_step_);
   const double lr = LearningRate(spec_.optimizer, spec_.epochs, epoch, step_in_epoch,
                                  steps_per_epoch);
@@ -238,16 +240,16 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
       step_info_, absl::MakeSpan(flat_params_.data_ptr<float>(),
                                  static_cast<size_t>(flat_params_.numel()))));
 
-  const double slowdown = slowdown_.Factor();
-  if (slowdown > 1.0) {
-    std::this_thread::sleep_for(std::chrono::duration<double>((slowdown - 1.0) * compute));
+  const double emulated = Slowdown::EmulatedSeconds(slowdown_.Factor(), compute, compute_cpu);
+  if (emulated > compute) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(emulated - compute));
   }
   ++global_step_;
   stats->step = global_step_;
   stats->epoch = epoch;
   stats->batch_size = local_batch;
   stats->train_loss = local_batch > 0 ? loss_value / local_batch : 0.0;
-  stats->compute_seconds = compute * slowdown;
+  stats->compute_seconds = emulated;
   stats->comm_seconds = reducer_->last_comm_seconds();
   stats->exposed_comm_seconds = reducer_->last_exposed_seconds();
   stats->step_seconds = Since(step_start);

@@ -3,8 +3,10 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "runtime/base/atomic_file.h"
@@ -39,6 +41,27 @@ TEST(Slowdown, ControlFileReplacesFactorsWhileRunning) {
   // The file disappearing keeps the last factors.
   ASSERT_EQ(unlink(file.c_str()), 0);
   EXPECT_EQ(s.Factor(), 1.0);
+}
+
+TEST(Slowdown, EmulatedComputeIsTheFactorTimesTheCpuTimeUnlessTheWallClockIsLonger) {
+  EXPECT_EQ(Slowdown::EmulatedSeconds(1.0, 0.3, 0.1), 0.3);  // factor 1: as measured
+  EXPECT_DOUBLE_EQ(Slowdown::EmulatedSeconds(4.0, 0.1, 0.1), 0.4);
+  // Other processes held the cores for part of the phase: the thread's CPU time is what counts.
+  EXPECT_DOUBLE_EQ(Slowdown::EmulatedSeconds(4.0, 0.25, 0.1), 0.4);
+  // Contention beyond the factor: the wall clock already covers more than the emulated device.
+  EXPECT_DOUBLE_EQ(Slowdown::EmulatedSeconds(2.0, 0.5, 0.1), 0.5);
+}
+
+TEST(Slowdown, ThreadCpuClockAdvancesWithWorkNotWithSleep) {
+  const double start = Slowdown::ThreadCpuSeconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const double slept = Slowdown::ThreadCpuSeconds() - start;
+  EXPECT_LT(slept, 0.1);
+  // Spins until the clock has advanced 20 ms: it must advance with work.
+  volatile double sink = 0;
+  const double spin_start = Slowdown::ThreadCpuSeconds();
+  while (Slowdown::ThreadCpuSeconds() - spin_start < 0.02) sink = sink + 1;
+  EXPECT_GT(sink, 0);
 }
 
 }  // namespace
