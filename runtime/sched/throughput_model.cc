@@ -57,11 +57,6 @@ bool ThroughputModel::ObserveAverage(int batch, double seconds) {
 }
 
 void ThroughputModel::Fit() {
-  if (points_.size() == 1) {
-    fixed_ = 0;
-    per_sample_ = points_.begin()->second / points_.begin()->first;
-    return;
-  }
   // Least squares of seconds = fixed + per_sample * batch.
   double n = 0, sb = 0, st = 0, sbb = 0, sbt = 0;
   for (const auto& [b, t] : points_) {
@@ -70,6 +65,12 @@ void ThroughputModel::Fit() {
     st += t;
     sbb += static_cast<double>(b) * b;
     sbt += b * t;
+  }
+  // points_ is ordered by batch size: too narrow a range (or one size) gives a proportional model.
+  if (points_.rbegin()->first < options_.affine_min_ratio * points_.begin()->first) {
+    fixed_ = 0;
+    per_sample_ = st / sb;
+    return;
   }
   const double det = n * sbb - sb * sb;
   per_sample_ = det > 0 ? (n * sbt - sb * st) / det : 0;

@@ -2,13 +2,17 @@
 // from measurements. H-PS (algorithms.md §5b(1)) balances batches by speed, but speed is not
 // linear in the batch size on GPUs (a fixed per-step cost dominates small batches), so the model
 // is affine, t(b) = fixed + per_sample · b, fitted by least squares over the smoothed time of each
-// batch size the worker has run. With one size measured it is proportional (fixed = 0).
+// batch size the worker has run. With one size measured it is proportional (fixed = 0), and so it
+// is while the sizes measured lie within a factor `affine_min_ratio` of each other: between close
+// sizes a few percent of noise makes the fitted fixed cost anything (64..96 samples with 10 %
+// noise fitted 75 ms fixed + 0.38 ms/sample to a worker taking 1.2 ms/sample), and the balancer
+// would then move samples by the wrong slope.
 //
 // Smoothing and outliers: each batch size keeps an exponentially weighted moving average (EWMA)
 // of its times. A measurement more than `outlier_factor` times away from its batch size's
-// average is set aside, so one slow step (a GC pause, a noisy neighbour) does not move the model; if the
-// next `outlier_run` measurements all agree that far off, the worker really changed speed, the
-// old averages are dropped and the model restarts from the new measurements.
+// average is set aside, so one slow step (a GC pause, a noisy neighbour) does not move the model;
+// if the next `outlier_run` measurements all agree that far off, the worker really changed speed,
+// the old averages are dropped and the model restarts from the new measurements.
 //
 // Drift (`drift_factor` > 0, for measurements that are already averages over many steps, such as
 // one rebalance interval's median): a measurement more than drift_factor away from the average of
@@ -33,6 +37,7 @@ struct ModelOptions {
   double outlier_factor = 2.0;  // a measurement off by more than this factor is an outlier
   int outlier_run = 3;          // this many outliers in a row mean a real change of speed
   double drift_factor = 0;      // > 1: rescale on a measurement this far from the model (above)
+  double affine_min_ratio = 2;  // fit a fixed cost only once largest/smallest size reaches this
 };
 
 class ThroughputModel {

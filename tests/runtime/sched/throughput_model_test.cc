@@ -20,6 +20,21 @@ TEST(ThroughputModel, ProportionalFromOneSizeAffineFromSeveral) {
   EXPECT_NEAR(gpu.SamplesPerSecond(40), 40 / 0.050, 1e-6);
 }
 
+TEST(ThroughputModel, CloseSizesGiveAProportionalModelNotANoiseFittedFixedCost) {
+  // A worker taking 1.2 ms per sample, measured with about 10 % noise at sizes within 1.5x of
+  // each other: least squares would say 75 ms fixed + 0.38 ms per sample.
+  ThroughputModel m;
+  m.Observe(64, 0.101);
+  m.Observe(83, 0.100);
+  m.Observe(90, 0.118);
+  m.Observe(96, 0.110);
+  EXPECT_EQ(m.fixed_seconds(), 0.0);
+  EXPECT_NEAR(m.per_sample_seconds(), (0.101 + 0.100 + 0.118 + 0.110) / (64 + 83 + 90 + 96), 1e-12);
+  // A size twice the smallest brings the fixed cost in.
+  m.Observe(128, 0.160);
+  EXPECT_GT(m.fixed_seconds(), 0.0);
+}
+
 TEST(ThroughputModel, OneSlowStepIsAnOutlierARunOfThemIsANewSpeed) {
   ThroughputModel m;
   for (int i = 0; i < 5; ++i) m.Observe(32, 0.032);
