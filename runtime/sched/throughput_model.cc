@@ -21,11 +21,13 @@ bool ThroughputModel::Observe(int batch, double seconds) {
       outliers_.emplace_back(batch, seconds);
       if (static_cast<int>(outliers_.size()) < options_.outlier_run) return false;
       points_.clear();
+      recent_.clear();
       for (const auto& [b, s] : outliers_) {
         auto p = points_.find(b);
         points_[b] = p == points_.end()
                          ? s
                          : (1 - options_.ewma_alpha) * p->second + options_.ewma_alpha * s;
+        Touch(b);
       }
       outliers_.clear();
       Fit();
@@ -35,6 +37,7 @@ bool ThroughputModel::Observe(int batch, double seconds) {
   } else {
     points_[batch] = seconds;
   }
+  Touch(batch);
   outliers_.clear();
   Fit();
   return true;
@@ -52,8 +55,18 @@ bool ThroughputModel::ObserveAverage(int batch, double seconds) {
   } else {
     it->second = (1 - options_.ewma_alpha) * it->second + options_.ewma_alpha * seconds;
   }
+  Touch(batch);
   Fit();
   return true;
+}
+
+void ThroughputModel::Touch(int batch) {
+  recent_.erase(std::remove(recent_.begin(), recent_.end(), batch), recent_.end());
+  recent_.push_back(batch);
+  while (options_.max_sizes > 0 && static_cast<int>(recent_.size()) > options_.max_sizes) {
+    points_.erase(recent_.front());
+    recent_.erase(recent_.begin());
+  }
 }
 
 void ThroughputModel::Fit() {

@@ -6,7 +6,10 @@
 // is while the sizes measured lie within a factor `affine_min_ratio` of each other: between close
 // sizes a few percent of noise makes the fitted fixed cost anything (64..96 samples with 10 %
 // noise fitted 75 ms fixed + 0.38 ms/sample to a worker taking 1.2 ms/sample), and the balancer
-// would then move samples by the wrong slope.
+// would then move samples by the wrong slope. Only the `max_sizes` sizes measured most recently
+// take part: older ones were measured under other conditions (before a change of speed that a
+// rescale, below, carried over only approximately), and mixing many such points bent the fit into
+// a large fixed cost and a flat slope on the rebalance benchmark.
 //
 // Smoothing and outliers: each batch size keeps an exponentially weighted moving average (EWMA)
 // of its times. A measurement more than `outlier_factor` times away from its batch size's
@@ -38,6 +41,7 @@ struct ModelOptions {
   int outlier_run = 3;          // this many outliers in a row mean a real change of speed
   double drift_factor = 0;      // > 1: rescale on a measurement this far from the model (above)
   double affine_min_ratio = 2;  // fit a fixed cost only once largest/smallest size reaches this
+  int max_sizes = 4;            // keep the sizes measured most recently, this many (0 = all)
 };
 
 class ThroughputModel {
@@ -59,10 +63,12 @@ class ThroughputModel {
 
  private:
   bool ObserveAverage(int batch, double seconds);  // Observe with drift_factor set
+  void Touch(int batch);  // marks `batch` measured last; forgets sizes beyond max_sizes
   void Fit();
 
   ModelOptions options_;
   std::map<int, double> points_;   // batch size -> EWMA of seconds
+  std::vector<int> recent_;        // the sizes in points_, least recently measured first
   std::vector<std::pair<int, double>> outliers_;  // the current run of outliers
   bool outliers_slow_ = false;                     // whether that run is slower than usual
   double fixed_ = 0;

@@ -30,9 +30,23 @@ TEST(ThroughputModel, CloseSizesGiveAProportionalModelNotANoiseFittedFixedCost) 
   m.Observe(96, 0.110);
   EXPECT_EQ(m.fixed_seconds(), 0.0);
   EXPECT_NEAR(m.per_sample_seconds(), (0.101 + 0.100 + 0.118 + 0.110) / (64 + 83 + 90 + 96), 1e-12);
-  // A size twice the smallest brings the fixed cost in.
-  m.Observe(128, 0.160);
+  // A size twice the smallest of those kept (the last four: 83 to 96) brings the fixed cost in.
+  m.Observe(192, 0.200);
   EXPECT_GT(m.fixed_seconds(), 0.0);
+}
+
+TEST(ThroughputModel, OnlyTheSizesMeasuredMostRecentlyTakePart) {
+  ModelOptions options;
+  options.max_sizes = 2;
+  ThroughputModel m(options);
+  m.Observe(16, 0.080);  // measured long ago, under other conditions
+  m.Observe(64, 0.074);
+  m.Observe(32, 0.042);  // 10 ms fixed + 1 ms per sample: 16 is forgotten
+  EXPECT_NEAR(m.fixed_seconds(), 0.010, 1e-9);
+  EXPECT_NEAR(m.per_sample_seconds(), 0.001, 1e-9);
+  m.Observe(64, 0.074);  // measuring a size again makes it recent: 32 and 64 stay
+  m.Observe(128, 0.138);
+  EXPECT_NEAR(m.Seconds(32), 0.074 - 0.032, 1e-9);
 }
 
 TEST(ThroughputModel, OneSlowStepIsAnOutlierARunOfThemIsANewSpeed) {
