@@ -21,6 +21,7 @@ sched::BalancerOptions BalancerOptionsFor(const JobSpec& spec) {
   // aside, and one 25 % away from its size's average is a change of speed to follow at once.
   o.model.ewma_alpha = 0.5;
   o.model.drift_factor = 1.25;
+  o.model.anchor_latest = true;
   return o;
 }
 

@@ -70,6 +70,19 @@ void ThroughputModel::Touch(int batch) {
 }
 
 void ThroughputModel::Fit() {
+  FitLine();
+  // The balancer compares allocations through the model at the sizes in force: pass through the
+  // latest size's own average, keeping the fitted shape.
+  if (!options_.anchor_latest || recent_.empty()) return;
+  const int b = recent_.back();
+  const double predicted = fixed_ + per_sample_ * b;
+  if (predicted <= 0) return;
+  const double ratio = points_.at(b) / predicted;
+  fixed_ *= ratio;
+  per_sample_ *= ratio;
+}
+
+void ThroughputModel::FitLine() {
   // Least squares of seconds = fixed + per_sample * batch.
   double n = 0, sb = 0, st = 0, sbb = 0, sbt = 0;
   for (const auto& [b, t] : points_) {

@@ -9,7 +9,12 @@
 // would then move samples by the wrong slope. Only the `max_sizes` sizes measured most recently
 // take part: older ones were measured under other conditions (before a change of speed that a
 // rescale, below, carried over only approximately), and mixing many such points bent the fit into
-// a large fixed cost and a flat slope on the rebalance benchmark.
+// a large fixed cost and a flat slope on the rebalance benchmark. With `anchor_latest`, for
+// measurements that are already averages over many steps, the fitted line is then scaled (fixed
+// and per-sample cost alike) to pass through the average of the size measured last: the balancer
+// judges the allocation in force by the model's time at that size, and a fit that missed it by
+// 9 % left a worker 9 % slower than the others, within the hysteresis. Single steps are too noisy
+// for that (one step's time would set the model), so by default the fit alone decides.
 //
 // Smoothing and outliers: each batch size keeps an exponentially weighted moving average (EWMA)
 // of its times. A measurement more than `outlier_factor` times away from its batch size's
@@ -42,6 +47,7 @@ struct ModelOptions {
   double drift_factor = 0;      // > 1: rescale on a measurement this far from the model (above)
   double affine_min_ratio = 2;  // fit a fixed cost only once largest/smallest size reaches this
   int max_sizes = 4;            // keep the sizes measured most recently, this many (0 = all)
+  bool anchor_latest = false;   // pass through the size measured last (for averaged measurements)
 };
 
 class ThroughputModel {
@@ -64,13 +70,14 @@ class ThroughputModel {
  private:
   bool ObserveAverage(int batch, double seconds);  // Observe with drift_factor set
   void Touch(int batch);  // marks `batch` measured last; forgets sizes beyond max_sizes
-  void Fit();
+  void Fit();             // FitLine, then scaled to pass through the latest size's average
+  void FitLine();         // least squares (or proportional) over points_
 
   ModelOptions options_;
-  std::map<int, double> points_;   // batch size -> EWMA of seconds
-  std::vector<int> recent_;        // the sizes in points_, least recently measured first
+  std::map<int, double> points_;  // batch size -> EWMA of seconds
+  std::vector<int> recent_;       // the sizes in points_, least recently measured first
   std::vector<std::pair<int, double>> outliers_;  // the current run of outliers
-  bool outliers_slow_ = false;                     // whether that run is slower than usual
+  bool outliers_slow_ = false;                    // whether that run is slower than usual
   double fixed_ = 0;
   double per_sample_ = 0;
 };

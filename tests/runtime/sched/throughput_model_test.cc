@@ -44,9 +44,24 @@ TEST(ThroughputModel, OnlyTheSizesMeasuredMostRecentlyTakePart) {
   m.Observe(32, 0.042);  // 10 ms fixed + 1 ms per sample: 16 is forgotten
   EXPECT_NEAR(m.fixed_seconds(), 0.010, 1e-9);
   EXPECT_NEAR(m.per_sample_seconds(), 0.001, 1e-9);
-  m.Observe(64, 0.074);  // measuring a size again makes it recent: 32 and 64 stay
-  m.Observe(128, 0.138);
-  EXPECT_NEAR(m.Seconds(32), 0.074 - 0.032, 1e-9);
+  m.Observe(64, 0.074);  // measuring a size again makes it recent: 32 goes next, not 64
+  m.Observe(128, 0.134);
+  EXPECT_NEAR(m.per_sample_seconds(), (0.134 - 0.074) / 64, 1e-9);
+}
+
+TEST(ThroughputModel, AnchoredItPassesThroughTheSizeMeasuredLastKeepingTheFittedShape) {
+  ModelOptions options;
+  options.anchor_latest = true;
+  ThroughputModel m(options);
+  m.Observe(16, 0.026);
+  m.Observe(64, 0.074);
+  m.Observe(128, 0.150);  // off the line through the first two: the fit misses all three
+  EXPECT_NEAR(m.Seconds(128), 0.150, 1e-12);
+  // Scaled as a whole: fixed / per-sample as least squares over the three sizes gave it.
+  const double slope = (3 * (16 * 0.026 + 64 * 0.074 + 128 * 0.150) - 208 * 0.250) /
+                       (3 * (16.0 * 16 + 64 * 64 + 128 * 128) - 208.0 * 208);
+  const double fixed = (0.250 - slope * 208) / 3;
+  EXPECT_NEAR(m.fixed_seconds() / m.per_sample_seconds(), fixed / slope, 1e-9);
 }
 
 TEST(ThroughputModel, OneSlowStepIsAnOutlierARunOfThemIsANewSpeed) {
