@@ -75,7 +75,7 @@ void ThroughputModel::Fit() {
   // latest size's own average, keeping the fitted shape.
   if (!options_.anchor_latest || recent_.empty()) return;
   const int b = recent_.back();
-  const double predicted = fixed_ + per_sample_ * b;
+  const double predicted = Seconds(b);
   if (predicted <= 0) return;
   const double ratio = points_.at(b) / predicted;
   fixed_ *= ratio;
