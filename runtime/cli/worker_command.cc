@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/base/exit_codes.h"
 #include "runtime/base/status.h"
 #include "runtime/cli/commands.h"
-#include "runtime/base/exit_codes.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/worker_metrics.h"
 #include "runtime/comm/communicator.h"
@@ -25,7 +25,9 @@
 #include "runtime/job/job_parser.h"
 #include "runtime/metrics/http_server.h"
 #include "runtime/metrics/registry.h"
+#include "runtime/ps/allocation_prefetcher.h"
 #include "runtime/ps/coordinator_client.h"
+#include "runtime/ps/progress_sender.h"
 #include "runtime/train/trainer.h"
 
 namespace hptrain::cli {
@@ -152,14 +154,16 @@ absl::Status RunWorker(const WorkerFlags& flags) {
   auto last_report = Clock::now() - std::chrono::seconds(1);
   double compute_total = 0, comm_total = 0, train_total = 0;
   hptrain::v1::ProgressReport report;
+  // Reports go out from a background thread: a round trip must not delay the next step.
+  ps::ProgressSender sender(
+      [&client](const hptrain::v1::ProgressReport& r) { return client.ReportProgress(r); });
   auto send_report = [&] {
     report.set_bytes_sent(communicator.bytes_sent());
     report.set_bytes_received(communicator.bytes_received());
     report.set_compute_seconds(compute_total);
     report.set_comm_seconds(comm_total);
     report.set_train_seconds(train_total);
-    // Progress is advisory: a lost report must not fail training.
-    (void)client.ReportProgress(report);
+    sender.Offer(report);
   };
   train::TrainerCallbacks callbacks;
   callbacks.on_step = [&](const train::StepStats& stats) {
@@ -199,12 +203,14 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     (void)client.ReportEpoch(report);
   };
   callbacks.should_stop = [&] { return heartbeat.stop_requested(); };
+  // Every step's allocation is asked for (one step ahead, off the step's critical path), so every
+  // worker switches allocations at the same step boundary.
+  ps::AllocationPrefetcher prefetcher([&client](int64_t step) -> absl::StatusOr<std::vector<int>> {
+    HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::Allocation a, client.GetAllocation(step));
+    return std::vector<int>(a.batch_sizes().begin(), a.batch_sizes().end());
+  });
   if (spec.rebalance.enabled) {
-    // Ask before every step, so every worker switches allocations at the same step boundary.
-    callbacks.allocation_for_step = [&](int64_t step) -> absl::StatusOr<std::vector<int>> {
-      HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::Allocation a, client.GetAllocation(step));
-      return std::vector<int>(a.batch_sizes().begin(), a.batch_sizes().end());
-    };
+    callbacks.allocation_for_step = [&](int64_t step) { return prefetcher.For(step); };
   }
 
   HPTRAIN_ASSIGN_OR_RETURN(auto trainer,
@@ -216,6 +222,7 @@ absl::Status RunWorker(const WorkerFlags& flags) {
   }
   // Final progress (byte totals including the end-of-epoch collectives) and the outcome.
   if (report.step() > 0) send_report();
+  sender.Flush();
   (void)client.ReportDone(flags.rank, status.ok(), std::string(status.message()));
   return status;
 }

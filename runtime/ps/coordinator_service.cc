@@ -149,7 +149,8 @@ Status CoordinatorService::GetAllocation(ServerContext* context,
   }
   const int64_t step = request->step();
   max_asked_step_ = std::max(max_asked_step_, step);
-  // Workers run in lockstep: once one asks for step s, every worker has asked for s - 1, so no
+  // Workers run in lockstep and ask one step ahead (ps/allocation_prefetcher.h): once one asks
+  // for step s it has finished step s - 2's exchange, so every worker has asked for s - 1 and no
   // one asks for a step before s - 1 again. Allocations replaced by then are history.
   while (schedule_.size() > 1 && schedule_[1].effective_step() <= max_asked_step_ - 1) {
     schedule_.erase(schedule_.begin());

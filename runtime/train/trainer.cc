@@ -240,16 +240,21 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
       step_info_, absl::MakeSpan(flat_params_.data_ptr<float>(),
                                  static_cast<size_t>(flat_params_.numel()))));
 
+  // The compute time reported is what the worker really spent: the stretch as slept, since a
+  // sleep may end late on a busy machine.
+  double compute_seconds = compute;
   const double emulated = Slowdown::EmulatedSeconds(slowdown_.Factor(), compute, compute_cpu);
   if (emulated > compute) {
+    const auto sleep_start = Clock::now();
     std::this_thread::sleep_for(std::chrono::duration<double>(emulated - compute));
+    compute_seconds += Since(sleep_start);
   }
   ++global_step_;
   stats->step = global_step_;
   stats->epoch = epoch;
   stats->batch_size = local_batch;
   stats->train_loss = local_batch > 0 ? loss_value / local_batch : 0.0;
-  stats->compute_seconds = emulated;
+  stats->compute_seconds = compute_seconds;
   stats->comm_seconds = reducer_->last_comm_seconds();
   stats->exposed_comm_seconds = reducer_->last_exposed_seconds();
   stats->step_seconds = Since(step_start);
