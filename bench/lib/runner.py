@@ -11,7 +11,7 @@ import systems
 SAMPLE_SECONDS = 0.5
 
 
-def _cpu_times():
+def cpu_times():
     """(steal, total) jiffies of all CPUs from /proc/stat: on a virtual machine, steal is time the
     hypervisor gave to others while this machine had work."""
     with open("/proc/stat") as f:
@@ -30,7 +30,7 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
     deltas), timeline [(seconds, cumulative worker tx bytes)], cpu_steal (fraction of CPU time
     the hypervisor took while it ran)."""
     t0 = time.time()
-    cpu0 = _cpu_times()
+    cpu0 = cpu_times()
     baseline = cluster.all_counters()
     logs = []
     procs = []
@@ -73,7 +73,7 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
         for f in logs:
             f.close()
     wall = time.time() - t0
-    cpu1 = _cpu_times()
+    cpu1 = cpu_times()
     steal = (cpu1[0] - cpu0[0]) / max(1, cpu1[1] - cpu0[1])
     after = cluster.all_counters()
     timeline.append((wall, _worker_tx(cluster, baseline, settings.workers)))
