@@ -19,6 +19,13 @@ def cpu_times():
     return fields[7] if len(fields) > 7 else 0, sum(fields[:8])
 
 
+def steal_since(cpu0):
+    """Share of the machine's CPU time since `cpu0` (cpu_times()) that the hypervisor gave to
+    others: a run with more than a few percent is no good measure of speed."""
+    cpu1 = cpu_times()
+    return (cpu1[0] - cpu0[0]) / max(1, cpu1[1] - cpu0[1])
+
+
 def _worker_tx(cluster, baseline, workers):
     counters = cluster.all_counters()
     return sum(counters[h]["tx_bytes"] - baseline[h]["tx_bytes"] for h in range(1, workers + 1))
@@ -73,8 +80,7 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
         for f in logs:
             f.close()
     wall = time.time() - t0
-    cpu1 = cpu_times()
-    steal = (cpu1[0] - cpu0[0]) / max(1, cpu1[1] - cpu0[1])
+    steal = steal_since(cpu0)
     after = cluster.all_counters()
     timeline.append((wall, _worker_tx(cluster, baseline, settings.workers)))
     interface = [{k: after[h][k] - baseline[h][k] for k in after[h]} for h in range(cluster.hosts)]
