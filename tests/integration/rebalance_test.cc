@@ -1,4 +1,4 @@
-// H-PS allocation moves work, never the math: a run whose workers are slowed down (1, 1, 2, 4)
+// H-PS allocation moves work, never the math: a run whose workers are slowed down (1, 1, 2, 4) x 4
 // and rebalanced while it trains ends with the parameters of the same run without rebalancing.
 #include <cmath>
 #include <fstream>
@@ -14,10 +14,12 @@ namespace hptrain::testing {
 namespace {
 
 TEST(Rebalance, SlowedWorkersRebalancedEndWithTheParametersOfTheFixedAllocation) {
+  // Relative speeds (1, 1, 0.5, 0.25), each factor x 4: the emulation stretches compute to f x
+  // its CPU time, which holds only while the workers' CPU demand (Σ 1/f cores) fits the machine.
   TempDir dir;
   const std::string common =
       "  globalBatchSize: 256\n  epochs: 1\n  maxSteps: 50\n  seed: 11\n  threads: 1\n"
-      "  testing: {slowdown: [1, 1, 2, 4]}\n";
+      "  testing: {slowdown: [4, 4, 8, 16]}\n";  // (1, 1, 2, 4) x 4: see above
   const std::string groups = "    - {name: cpu, replicas: 4}\n";
   std::string fixed = dir.Write(
       "fixed.yaml", LeNetJob("rebalance-off", groups,

@@ -1,8 +1,8 @@
 // The controller's rebalance loop end to end: the API server double, a real Prometheus scraping
-// four real `hptrain worker` processes (slowed down 1, 1, 2, 4) and their `hptrain ps`, started
-// as the controller's pods would be (the job file and the token from the Secret it created).
-// The controller reads the workers' compute times through Prometheus, calls SetAllocation on the
-// coordinator, and records the allocation in status with a Rebalanced event.
+// four real `hptrain worker` processes (slowed down (1, 1, 2, 4) x 4) and their `hptrain ps`,
+// started as the controller's pods would be (the job file and the token from the Secret it
+// created). The controller reads the workers' compute times through Prometheus, calls SetAllocation
+// on the coordinator, and records the allocation in status with a Rebalanced event.
 #include <signal.h>
 #include <unistd.h>
 
@@ -48,7 +48,10 @@ Json RebalancedJob(const std::string& name) {
   spec["epochs"] = 20;  // far more than the test lets it run
   spec["threads"] = 1;
   spec["rebalance"] = {{"enabled", true}, {"intervalSeconds", 2}, {"hysteresis", 0.05}};
-  spec["testing"] = {{"slowdown", {1, 1, 2, 4}}};
+  // Relative speeds (1, 1, 0.5, 0.25), each factor x 4: the emulation stretches compute to f x
+  // its CPU time, which holds only while the workers' CPU demand (Σ 1/f cores) fits the machine.
+  // (1, 1, 2, 4) asks 2.75 cores, and on 2 busy cores the workers' wall times then evened out.
+  spec["testing"] = {{"slowdown", {4, 4, 8, 16}}};
   return job;
 }
 
