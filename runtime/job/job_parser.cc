@@ -282,6 +282,7 @@ absl::Status ParseStrategy(const YAML::Node& node, StrategySpec* strategy) {
   r.Read("errorFeedback", &strategy->error_feedback);
   r.Read("interval", &strategy->interval);
   r.Read("warmupEpochs", &strategy->warmup_epochs);
+  r.Read("clipNorm", &strategy->clip_norm);
   r.Read("threshold", &strategy->threshold);
   r.Read("pushRatio", &strategy->push_ratio);
   return r.Finish();

@@ -44,6 +44,7 @@ struct StrategySpec {
   std::optional<bool> error_feedback;
   int interval = 0;               // localsgd / multistep / hierarchical; 0 = unset
   double warmup_epochs = 0.0;
+  double clip_norm = 0.0;         // dgc: local gradient clipping bound (global norm); 0 = off
   double threshold = 0.0;         // gossip
   double push_ratio = 0.0;        // mp2
 };

@@ -66,7 +66,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& StrategyTab
       {"fp16", {"bucketSize", "errorFeedback"}},
       {"quantized", {"bits", "bucketSize", "errorFeedback"}},
       {"topk", {"density", "errorFeedback", "warmupEpochs"}},
-      {"dgc", {"density", "warmupEpochs"}},
+      {"dgc", {"density", "warmupEpochs", "clipNorm"}},
       {"localsgd", {"interval"}},
       {"multistep", {"interval", "warmupEpochs"}},
       {"hierarchical", {"interval"}},
@@ -144,6 +144,7 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
       {"density", s.density != 0},     {"errorFeedback", s.error_feedback.has_value()},
       {"interval", s.interval != 0},   {"warmupEpochs", s.warmup_epochs != 0},
       {"threshold", s.threshold != 0}, {"pushRatio", s.push_ratio != 0},
+      {"clipNorm", s.clip_norm != 0},
   };
   for (const auto& [key, is_set] : set) {
     if (!is_set || Contains(accepted, key)) continue;
@@ -162,6 +163,7 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
   if (s.density != 0) HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.strategy.density", s.density));
   if (s.interval != 0) HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.interval", s.interval, 1));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.warmupEpochs", s.warmup_epochs, 0.0));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.clipNorm", s.clip_norm, 0.0));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.threshold", s.threshold, 0.0));
   if (s.push_ratio != 0)
     HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.strategy.pushRatio", s.push_ratio));

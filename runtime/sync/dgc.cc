@@ -1,6 +1,7 @@
 // dgc: Deep Gradient Compression (Lin et al., ICLR 2018; algorithms.md §6).
 //
-// Per bucket: momentum correction u = m·u + g, v = v + u (kernels/topk/dgc.h); a threshold from a
+// Per bucket: with `clipNorm` T set, local gradient clipping first (below); momentum correction
+// u = m·u + g, v = v + u (kernels/topk/dgc.h); a threshold from a
 // 1 % sample of |v| selects between 0.8·k and 1.3·k entries (k = density · n); the selected
 // (index, value) pairs go through the sparse all-gather and are summed on every worker; momentum
 // factor masking clears u and v where sent. Tensors under 4096 elements are not sparsified (DGC
@@ -9,6 +10,13 @@
 // momentum of the summed gradients. Because momentum happens here, the optimizer runs without
 // momentum (applies_momentum). Warm-up: DGC's exponential density schedule over `warmupEpochs`
 // (density_schedule.h); at density ≥ 0.5 the whole bucket is all-reduced dense.
+//
+// Local clipping (DGC's, before accumulation): the worker's mean gradient g/b (g is the sum over
+// its b samples) is clipped to the global bound T scaled by N^{-1/2}. A bucket of n of the model's
+// P elements is clipped to its share of that bound, T·N^{-1/2}·sqrt(n/P), so buckets that are all
+// at their bound make a model gradient of norm exactly T·N^{-1/2}; with one bucket (LeNet-5, the
+// MLP) that is the whole-gradient clipping of the paper. Buckets are reduced while backward runs,
+// which is why the norm is not taken over the whole model.
 //
 // Bytes per worker per step, L large and S small elements: about (N-1) · (8k + 32) with
 // k ≤ 1.3 · density · L, plus the small tensors' 2(N-1)/N · (S/2 + 8·ceil(S/512)).
@@ -40,6 +48,8 @@ class Dgc : public Strategy {
 
   absl::Status Init(const GradientLayout& layout) override {
     small_.Init(layout, comm_, spec_.seed, /*error_feedback=*/true);
+    model_elements_ = 0;
+    for (const auto& b : layout.buckets) model_elements_ += b.end - b.begin;
     const size_t buckets = layout.buckets.size();
     u_.resize(buckets);
     v_.resize(buckets);
@@ -56,6 +66,7 @@ class Dgc : public Strategy {
                                absl::Span<float> gradients) override {
     const double density =
         WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch_clock);
+    Clip(step, gradients);
     small_.Split(bucket, gradients);
     // Small tensors: plain momentum, u = m·u + g, and u is what gets summed.
     absl::Span<float> small = small_.small();
@@ -101,9 +112,23 @@ class Dgc : public Strategy {
   }
 
  private:
+  // Local clipping of one bucket of summed gradients (see the top of the file); off when
+  // clipNorm is 0 or the worker has no samples this step.
+  void Clip(const StepInfo& step, absl::Span<float> gradients) const {
+    const double bound = spec_.strategy.clip_norm;
+    if (bound <= 0 || step.local_batch <= 0 || gradients.empty() || model_elements_ == 0) return;
+    const double share = std::sqrt(static_cast<double>(gradients.size()) / model_elements_);
+    const double max_norm = step.local_batch *
+                            kernels::DgcLocalClipNorm(static_cast<float>(bound), comm_->size()) *
+                            share;
+    kernels::ClipToNorm(gradients.data(), static_cast<int64_t>(gradients.size()),
+                        static_cast<float>(max_norm));
+  }
+
   const job::JobSpec& spec_;
   comm::Communicator* comm_;
   float momentum_;
+  size_t model_elements_ = 0;  // P, over all buckets
   SmallTensorExchange small_;
   std::vector<std::vector<float>> u_, v_;    // per bucket, over its large tensors
   std::vector<std::vector<float>> small_u_;  // per bucket, the small tensors' momentum

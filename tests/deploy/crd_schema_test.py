@@ -419,6 +419,8 @@ class CrdSchemaTest(unittest.TestCase):
             ("warmupEpochs on localsgd", with_set(mlp, spec__strategy={"type": "localsgd",
                                                                        "warmupEpochs": 1}),
              "warmupEpochs applies only"),
+            ("clipNorm on topk", with_set(mlp, spec__strategy={"type": "topk", "clipNorm": 5}),
+             "clipNorm applies only"),
             ("threshold on ps", with_set(mlp, spec__strategy={"type": "ps", "threshold": 0.1}),
              "threshold applies only to strategy gossip"),
             ("pushRatio on hps", with_set(hetero, spec__strategy__pushRatio=0.5),

@@ -129,6 +129,18 @@ INSTANTIATE_TEST_SUITE_P(
                s.strategy.error_feedback = false;
              },
              "spec.strategy.errorFeedback: does not apply to strategy dgc"},
+        Case{"ClipNormWithTopk",
+             [](JobSpec& s) {
+               s.strategy.type = "topk";
+               s.strategy.clip_norm = 1;
+             },
+             "spec.strategy.clipNorm: does not apply to strategy topk"},
+        Case{"NegativeClipNorm",
+             [](JobSpec& s) {
+               s.strategy.type = "dgc";
+               s.strategy.clip_norm = -1;
+             },
+             "spec.strategy.clipNorm: must be >= 0, got -1"},
         Case{"IntervalWithFp16",
              [](JobSpec& s) {
                s.strategy.type = "fp16";
@@ -319,6 +331,7 @@ TEST(ValidateJobTest, EveryStrategyAcceptsItsOwnParameters) {
       if (key == "warmupEpochs") spec.strategy.warmup_epochs = 1;
       if (key == "threshold") spec.strategy.threshold = 0.5;
       if (key == "pushRatio") spec.strategy.push_ratio = 0.25;
+      if (key == "clipNorm") spec.strategy.clip_norm = 5;
     }
     EXPECT_TRUE(ValidateJob(spec).ok()) << type << ": " << ValidateJob(spec);
   }

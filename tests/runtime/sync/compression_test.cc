@@ -1,8 +1,10 @@
 // The compressing strategies on the simulation harness (LeNet-5's tensor sizes, 4 workers):
 // degenerate settings reproduce ssgd bit for bit, every worker ends identical, and the bytes on
 // the wire shrink as the byte formulas in the strategies say.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "runtime/sync/tensor_split.h"
@@ -179,6 +181,54 @@ TEST(Warmup, TopkDensityFollowsTheExponentialSchedule) {
   SimResult cold = Simulate(spec, o);
   ASSERT_TRUE(warm.ok && cold.ok);
   EXPECT_GT(warm.bytes_sent[0], 10 * cold.bytes_sent[0]);
+}
+
+// DGC's local clipping: each worker's summed gradient g of b samples is scaled by
+// max_norm / (‖g‖ + 1e-6) where ‖g‖ > max_norm = b · T / √N (one tensor, so one bucket holding
+// the whole model). The same run without clipping, fed gradients clipped that way beforehand,
+// ends with the same parameters; the bound is low enough that every worker is clipped.
+TEST(Dgc, LocalClippingScalesEachWorkersMeanGradientToTheBound) {
+  SimOptions o;
+  o.tensor_sizes = {48000};
+  auto raw = [](int rank, int step, size_t i) {
+    return (1.0f + rank) * std::sin(0.001f * static_cast<float>(i) * (rank + 1) + step);
+  };
+  const double clip = 10, local_batch = o.global_batch / o.world;
+  const double max_norm = local_batch * clip / std::sqrt(static_cast<double>(o.world));
+  auto scale = [&](int rank, int step) {
+    double sum = 0;
+    for (size_t i = 0; i < o.tensor_sizes[0]; ++i) {
+      const double g = raw(rank, step, i);
+      sum += g * g;
+    }
+    const double norm = std::sqrt(sum);
+    EXPECT_GT(norm, max_norm) << "rank " << rank << " step " << step << " would not be clipped";
+    return static_cast<float>(max_norm / (norm + 1e-6));
+  };
+  std::vector<std::vector<float>> scales(o.world, std::vector<float>(o.steps));
+  for (int rank = 0; rank < o.world; ++rank) {
+    for (int step = 0; step < o.steps; ++step) scales[rank][step] = scale(rank, step);
+  }
+  job::JobSpec spec = With("dgc", "", 1.0);  // dense exchange: no selection to tip over
+  spec.strategy.clip_norm = clip;
+  o.gradient = raw;
+  const SimResult clipped = Simulate(spec, o);
+  const SimResult unclipped = Simulate(With("dgc", "", 1.0), o);
+  o.gradient = [&](int rank, int step, size_t i) {
+    return raw(rank, step, i) * scales[rank][step];
+  };
+  const SimResult reference = Simulate(With("dgc", "", 1.0), o);
+  ASSERT_TRUE(clipped.ok && unclipped.ok && reference.ok)
+      << clipped.error << unclipped.error << reference.error;
+  ExpectIdenticalRanks(clipped);
+  double diff = 0, norm = 0, change = 0;
+  for (size_t i = 0; i < clipped.params[0].size(); ++i) {
+    diff = std::max(diff, std::abs(double{clipped.params[0][i]} - reference.params[0][i]));
+    norm = std::max(norm, std::abs(double{reference.params[0][i]}));
+    change = std::max(change, std::abs(double{clipped.params[0][i]} - unclipped.params[0][i]));
+  }
+  EXPECT_LE(diff, 1e-5 * norm);
+  EXPECT_GT(change, 1e-3 * norm);
 }
 
 }  // namespace
