@@ -37,7 +37,7 @@ struct GradientLayout {
 // Times of one epoch as this worker measured them, handed to OnEpochEnd.
 struct EpochTiming {
   int epoch = 0;
-  double compute_seconds = 0;        // data + forward + backward
+  double compute_seconds = 0;        // data + forward + backward, emulated slowdown included
   double comm_seconds = 0;           // time inside ReduceGradients (overlapped or not)
   double exposed_comm_seconds = 0;   // time the trainer waited for communication after backward
 };

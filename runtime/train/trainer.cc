@@ -262,7 +262,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   const sync::StrategyStats strategy_stats = strategy_->stats();
   stats->compression_ratio = strategy_stats.compression_ratio;
   stats->bits = strategy_stats.bits;
-  epoch_timing_.compute_seconds += compute;
+  epoch_timing_.compute_seconds += compute_seconds;  // as emulated, like the step stats
   epoch_timing_.comm_seconds += stats->comm_seconds;
   epoch_timing_.exposed_comm_seconds += stats->exposed_comm_seconds;
   return absl::OkStatus();
