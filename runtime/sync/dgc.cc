@@ -1,14 +1,14 @@
 // dgc: Deep Gradient Compression (Lin et al., ICLR 2018; algorithms.md §6).
 //
 // Per bucket: with `clipNorm` T set, local gradient clipping first (below); momentum correction
-// u = m·u + g, v = v + u (kernels/topk/dgc.h); a threshold from a
-// 1 % sample of |v| selects between 0.8·k and 1.3·k entries (k = density · n); the selected
-// (index, value) pairs go through the sparse all-gather and are summed on every worker; momentum
-// factor masking clears u and v where sent. Tensors under 4096 elements are not sparsified (DGC
-// sends small layers dense): their momentum u = m·u + g is all-reduced every step at 4 bits with
-// error feedback (small_tensors.h); momentum is linear, so the sum of the workers' u is the
-// momentum of the summed gradients. Because momentum happens here, the optimizer runs without
-// momentum (applies_momentum). Warm-up: DGC's exponential density schedule over `warmupEpochs`
+// u = m·u + g, v = v + u (kernels/topk/dgc.h); a threshold from a 1 % sample of |v| selects
+// between 0.8·k and 1.3·k entries (k = density · n); the selected (index, value) pairs go
+// through the sparse all-gather and are summed on every worker; momentum factor masking clears u
+// and v where sent. Tensors under 4096 elements are not sparsified (DGC sends small layers
+// dense): their momentum u = m·u + g is all-reduced every step at 4 bits with error feedback
+// (small_tensors.h); momentum is linear, so the sum of the workers' u is the momentum of the
+// summed gradients. Because momentum happens here, the optimizer runs without momentum
+// (applies_momentum). Warm-up: DGC's exponential density schedule over `warmupEpochs`
 // (density_schedule.h); at density ≥ 0.5 the whole bucket is all-reduced dense.
 //
 // Local clipping (DGC's, before accumulation): the worker's mean gradient g/b (g is the sum over
