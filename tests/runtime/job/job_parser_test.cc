@@ -150,6 +150,20 @@ TEST(JobParserTest, MnistDefaultPath) {
   EXPECT_EQ(spec->dataset.format, "idx");
 }
 
+TEST(JobParserTest, DgcClippingAndWarmup) {
+  absl::StatusOr<JobSpec> spec =
+      Parse(kMinimal, {"spec.strategy.type=dgc", "spec.strategy.density=0.01",
+                       "spec.strategy.warmupEpochs=0.5", "spec.strategy.clipNorm=5"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_DOUBLE_EQ(spec->strategy.density, 0.01);
+  EXPECT_DOUBLE_EQ(spec->strategy.warmup_epochs, 0.5);
+  EXPECT_DOUBLE_EQ(spec->strategy.clip_norm, 5);
+  EXPECT_EQ(SetError({"spec.strategy.type=dgc", "spec.strategy.clipNorm=x"}),
+            "job.yaml: spec.strategy.clipNorm: must be a number, got \"x\"");
+  EXPECT_THAT(SetError({"spec.strategy.type=topk", "spec.strategy.clipNorm=5"}),
+              HasSubstr("spec.strategy.clipNorm: does not apply to strategy topk"));
+}
+
 TEST(JobParserTest, AllFieldsRoundTrip) {
   absl::StatusOr<JobSpec> spec = Parse(R"(apiVersion: hptrain.io/v1alpha1
 kind: TrainingJob
