@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -175,7 +176,7 @@ double Balancer::PredictedStepSeconds(const std::vector<std::string>& workers,
 }
 
 absl::StatusOr<std::optional<std::vector<int>>> Balancer::Propose(
-    const std::vector<std::string>& workers, const std::vector<int>& current) const {
+    const std::vector<std::string>& workers, const std::vector<int>& current) {
   absl::StatusOr<std::vector<int>> best = Optimal(workers);
   if (!best.ok()) return best.status();
   bool valid = current.size() == workers.size();
@@ -187,14 +188,33 @@ absl::StatusOr<std::optional<std::vector<int>>> Balancer::Propose(
     }
     valid = valid && sum == options_.global_batch;
   }
+  const int previous_streak = std::exchange(streak_, 0);
   if (!valid) return std::optional<std::vector<int>>(*std::move(best));
   if (*best == current) return std::optional<std::vector<int>>();
+  const std::vector<Line> lines = Lines(workers);
+  size_t bottleneck = 0;
+  for (size_t i = 1; i < workers.size(); ++i) {
+    if (lines[i].Seconds(current[i]) > lines[bottleneck].Seconds(current[bottleneck])) {
+      bottleneck = i;
+    }
+  }
   const double now = PredictedStepSeconds(workers, current);
   const double then = PredictedStepSeconds(workers, *best);
   if (then < (1.0 - options_.hysteresis) * now) {
     return std::optional<std::vector<int>>(*std::move(best));
   }
-  return std::optional<std::vector<int>>();
+  const double persistent = options_.persistent_fraction * options_.hysteresis;
+  if (options_.persistent_rounds <= 0 || then >= (1.0 - persistent) * now) {
+    return std::optional<std::vector<int>>();
+  }
+  const bool continues = previous_streak > 0 && streak_current_ == current &&
+                         streak_bottleneck_ == workers[bottleneck];
+  streak_ = continues ? previous_streak + 1 : 1;
+  streak_current_ = current;
+  streak_bottleneck_ = workers[bottleneck];
+  if (streak_ < options_.persistent_rounds) return std::optional<std::vector<int>>();
+  streak_ = 0;
+  return std::optional<std::vector<int>>(*std::move(best));
 }
 
 }  // namespace hptrain::sched
