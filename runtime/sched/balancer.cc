@@ -191,13 +191,6 @@ absl::StatusOr<std::optional<std::vector<int>>> Balancer::Propose(
   const int previous_streak = std::exchange(streak_, 0);
   if (!valid) return std::optional<std::vector<int>>(*std::move(best));
   if (*best == current) return std::optional<std::vector<int>>();
-  const std::vector<Line> lines = Lines(workers);
-  size_t bottleneck = 0;
-  for (size_t i = 1; i < workers.size(); ++i) {
-    if (lines[i].Seconds(current[i]) > lines[bottleneck].Seconds(current[bottleneck])) {
-      bottleneck = i;
-    }
-  }
   const double now = PredictedStepSeconds(workers, current);
   const double then = PredictedStepSeconds(workers, *best);
   if (then < (1.0 - options_.hysteresis) * now) {
@@ -207,11 +200,15 @@ absl::StatusOr<std::optional<std::vector<int>>> Balancer::Propose(
   if (options_.persistent_rounds <= 0 || then >= (1.0 - persistent) * now) {
     return std::optional<std::vector<int>>();
   }
-  const bool continues = previous_streak > 0 && streak_current_ == current &&
-                         streak_bottleneck_ == workers[bottleneck];
+  std::vector<std::string> donors;  // the workers the proposal takes samples from
+  for (size_t i = 0; i < workers.size(); ++i) {
+    if ((*best)[i] < current[i]) donors.push_back(workers[i]);
+  }
+  const bool continues =
+      previous_streak > 0 && streak_current_ == current && streak_donors_ == donors;
   streak_ = continues ? previous_streak + 1 : 1;
   streak_current_ = current;
-  streak_bottleneck_ = workers[bottleneck];
+  streak_donors_ = std::move(donors);
   if (streak_ < options_.persistent_rounds) return std::optional<std::vector<int>>();
   streak_ = 0;
   return std::optional<std::vector<int>>(*std::move(best));

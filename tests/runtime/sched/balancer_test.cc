@@ -166,7 +166,7 @@ TEST(Balancer, HysteresisKeepsANearlyBalancedAllocation) {
 // Worker b 8 % slower than a at 50/50: moving two samples to a gains 3.7 %, below the 5 %
 // hysteresis but above 60 % of it. Each observation sets the model (alpha 1), so a round's
 // numbers are exactly what the test says.
-TEST(Balancer, ASmallGainIsAppliedOnlyWhenTheSameBottleneckPersists) {
+TEST(Balancer, ASmallGainIsAppliedOnlyWhenItPersistsFromTheSameWorkers) {
   BalancerOptions o;
   o.global_batch = 100;
   o.model.ewma_alpha = 1.0;
@@ -195,6 +195,25 @@ TEST(Balancer, ASmallGainIsAppliedOnlyWhenTheSameBottleneckPersists) {
     EXPECT_FALSE(r % 2 ? round(alternating, 0.050, 0.054) : round(alternating, 0.054, 0.050))
         << "round " << r;
   }
+
+  // Two workers equally slow, with noise choosing which of them is the slower in each round:
+  // the proposal keeps taking samples from both, so the gain persists and is applied.
+  BalancerOptions three = o;
+  three.global_batch = 300;
+  Balancer tied(three);
+  const std::vector<std::string> abc = {"a", "b", "c"};
+  const std::vector<int> thirds = {100, 100, 100};
+  bool applied = false;
+  for (int r = 0; r < three.persistent_rounds && !applied; ++r) {
+    tied.Observe("a", 100, 0.1119);
+    tied.Observe("b", 100, r % 2 ? 0.1120 : 0.1118);
+    tied.Observe("c", 100, 0.1000);
+    auto next = tied.Propose(abc, thirds);
+    ASSERT_TRUE(next.ok());
+    applied = next->has_value();
+    EXPECT_EQ(applied, r == three.persistent_rounds - 1) << "round " << r;
+  }
+  EXPECT_TRUE(applied);
 
   // A round with a gain below the threshold breaks the streak.
   Balancer interrupted(o);
