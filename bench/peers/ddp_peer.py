@@ -26,6 +26,7 @@ import json
 import math
 import os
 import struct
+import statistics
 import sys
 import tempfile
 import time
@@ -162,6 +163,7 @@ def train(rank, args):
     g = torch.Generator().manual_seed(args.seed)
     factors = [float(f) for f in args.slowdown.split(",")] if args.slowdown else []
     slowdown = factors[rank] if rank < len(factors) else 1.0
+    recent_cpu = []  # the last --slowdown-window forward CPU times, as spec.testing.slowdownWindow
     per_epoch = []
     evaluations = []
     train_time = 0.0
@@ -204,8 +206,11 @@ def train(rank, args):
                 # backward overlaps the all-reduce (and so the wait for slower ranks), so it
                 # cannot be timed apart: compute is estimated as 3 x forward (backward costs
                 # about twice the forward), and the rank sleeps what the wall clock has not
-                # already covered of f x that in CPU time.
-                time.sleep(max(0.0, 3.0 * (slowdown * forward_cpu - forward)))
+                # already covered of f x that in CPU time. With a window, the CPU time charged
+                # is the median of the last steps'.
+                recent_cpu = (recent_cpu + [forward_cpu])[-args.slowdown_window:]
+                charged = statistics.median(recent_cpu)
+                time.sleep(max(0.0, 3.0 * (slowdown * charged - forward)))
             opt.step()
             done = total_steps + s + 1
             if args.eval_every and done % args.eval_every == 0 and s + 1 < epoch_steps:
@@ -256,6 +261,9 @@ def main():
                    help="post-local SGD: global all-reduce steps before local steps start")
     p.add_argument("--slowdown", default="",
                    help="per-rank slowdown factors, comma-separated (emulated heterogeneity)")
+    p.add_argument("--slowdown-window", type=int, default=1,
+                   help="charge each step the median forward CPU time of the last N steps "
+                        "(hptrain's spec.testing.slowdownWindow; default 1: its own)")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch", type=int, default=128, help="global batch")
     p.add_argument("--lr", type=float, default=0.05)
@@ -276,6 +284,8 @@ def main():
     p.add_argument("--progress", action="store_true", help="rank 0 prints each epoch on stderr")
     args = p.parse_args()
     args.hidden = [int(w) for w in args.hidden.split(",") if w]
+    if args.slowdown_window < 1:
+        p.error(f"--slowdown-window must be at least 1, got {args.slowdown_window}")
     if args.local:
         args.world_size = args.local
     if args.threads == 0:

@@ -418,6 +418,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   MapReader t(testing, "spec.testing");
   t.Read("slowdown", &spec->testing.slowdown);
   t.Read("slowdownFile", &spec->testing.slowdown_file);
+  t.Read("slowdownWindow", &spec->testing.slowdown_window);
   return t.Finish();
 }
 

@@ -106,11 +106,13 @@ struct RunPolicySpec {
 
 // Testing knobs, never for production jobs: a per-rank slowdown factor f stretches that worker's
 // compute in each step to f x the CPU time it used. slowdown_file names a control file whose
-// factors (one per rank, whitespace-separated) replace them while the job runs
+// factors (one per rank, whitespace-separated) replace them while the job runs.
+// slowdown_window n charges each step the median CPU time of the last n steps at its batch size
 // (runtime/train/slowdown.h).
 struct TestingSpec {
   std::vector<double> slowdown;
   std::string slowdown_file;
+  int slowdown_window = 1;
 };
 
 struct JobSpec {

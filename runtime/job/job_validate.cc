@@ -328,6 +328,10 @@ absl::Status ValidateGangScheduling(const GangSchedulingSpec& gang) {
 }
 
 absl::Status ValidateTesting(const TestingSpec& testing, int world) {
+  if (testing.slowdown_window < 1 || testing.slowdown_window > 1000) {
+    return Invalid("spec.testing.slowdownWindow", "must be between 1 and 1000 steps, got ",
+                   testing.slowdown_window);
+  }
   if (testing.slowdown.empty()) return absl::OkStatus();
   if (static_cast<int>(testing.slowdown.size()) != world) {
     return Invalid("spec.testing.slowdown", "must have one factor per worker (", world, "), got ",

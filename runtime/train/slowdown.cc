@@ -10,8 +10,11 @@
 
 namespace hptrain::train {
 
-Slowdown::Slowdown(std::vector<double> factors, std::string control_file, int rank)
-    : factors_(std::move(factors)), control_file_(std::move(control_file)), rank_(rank) {}
+Slowdown::Slowdown(std::vector<double> factors, std::string control_file, int rank, int window)
+    : factors_(std::move(factors)),
+      control_file_(std::move(control_file)),
+      rank_(rank),
+      window_(static_cast<size_t>(std::max(window, 1))) {}
 
 double Slowdown::Factor() {
   if (!control_file_.empty()) {
@@ -31,6 +34,17 @@ double Slowdown::Factor() {
 double Slowdown::EmulatedSeconds(double factor, double wall_seconds, double cpu_seconds) {
   if (!(factor > 1.0)) return wall_seconds;
   return std::max(wall_seconds, factor * cpu_seconds);
+}
+
+double Slowdown::ChargedCpuSeconds(int batch, double cpu_seconds) {
+  if (window_ == 1) return cpu_seconds;
+  std::deque<double>& recent = recent_[batch];
+  recent.push_back(cpu_seconds);
+  if (recent.size() > window_) recent.pop_front();
+  std::vector<double> sorted(recent.begin(), recent.end());
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  return n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
 }
 
 double Slowdown::ThreadCpuSeconds() {

@@ -11,10 +11,19 @@
 // size changes; until it exists, or while its content is invalid (a warning is printed once per
 // bad content), the previous factors stay in force. Writers should replace the file atomically
 // (write a temporary file, then rename).
+//
+// The factor also multiplies the host's step-to-step noise: on a shared machine a step's CPU time
+// varies by ±25 % with cache and hyperthread contention, which a GPU's step time does not. With a
+// window of n steps (spec.testing.slowdownWindow) a step is charged the median CPU time of the
+// last n steps run at the same batch size, this one included, so the emulated device is steady
+// while drifts of the host's speed still reach it within n/2 steps. A window of 1 charges each
+// step its own CPU time.
 #ifndef HPTRAIN_RUNTIME_TRAIN_SLOWDOWN_H_
 #define HPTRAIN_RUNTIME_TRAIN_SLOWDOWN_H_
 
 #include <ctime>
+#include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,8 +31,8 @@ namespace hptrain::train {
 
 class Slowdown {
  public:
-  // `factors` may be empty (all 1); `control_file` may be empty (fixed factors).
-  Slowdown(std::vector<double> factors, std::string control_file, int rank);
+  // `factors` may be empty (all 1); `control_file` may be empty (fixed factors); `window` >= 1.
+  Slowdown(std::vector<double> factors, std::string control_file, int rank, int window = 1);
 
   // This rank's current factor (>= 1). Costs one stat() when a control file is configured.
   // Not thread-safe: call from the training thread.
@@ -33,6 +42,10 @@ class Slowdown {
   // `cpu_seconds` of the training thread's CPU time, at factor `factor`: the longer of the wall
   // time and factor x the CPU time. The caller sleeps the difference to the wall time.
   static double EmulatedSeconds(double factor, double wall_seconds, double cpu_seconds);
+
+  // The CPU time the emulated device is charged for a step of `batch` samples that used
+  // `cpu_seconds`: the median over the window (see above). Records the step.
+  double ChargedCpuSeconds(int batch, double cpu_seconds);
 
   // The calling thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID).
   static double ThreadCpuSeconds();
@@ -46,6 +59,8 @@ class Slowdown {
   struct timespec mtime_ = {0, 0};
   long long size_ = -1;
   std::string last_warning_;
+  size_t window_;
+  std::map<int, std::deque<double>> recent_;  // batch size -> CPU times of its last steps
 };
 
 }  // namespace hptrain::train

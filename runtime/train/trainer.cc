@@ -70,7 +70,8 @@ class Trainer::Impl {
         options_(options),
         comm_(comm),
         callbacks_(std::move(callbacks)),
-        slowdown_(spec.testing.slowdown, spec.testing.slowdown_file, comm->rank()) {}
+        slowdown_(spec.testing.slowdown, spec.testing.slowdown_file, comm->rank(),
+                  spec.testing.slowdown_window) {}
 
   absl::Status Init();
   absl::Status Run();
@@ -243,7 +244,8 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   // The compute time reported is what the worker really spent: the stretch as slept, since a
   // sleep may end late on a busy machine.
   double compute_seconds = compute;
-  const double emulated = Slowdown::EmulatedSeconds(slowdown_.Factor(), compute, compute_cpu);
+  const double emulated = Slowdown::EmulatedSeconds(
+      slowdown_.Factor(), compute, slowdown_.ChargedCpuSeconds(local_batch, compute_cpu));
   if (emulated > compute) {
     const auto sleep_start = Clock::now();
     std::this_thread::sleep_for(std::chrono::duration<double>(emulated - compute));

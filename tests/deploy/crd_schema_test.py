@@ -474,6 +474,8 @@ class CrdSchemaTest(unittest.TestCase):
              "'kueue' is not one of"),
             ("slowdown below 1", with_set(mlp, spec__testing__slowdown=[1.0, 0.5]),
              "0.5 is less than the minimum of 1"),
+            ("slowdown window of 0", with_set(mlp, spec__testing__slowdownWindow=0),
+             "0 is less than the minimum of 1"),
             ("bad quantity", with_set(hetero, spec__ps__template__spec__containers=[
                 {"name": "ps", "resources": {"requests": {"cpu": "lots"}}}]), "does not match"),
             ("env value not a string", with_set(hetero, spec__ps__template__spec__containers=[

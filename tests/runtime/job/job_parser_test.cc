@@ -477,13 +477,15 @@ TEST(JobParserTest, SchedulerGangSchedulingAndSlowdownFile) {
   absl::StatusOr<JobSpec> spec =
       Parse(kMinimal, {"spec.schedulerName=volcano", "spec.gangScheduling.enabled=true",
                        "spec.gangScheduling.queue=research",
-                       "spec.testing.slowdownFile=/tmp/slowdown"});
+                       "spec.testing.slowdownFile=/tmp/slowdown", "spec.testing.slowdownWindow=9"});
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->scheduler_name, "volcano");
   EXPECT_TRUE(spec->gang_scheduling.enabled);
   EXPECT_EQ(spec->gang_scheduling.provider, "volcano");
   EXPECT_EQ(spec->gang_scheduling.queue, "research");
   EXPECT_EQ(spec->testing.slowdown_file, "/tmp/slowdown");
+  EXPECT_EQ(spec->testing.slowdown_window, 9);
+  EXPECT_EQ(Parse(kMinimal)->testing.slowdown_window, 1);
   EXPECT_THAT(SetError({"spec.gangScheduling.provider=kube-batch"}),
               HasSubstr("spec.gangScheduling.provider: must be volcano or scheduler-plugins"));
   EXPECT_THAT(SetError({"spec.gangScheduling.provider=scheduler-plugins",

@@ -315,7 +315,9 @@ INSTANTIATE_TEST_SUITE_P(
              [](JobSpec& s) {
                s.testing.slowdown = {1, 0.5};
              },
-             "spec.testing.slowdown[1]: must be >= 1, got 0.5"}),
+             "spec.testing.slowdown[1]: must be >= 1, got 0.5"},
+        Case{"SlowdownWindowZero", [](JobSpec& s) { s.testing.slowdown_window = 0; },
+             "spec.testing.slowdownWindow: must be between 1 and 1000 steps, got 0"}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 TEST(ValidateJobTest, EveryStrategyAcceptsItsOwnParameters) {

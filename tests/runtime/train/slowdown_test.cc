@@ -1,4 +1,5 @@
-// Emulated slowdown factors: fixed from the job, replaced at run time through the control file.
+// Emulated slowdown factors: fixed from the job, replaced at run time through the control file;
+// the CPU time a step is charged, with and without a window.
 #include "runtime/train/slowdown.h"
 
 #include <unistd.h>
@@ -50,6 +51,28 @@ TEST(Slowdown, EmulatedComputeIsTheFactorTimesTheCpuTimeUnlessTheWallClockIsLong
   EXPECT_DOUBLE_EQ(Slowdown::EmulatedSeconds(4.0, 0.25, 0.1), 0.4);
   // Contention beyond the factor: the wall clock already covers more than the emulated device.
   EXPECT_DOUBLE_EQ(Slowdown::EmulatedSeconds(2.0, 0.5, 0.1), 0.5);
+}
+
+TEST(Slowdown, EachStepIsChargedItsOwnCpuTimeWithoutAWindow) {
+  Slowdown s({2, 2}, "", 0);
+  EXPECT_EQ(s.ChargedCpuSeconds(32, 0.010), 0.010);
+  EXPECT_EQ(s.ChargedCpuSeconds(32, 0.030), 0.030);
+  EXPECT_EQ(s.ChargedCpuSeconds(32, 0.012), 0.012);
+}
+
+TEST(Slowdown, AWindowChargesTheMedianOfTheLastStepsAtTheSameBatchSize) {
+  Slowdown s({2, 2}, "", 0, /*window=*/3);
+  EXPECT_DOUBLE_EQ(s.ChargedCpuSeconds(32, 0.010), 0.010);  // one step so far
+  EXPECT_DOUBLE_EQ(s.ChargedCpuSeconds(32, 0.030), 0.020);  // even count: the middle two's mean
+  EXPECT_DOUBLE_EQ(s.ChargedCpuSeconds(32, 0.012), 0.012);  // a spike of 30 ms is not charged
+  EXPECT_DOUBLE_EQ(s.ChargedCpuSeconds(32, 0.011), 0.012);  // 10 ms has left the window
+  // Another batch size has its own history, and coming back finds the old one.
+  EXPECT_DOUBLE_EQ(s.ChargedCpuSeconds(64, 0.040), 0.040);
+  EXPECT_DOUBLE_EQ(s.ChargedCpuSeconds(64, 0.044), 0.042);
+  EXPECT_DOUBLE_EQ(s.ChargedCpuSeconds(32, 0.013), 0.012);  // {12, 11, 13}
+  // A lasting change of the host's speed reaches the device once it is most of the window.
+  EXPECT_DOUBLE_EQ(s.ChargedCpuSeconds(32, 0.020), 0.013);
+  EXPECT_DOUBLE_EQ(s.ChargedCpuSeconds(32, 0.021), 0.020);
 }
 
 TEST(Slowdown, ThreadCpuClockAdvancesWithWorkNotWithSleep) {
