@@ -193,13 +193,14 @@ absl::StatusOr<std::optional<std::vector<int>>> Balancer::Propose(
   if (*best == current) return std::optional<std::vector<int>>();
   const double now = PredictedStepSeconds(workers, current);
   const double then = PredictedStepSeconds(workers, *best);
-  if (then < (1.0 - options_.hysteresis) * now) {
+  const double h = options_.hysteresis;
+  const bool above = then < (1.0 - h) * now;
+  if (above && (options_.confirm_factor <= 1 || then < (1.0 - options_.confirm_factor * h) * now)) {
     return std::optional<std::vector<int>>(*std::move(best));
   }
-  const double persistent = options_.persistent_fraction * options_.hysteresis;
-  if (options_.persistent_rounds <= 0 || then >= (1.0 - persistent) * now) {
-    return std::optional<std::vector<int>>();
-  }
+  const bool persistent =
+      options_.persistent_rounds > 0 && then < (1.0 - options_.persistent_fraction * h) * now;
+  if (!above && !persistent) return std::optional<std::vector<int>>();
   std::vector<std::string> donors;  // the workers the proposal takes samples from
   for (size_t i = 0; i < workers.size(); ++i) {
     if ((*best)[i] < current[i]) donors.push_back(workers[i]);
@@ -209,7 +210,10 @@ absl::StatusOr<std::optional<std::vector<int>>> Balancer::Propose(
   streak_ = continues ? previous_streak + 1 : 1;
   streak_current_ = current;
   streak_donors_ = std::move(donors);
-  if (streak_ < options_.persistent_rounds) return std::optional<std::vector<int>>();
+  // A gain above the hysteresis needs one confirming round, a smaller one persistent_rounds.
+  const int rounds = options_.persistent_rounds;
+  const int needed = above ? (rounds > 0 ? std::min(2, rounds) : 2) : rounds;
+  if (streak_ < needed) return std::optional<std::vector<int>>();
   streak_ = 0;
   return std::optional<std::vector<int>>(*std::move(best));
 }

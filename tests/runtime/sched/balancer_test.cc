@@ -227,6 +227,45 @@ TEST(Balancer, ASmallGainIsAppliedOnlyWhenItPersistsFromTheSameWorkers) {
   for (int r = 0; r < 4 * 4; ++r) EXPECT_FALSE(round(off, 0.050, 0.054)) << "round " << r;
 }
 
+TEST(Balancer, AGainUpToTwiceTheHysteresisIsAppliedWhenTheNextRoundConfirmsIt) {
+  BalancerOptions o;
+  o.global_batch = 100;
+  o.model.ewma_alpha = 1.0;
+  const std::vector<std::string> names = {"a", "b"};
+  const std::vector<int> even = {50, 50};
+  auto round = [&](Balancer& b, double a_seconds, double b_seconds) {
+    b.Observe("a", 50, a_seconds);
+    b.Observe("b", 50, b_seconds);
+    auto next = b.Propose(names, even);
+    EXPECT_TRUE(next.ok());
+    return next.ok() && next->has_value();
+  };
+  // b 16 % slower: equal times at 51.8/48.2 samples, a predicted gain of 7.4 %.
+  Balancer confirmed(o);
+  EXPECT_FALSE(round(confirmed, 0.050, 0.058));
+  EXPECT_TRUE(round(confirmed, 0.050, 0.058));
+
+  // Noise proposing the same gain in alternating directions never moves the allocation.
+  Balancer alternating(o);
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_FALSE(r % 2 ? round(alternating, 0.050, 0.058) : round(alternating, 0.058, 0.050))
+        << "round " << r;
+  }
+
+  // A round with a smaller gain in the same direction confirms it too.
+  Balancer smaller_first(o);
+  EXPECT_FALSE(round(smaller_first, 0.050, 0.054));
+  EXPECT_TRUE(round(smaller_first, 0.050, 0.058));
+
+  // Beyond twice the hysteresis (b 40 % slower: a gain of 16.7 %) it is applied at once.
+  Balancer large(o);
+  EXPECT_TRUE(round(large, 0.050, 0.070));
+
+  o.confirm_factor = 1;  // off: every gain above the hysteresis at once
+  Balancer off(o);
+  EXPECT_TRUE(round(off, 0.050, 0.058));
+}
+
 TEST(Balancer, PerWorkerMemoryLimitAndInfeasibleBounds) {
   BalancerOptions o;
   o.global_batch = 100;
