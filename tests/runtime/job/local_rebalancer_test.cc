@@ -1,8 +1,9 @@
 // The launcher's H-PS loop against a simulated synchronous job: four workers with an affine
 // compute time per step (fixed cost + per-sample cost) times their slowdown factor, 10 % noise on
-// every step, progress snapshots once a step, an allocation applied two steps after it is
-// proposed (the coordinator's lead). The loop must settle near the allocation that equalizes the
-// workers' times, stay there, and follow a change of slowdowns within three intervals.
+// every step (and, in one test, a drift of each worker's speed), progress snapshots once a step,
+// an allocation applied two steps after it is proposed (the coordinator's lead). The loop must
+// settle near the allocation that equalizes the workers' times, stay there, and follow a change
+// of slowdowns within three intervals.
 #include "runtime/job/local_rebalancer.h"
 
 #include <algorithm>
@@ -60,6 +61,12 @@ struct Simulation {
   std::deque<std::pair<int64_t, std::vector<int>>> pending;  // (step it applies at, allocation)
   std::mt19937 rng{7};
   std::uniform_real_distribution<double> noise{0.9, 1.1};
+  // Optional drift of every worker's speed on top of the per-step noise: its logarithm is an
+  // AR(1) process updated every half second, with stationary standard deviation drift_sigma.
+  double drift_sigma = 0;
+  std::vector<double> drift{0, 0, 0, 0};
+  double next_drift = 0;
+  std::normal_distribution<double> normal{0, 1};
   int64_t step = 0;
   double clock = 0;
 
@@ -72,9 +79,14 @@ struct Simulation {
         allocation = pending.front().second;
         pending.pop_front();
       }
+      if (drift_sigma > 0 && clock >= next_drift) {
+        for (double& d : drift) d = 0.8 * d + 0.6 * drift_sigma * normal(rng);
+        next_drift += 0.5;
+      }
       double slowest = 0;
       for (size_t r = 0; r < 4; ++r) {
-        const double t = slowdown[r] * (kFixed + kPerSample * allocation[r]) * noise(rng);
+        const double t =
+            slowdown[r] * (kFixed + kPerSample * allocation[r]) * noise(rng) * std::exp(drift[r]);
         compute[r] += t;
         slowest = std::max(slowest, t);
       }
@@ -126,6 +138,41 @@ TEST(LocalRebalancer, SettlesNearTheIdealStaysAndFollowsAChangeWithinThreeInterv
   // interval of the change itself).
   std::cout << "settled after " << first_near + 1 << " intervals\n";
   EXPECT_LE(first_near + 1, 3) << "settled " << first_near + 1 << " intervals after the change";
+}
+
+// Speeds that drift by 8 % from one interval to the next, as four workers sharing two cores did in
+// the rebalance benchmark (bench/rebalance): one interval's noise then often predicts a gain above
+// the hysteresis. Over 100 seeds, at least 45 runs must come within 10 % of where they end within
+// 3 intervals of a change of slowdowns, and stay there, and the allocation must move at most 6.5
+// times per run after it. With the balancer's confirming round (BalancerOptions::confirm_factor)
+// 54 runs do and it moves 5.3 times; without it, 37 runs and 7.8 moves.
+TEST(LocalRebalancer, UnderDriftingSpeedsHalfTheRunsFollowAChangeWithinThreeIntervals) {
+  const std::vector<double> before = {1, 1, 2, 4}, after = {4, 1, 1, 2};
+  const int runs = 100;
+  int within_three = 0, moves = 0;
+  for (int seed = 1; seed <= runs; ++seed) {
+    Simulation sim;
+    sim.rng.seed(seed);
+    sim.drift_sigma = 0.08;
+    sim.RunUntil(13.5 * kInterval, before);
+    const std::vector<std::vector<int>> decisions = sim.RunUntil(sim.clock + 15 * kInterval, after);
+    const std::vector<int>& last = decisions.back();
+    const std::vector<double> end(last.begin(), last.end());
+    int first_near = -1;
+    for (size_t i = 0; i < decisions.size(); ++i) {
+      if (Distance(decisions[i], end) < 0.10) {
+        if (first_near < 0) first_near = static_cast<int>(i);
+      } else {
+        first_near = -1;
+      }
+      if (i > 0 && decisions[i] != decisions[i - 1]) ++moves;
+    }
+    within_three += first_near + 1 <= 3;
+  }
+  std::cout << within_three << " of " << runs << " runs within 3 intervals; "
+            << static_cast<double>(moves) / runs << " moves per run after the change\n";
+  EXPECT_GE(within_three, 45);
+  EXPECT_LE(moves, 6.5 * runs);
 }
 
 }  // namespace
