@@ -19,6 +19,24 @@ std::vector<std::string> Names(int n) {
 
 int Sum(const std::vector<int>& v) { return std::accumulate(v.begin(), v.end(), 0); }
 
+// Two workers a and b at 50/50 of a global batch of 100. Each observation sets the model (alpha
+// 1), so a round's numbers are exactly what the test says.
+BalancerOptions TwoWorkerOptions() {
+  BalancerOptions o;
+  o.global_batch = 100;
+  o.model.ewma_alpha = 1.0;
+  return o;
+}
+
+// One decision round: a and b took these times at 50 samples; whether the balancer moves.
+bool TwoWorkerRound(Balancer& b, double a_seconds, double b_seconds) {
+  b.Observe("a", 50, a_seconds);
+  b.Observe("b", 50, b_seconds);
+  auto next = b.Propose({"a", "b"}, {50, 50});
+  EXPECT_TRUE(next.ok());
+  return next.ok() && next->has_value();
+}
+
 TEST(Balancer, RandomizedSumAndBoundsAndMonotoneInSpeed) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 500; ++trial) {
@@ -164,26 +182,16 @@ TEST(Balancer, HysteresisKeepsANearlyBalancedAllocation) {
 }
 
 // Worker b 8 % slower than a at 50/50: moving two samples to a gains 3.7 %, below the 5 %
-// hysteresis but above 60 % of it. Each observation sets the model (alpha 1), so a round's
-// numbers are exactly what the test says.
+// hysteresis but above 60 % of it.
 TEST(Balancer, ASmallGainIsAppliedOnlyWhenItPersistsFromTheSameWorkers) {
-  BalancerOptions o;
-  o.global_batch = 100;
-  o.model.ewma_alpha = 1.0;
+  BalancerOptions o = TwoWorkerOptions();
   const std::vector<std::string> names = {"a", "b"};
   const std::vector<int> even = {50, 50};
-  auto round = [&](Balancer& b, double a_seconds, double b_seconds) {
-    b.Observe("a", 50, a_seconds);
-    b.Observe("b", 50, b_seconds);
-    auto next = b.Propose(names, even);
-    EXPECT_TRUE(next.ok());
-    return next.ok() && next->has_value();
-  };
   Balancer persistent(o);
   for (int r = 1; r < o.persistent_rounds; ++r) {
-    EXPECT_FALSE(round(persistent, 0.050, 0.054)) << "round " << r;
+    EXPECT_FALSE(TwoWorkerRound(persistent, 0.050, 0.054)) << "round " << r;
   }
-  ASSERT_TRUE(round(persistent, 0.050, 0.054));
+  ASSERT_TRUE(TwoWorkerRound(persistent, 0.050, 0.054));
   auto moved = persistent.Propose(names, even);  // the streak starts over after a change
   ASSERT_TRUE(moved.ok());
   EXPECT_FALSE(moved->has_value());
@@ -192,7 +200,8 @@ TEST(Balancer, ASmallGainIsAppliedOnlyWhenItPersistsFromTheSameWorkers) {
   // The same gain with the bottleneck alternating, as noise does, is never applied.
   Balancer alternating(o);
   for (int r = 0; r < 4 * o.persistent_rounds; ++r) {
-    EXPECT_FALSE(r % 2 ? round(alternating, 0.050, 0.054) : round(alternating, 0.054, 0.050))
+    EXPECT_FALSE(r % 2 ? TwoWorkerRound(alternating, 0.050, 0.054)
+                       : TwoWorkerRound(alternating, 0.054, 0.050))
         << "round " << r;
   }
 
@@ -219,51 +228,41 @@ TEST(Balancer, ASmallGainIsAppliedOnlyWhenItPersistsFromTheSameWorkers) {
   Balancer interrupted(o);
   for (int r = 0; r < 2 * o.persistent_rounds; ++r) {
     const bool small = r % o.persistent_rounds == o.persistent_rounds - 1;
-    EXPECT_FALSE(round(interrupted, 0.050, small ? 0.051 : 0.054)) << "round " << r;
+    EXPECT_FALSE(TwoWorkerRound(interrupted, 0.050, small ? 0.051 : 0.054)) << "round " << r;
   }
 
   o.persistent_rounds = 0;  // off: only the hysteresis counts
   Balancer off(o);
-  for (int r = 0; r < 4 * 4; ++r) EXPECT_FALSE(round(off, 0.050, 0.054)) << "round " << r;
+  for (int r = 0; r < 4 * 4; ++r) EXPECT_FALSE(TwoWorkerRound(off, 0.050, 0.054)) << "round " << r;
 }
 
 TEST(Balancer, AGainUpToTwiceTheHysteresisIsAppliedWhenTheNextRoundConfirmsIt) {
-  BalancerOptions o;
-  o.global_batch = 100;
-  o.model.ewma_alpha = 1.0;
-  const std::vector<std::string> names = {"a", "b"};
-  const std::vector<int> even = {50, 50};
-  auto round = [&](Balancer& b, double a_seconds, double b_seconds) {
-    b.Observe("a", 50, a_seconds);
-    b.Observe("b", 50, b_seconds);
-    auto next = b.Propose(names, even);
-    EXPECT_TRUE(next.ok());
-    return next.ok() && next->has_value();
-  };
+  BalancerOptions o = TwoWorkerOptions();
   // b 16 % slower: equal times at 51.8/48.2 samples, a predicted gain of 7.4 %.
   Balancer confirmed(o);
-  EXPECT_FALSE(round(confirmed, 0.050, 0.058));
-  EXPECT_TRUE(round(confirmed, 0.050, 0.058));
+  EXPECT_FALSE(TwoWorkerRound(confirmed, 0.050, 0.058));
+  EXPECT_TRUE(TwoWorkerRound(confirmed, 0.050, 0.058));
 
   // Noise proposing the same gain in alternating directions never moves the allocation.
   Balancer alternating(o);
   for (int r = 0; r < 8; ++r) {
-    EXPECT_FALSE(r % 2 ? round(alternating, 0.050, 0.058) : round(alternating, 0.058, 0.050))
+    EXPECT_FALSE(r % 2 ? TwoWorkerRound(alternating, 0.050, 0.058)
+                       : TwoWorkerRound(alternating, 0.058, 0.050))
         << "round " << r;
   }
 
   // A round with a smaller gain in the same direction confirms it too.
   Balancer smaller_first(o);
-  EXPECT_FALSE(round(smaller_first, 0.050, 0.054));
-  EXPECT_TRUE(round(smaller_first, 0.050, 0.058));
+  EXPECT_FALSE(TwoWorkerRound(smaller_first, 0.050, 0.054));
+  EXPECT_TRUE(TwoWorkerRound(smaller_first, 0.050, 0.058));
 
   // Beyond twice the hysteresis (b 40 % slower: a gain of 16.7 %) it is applied at once.
   Balancer large(o);
-  EXPECT_TRUE(round(large, 0.050, 0.070));
+  EXPECT_TRUE(TwoWorkerRound(large, 0.050, 0.070));
 
   o.confirm_factor = 1;  // off: every gain above the hysteresis at once
   Balancer off(o);
-  EXPECT_TRUE(round(off, 0.050, 0.058));
+  EXPECT_TRUE(TwoWorkerRound(off, 0.050, 0.058));
 }
 
 TEST(Balancer, PerWorkerMemoryLimitAndInfeasibleBounds) {
