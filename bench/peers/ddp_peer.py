@@ -241,6 +241,10 @@ def train(rank, args):
             os.replace(tmp, args.output)
         else:
             print(text, flush=True)
+    # Every rank reaches the teardown together: destroy_process_group can hang when one rank
+    # tears down while another still works (pytorch/pytorch#75097); once, in this peer's test,
+    # a run hung after printing its result.
+    dist.barrier()
     dist.destroy_process_group()
 
 
