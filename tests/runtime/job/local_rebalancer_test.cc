@@ -54,6 +54,20 @@ double Distance(const std::vector<int>& allocation, const std::vector<double>& i
   return d / kBatch;
 }
 
+// The index of the decision from which every decision stays within 10 % of `target`; -1 if the
+// last one is not.
+int SettledFrom(const std::vector<std::vector<int>>& decisions, const std::vector<double>& target) {
+  int first_near = -1;
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    if (Distance(decisions[i], target) < 0.10) {
+      if (first_near < 0) first_near = static_cast<int>(i);
+    } else {
+      first_near = -1;  // must stay near from then on
+    }
+  }
+  return first_near;
+}
+
 struct Simulation {
   LocalRebalancer rebalancer{RebalancedJob()};
   std::vector<int> allocation{64, 64, 64, 64};
@@ -124,15 +138,7 @@ TEST(LocalRebalancer, SettlesNearTheIdealStaysAndFollowsAChangeWithinThreeInterv
   sim.RunUntil(sim.clock + kInterval / 2, before);
   const double changed_at = sim.clock;
   decisions = sim.RunUntil(changed_at + 20 * kInterval, after);
-  const std::vector<double> ideal = Ideal(after);
-  int first_near = -1;
-  for (size_t i = 0; i < decisions.size(); ++i) {
-    if (Distance(decisions[i], ideal) < 0.10) {
-      if (first_near < 0) first_near = static_cast<int>(i);
-    } else {
-      first_near = -1;  // must stay near from then on
-    }
-  }
+  const int first_near = SettledFrom(decisions, Ideal(after));
   ASSERT_GE(first_near, 0) << "never settled near the new ideal";
   // decisions[i] is the allocation i+1 interval boundaries after the change (up to half an
   // interval of the change itself).
@@ -157,17 +163,8 @@ TEST(LocalRebalancer, UnderDriftingSpeedsHalfTheRunsFollowAChangeWithinThreeInte
     sim.RunUntil(13.5 * kInterval, before);
     const std::vector<std::vector<int>> decisions = sim.RunUntil(sim.clock + 15 * kInterval, after);
     const std::vector<int>& last = decisions.back();
-    const std::vector<double> end(last.begin(), last.end());
-    int first_near = -1;
-    for (size_t i = 0; i < decisions.size(); ++i) {
-      if (Distance(decisions[i], end) < 0.10) {
-        if (first_near < 0) first_near = static_cast<int>(i);
-      } else {
-        first_near = -1;
-      }
-      if (i > 0 && decisions[i] != decisions[i - 1]) ++moves;
-    }
-    within_three += first_near + 1 <= 3;
+    within_three += SettledFrom(decisions, {last.begin(), last.end()}) + 1 <= 3;
+    for (size_t i = 1; i < decisions.size(); ++i) moves += decisions[i] != decisions[i - 1];
   }
   std::cout << within_three << " of " << runs << " runs within 3 intervals; "
             << static_cast<double>(moves) / runs << " moves per run after the change\n";
