@@ -29,32 +29,42 @@ absl::Status RingAllReduceSum(Transport& transport, float* data, size_t count, u
   const int right = (r + 1) % n;
   const int left = (r + n - 1) % n;
   auto mod = [n](int x) { return ((x % n) + n) % n; };
+  auto chunk = [&](int index, size_t* begin, size_t* end) {
+    ChunkRange(count, n, index, begin, end);
+  };
 
-  size_t max_chunk = (count + n - 1) / n;
-  std::vector<float> incoming(max_chunk);
-
+  // Reduce-scatter. Step s sends chunk (r - s), which step s - 1 completed, and receives into a
+  // slot of its own, so every receive can be posted up front; the chunk a step adds into is sent
+  // only by the next step.
+  const size_t max_chunk = (count + n - 1) / n;
+  std::vector<float> incoming(max_chunk * (n - 1));
+  std::vector<Transport::PassStep> steps(n - 1);
   for (int s = 0; s < n - 1; ++s) {
     size_t sb, se, rb, re;
-    ChunkRange(count, n, mod(r - s), &sb, &se);
-    ChunkRange(count, n, mod(r - s - 1), &rb, &re);
-    HPTRAIN_RETURN_IF_ERROR(
-        transport.SendRecv(right, data + sb, (se - sb) * sizeof(float), left, incoming.data(),
-                           (re - rb) * sizeof(float), tag),
-        "all-reduce reduce-scatter step ", s + 1, " of ", n - 1, " (rank ", r, ")");
-    float* dst = data + rb;
-    const float* src = incoming.data();
-    const size_t len = re - rb;
-    for (size_t i = 0; i < len; ++i) dst[i] += src[i];
+    chunk(mod(r - s), &sb, &se);
+    chunk(mod(r - s - 1), &rb, &re);
+    steps[s] = {data + sb, (se - sb) * sizeof(float), incoming.data() + s * max_chunk,
+                (re - rb) * sizeof(float)};
   }
+  auto add_received = [&](int s) {
+    size_t rb, re;
+    chunk(mod(r - s - 1), &rb, &re);
+    const float* src = incoming.data() + s * max_chunk;
+    for (size_t i = 0; i < re - rb; ++i) data[rb + i] += src[i];
+  };
+  HPTRAIN_RETURN_IF_ERROR(transport.RingPass(right, left, steps, tag, add_received),
+                          "all-reduce reduce-scatter (rank ", r, " of ", n, ")");
+
+  // All-gather. Step s forwards chunk (r + 1 - s) and receives chunk (r - s) in place: no chunk
+  // is received after it was sent.
   for (int s = 0; s < n - 1; ++s) {
     size_t sb, se, rb, re;
-    ChunkRange(count, n, mod(r + 1 - s), &sb, &se);
-    ChunkRange(count, n, mod(r - s), &rb, &re);
-    HPTRAIN_RETURN_IF_ERROR(
-        transport.SendRecv(right, data + sb, (se - sb) * sizeof(float), left, data + rb,
-                           (re - rb) * sizeof(float), tag),
-        "all-reduce all-gather step ", s + 1, " of ", n - 1, " (rank ", r, ")");
+    chunk(mod(r + 1 - s), &sb, &se);
+    chunk(mod(r - s), &rb, &re);
+    steps[s] = {data + sb, (se - sb) * sizeof(float), data + rb, (re - rb) * sizeof(float)};
   }
+  HPTRAIN_RETURN_IF_ERROR(transport.RingPass(right, left, steps, tag, [](int) {}),
+                          "all-reduce all-gather (rank ", r, " of ", n, ")");
   return absl::OkStatus();
 }
 

@@ -12,4 +12,30 @@ absl::Status Transport::SendRecv(int to, const void* send, size_t send_bytes, in
   return status;
 }
 
+absl::Status Transport::RingPass(int to, int from, absl::Span<const PassStep> steps, uint64_t tag,
+                                 const std::function<void(int)>& on_received) {
+  absl::Status status = DoRingPass(to, from, steps, tag, on_received);
+  if (status.ok()) {
+    for (const PassStep& step : steps) {
+      if (step.send != nullptr) counters_.sent.fetch_add(static_cast<int64_t>(step.send_bytes));
+      if (step.recv != nullptr) {
+        counters_.received.fetch_add(static_cast<int64_t>(step.recv_bytes));
+      }
+    }
+  }
+  return status;
+}
+
+absl::Status Transport::DoRingPass(int to, int from, absl::Span<const PassStep> steps, uint64_t tag,
+                                   const std::function<void(int)>& on_received) {
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const PassStep& step = steps[s];
+    absl::Status status =
+        DoSendRecv(to, step.send, step.send_bytes, from, step.recv, step.recv_bytes, tag);
+    if (!status.ok()) return status;
+    on_received(static_cast<int>(s));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace hptrain::comm

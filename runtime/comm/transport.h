@@ -13,8 +13,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 
 namespace hptrain::comm {
 
@@ -37,11 +39,36 @@ class Transport {
   absl::Status SendRecv(int to, const void* send, size_t send_bytes, int from, void* recv,
                         size_t recv_bytes, uint64_t tag);
 
+  // One step of a RingPass: send `send_bytes` from `send`, receive `recv_bytes` into `recv`
+  // (either may be empty).
+  struct PassStep {
+    const void* send = nullptr;
+    size_t send_bytes = 0;
+    void* recv = nullptr;
+    size_t recv_bytes = 0;
+  };
+
+  // The steps of a ring collective, in order, with rank `to` (sends) and rank `from` (receives):
+  // in step s, steps[s].send goes to `to` and steps[s].recv arrives from `from`; after step s's
+  // receive completes, `on_received(s)` runs (it may change what later steps send). Both ends of
+  // every transfer must pass the same `tag` and byte count. Same as calling SendRecv step by step,
+  // except that a back end may post every receive before the first send (GlooTransport does:
+  // the sender then writes each payload at once instead of waiting for the receiver to announce
+  // it, which on a host with fewer cores than ranks is most of a step's latency). Earlier sends
+  // may still be in flight during a step, so neither a receive nor on_received may change what
+  // an earlier step sent. All sends have completed when the call returns OK.
+  absl::Status RingPass(int to, int from, absl::Span<const PassStep> steps, uint64_t tag,
+                        const std::function<void(int)>& on_received);
+
   const ByteCounters& counters() const { return counters_; }
 
  protected:
   virtual absl::Status DoSendRecv(int to, const void* send, size_t send_bytes, int from,
                                   void* recv, size_t recv_bytes, uint64_t tag) = 0;
+
+  // The default runs the steps one SendRecv at a time.
+  virtual absl::Status DoRingPass(int to, int from, absl::Span<const PassStep> steps, uint64_t tag,
+                                  const std::function<void(int)>& on_received);
 
  private:
   ByteCounters counters_;

@@ -97,4 +97,38 @@ absl::Status GlooTransport::DoSendRecv(int to, const void* send, size_t send_byt
   }
 }
 
+absl::Status GlooTransport::DoRingPass(int to, int from, absl::Span<const PassStep> steps,
+                                       uint64_t tag, const std::function<void(int)>& on_received) {
+  try {
+    std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> in(steps.size());
+    std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> out(steps.size());
+    // Receives from one peer under one tag complete in the order they were posted.
+    for (size_t s = 0; s < steps.size(); ++s) {
+      if (steps[s].recv == nullptr || steps[s].recv_bytes == 0) continue;
+      in[s] = context_->createUnboundBuffer(steps[s].recv, steps[s].recv_bytes);
+      in[s]->recv(from, tag);
+    }
+    for (size_t s = 0; s < steps.size(); ++s) {
+      if (steps[s].send != nullptr && steps[s].send_bytes > 0) {
+        out[s] =
+            context_->createUnboundBuffer(const_cast<void*>(steps[s].send), steps[s].send_bytes);
+        out[s]->send(to, tag);
+      }
+      if (in[s] && !in[s]->waitRecv(timeout_)) {
+        return absl::UnavailableError(absl::StrCat("receive from rank ", from, " was aborted"));
+      }
+      on_received(static_cast<int>(s));
+    }
+    for (size_t s = 0; s < steps.size(); ++s) {
+      if (out[s] && !out[s]->waitSend(timeout_)) {
+        return absl::UnavailableError(absl::StrCat("send to rank ", to, " was aborted"));
+      }
+    }
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("rank ", rank_, " exchanging with ranks ", to, "/", from, ": ", e.what()));
+  }
+}
+
 }  // namespace hptrain::comm
