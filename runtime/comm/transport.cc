@@ -2,13 +2,15 @@
 
 namespace hptrain::comm {
 
+void Transport::Count(const void* send, size_t send_bytes, const void* recv, size_t recv_bytes) {
+  if (send != nullptr) counters_.sent.fetch_add(static_cast<int64_t>(send_bytes));
+  if (recv != nullptr) counters_.received.fetch_add(static_cast<int64_t>(recv_bytes));
+}
+
 absl::Status Transport::SendRecv(int to, const void* send, size_t send_bytes, int from, void* recv,
                                  size_t recv_bytes, uint64_t tag) {
   absl::Status status = DoSendRecv(to, send, send_bytes, from, recv, recv_bytes, tag);
-  if (status.ok()) {
-    if (send != nullptr) counters_.sent.fetch_add(static_cast<int64_t>(send_bytes));
-    if (recv != nullptr) counters_.received.fetch_add(static_cast<int64_t>(recv_bytes));
-  }
+  if (status.ok()) Count(send, send_bytes, recv, recv_bytes);
   return status;
 }
 
@@ -16,12 +18,8 @@ absl::Status Transport::RingPass(int to, int from, absl::Span<const PassStep> st
                                  const std::function<void(int)>& on_received) {
   absl::Status status = DoRingPass(to, from, steps, tag, on_received);
   if (status.ok()) {
-    for (const PassStep& step : steps) {
-      if (step.send != nullptr) counters_.sent.fetch_add(static_cast<int64_t>(step.send_bytes));
-      if (step.recv != nullptr) {
-        counters_.received.fetch_add(static_cast<int64_t>(step.recv_bytes));
-      }
-    }
+    for (const PassStep& step : steps)
+      Count(step.send, step.send_bytes, step.recv, step.recv_bytes);
   }
   return status;
 }

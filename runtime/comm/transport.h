@@ -71,6 +71,9 @@ class Transport {
                                   const std::function<void(int)>& on_received);
 
  private:
+  // Adds a completed transfer to the counters (a null side moved nothing).
+  void Count(const void* send, size_t send_bytes, const void* recv, size_t recv_bytes);
+
   ByteCounters counters_;
 };
 

@@ -44,6 +44,15 @@ class StoreAdapter : public gloo::rendezvous::Store {
   std::chrono::milliseconds timeout_;
 };
 
+absl::Status Aborted(const char* what, int peer) {
+  return absl::UnavailableError(absl::StrCat(what, " rank ", peer, " was aborted"));
+}
+
+absl::Status ExchangeFailed(int rank, int to, int from, const std::exception& e) {
+  return absl::UnavailableError(
+      absl::StrCat("rank ", rank, " exchanging with ranks ", to, "/", from, ": ", e.what()));
+}
+
 }  // namespace
 
 GlooTransport::GlooTransport(std::shared_ptr<gloo::Context> context, int rank, int size,
@@ -85,15 +94,14 @@ absl::Status GlooTransport::DoSendRecv(int to, const void* send, size_t send_byt
       out->send(to, tag);
     }
     if (out && !out->waitSend(timeout_)) {
-      return absl::UnavailableError(absl::StrCat("send to rank ", to, " was aborted"));
+      return Aborted("send to", to);
     }
     if (in && !in->waitRecv(timeout_)) {
-      return absl::UnavailableError(absl::StrCat("receive from rank ", from, " was aborted"));
+      return Aborted("receive from", from);
     }
     return absl::OkStatus();
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("rank ", rank_, " exchanging with ranks ", to,
-                                               "/", from, ": ", e.what()));
+    return ExchangeFailed(rank_, to, from, e);
   }
 }
 
@@ -115,19 +123,18 @@ absl::Status GlooTransport::DoRingPass(int to, int from, absl::Span<const PassSt
         out[s]->send(to, tag);
       }
       if (in[s] && !in[s]->waitRecv(timeout_)) {
-        return absl::UnavailableError(absl::StrCat("receive from rank ", from, " was aborted"));
+        return Aborted("receive from", from);
       }
       on_received(static_cast<int>(s));
     }
     for (size_t s = 0; s < steps.size(); ++s) {
       if (out[s] && !out[s]->waitSend(timeout_)) {
-        return absl::UnavailableError(absl::StrCat("send to rank ", to, " was aborted"));
+        return Aborted("send to", to);
       }
     }
     return absl::OkStatus();
   } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("rank ", rank_, " exchanging with ranks ", to, "/", from, ": ", e.what()));
+    return ExchangeFailed(rank_, to, from, e);
   }
 }
 
