@@ -9,7 +9,8 @@
 // batch size per interval, the median compute time per step over the interval (weighted by
 // steps): snapshots come about once a step and are noisy, and a median, unlike a mean, does not
 // blend the two speeds of an interval in which a worker's speed changed, so the model follows
-// the change whole at once (drift_factor in throughput_model.h), within one or two intervals.
+// a change of half or more whole at once (drift_factor in throughput_model.h), within one or two
+// intervals, and averages smaller differences over several.
 // Pure logic, no I/O; not thread-safe.
 #ifndef HPTRAIN_RUNTIME_JOB_LOCAL_REBALANCER_H_
 #define HPTRAIN_RUNTIME_JOB_LOCAL_REBALANCER_H_

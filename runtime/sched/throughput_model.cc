@@ -44,20 +44,37 @@ bool ThroughputModel::Observe(int batch, double seconds) {
 }
 
 bool ThroughputModel::ObserveAverage(int batch, double seconds) {
+  // What the measurement is judged against: its size's own average or, for a size not measured
+  // before but close to one that was, the model's time there. A size far from every measured one
+  // is compared with nothing: the model's extrapolation to it may be off (a fixed cost it cannot
+  // see yet) without any change of speed.
   const auto it = points_.find(batch);
-  if (it == points_.end()) {
-    // A size not measured before is compared with nothing: the model's extrapolation to it may
-    // be off (a fixed cost it cannot see yet) without any change of speed.
+  const double reference = it != points_.end()        ? it->second
+                           : NearAMeasuredSize(batch) ? Seconds(batch)
+                                                      : 0;
+  const double ratio = reference > 0 ? seconds / reference : 1;
+  const bool changed = ratio > options_.drift_factor || ratio < 1.0 / options_.drift_factor;
+  if (!(reference > 0)) {
     points_[batch] = seconds;
-  } else if (const double ratio = seconds / it->second;
-             ratio > options_.drift_factor || ratio < 1.0 / options_.drift_factor) {
+  } else if (changed || just_rescaled_) {
+    // A change of speed, or the measurement after one (the rest of it, if any).
     for (auto& [b, t] : points_) t *= ratio;
+    points_[batch] = seconds;
+    just_rescaled_ = changed;
   } else {
-    it->second = (1 - options_.ewma_alpha) * it->second + options_.ewma_alpha * seconds;
+    points_[batch] = (1 - options_.ewma_alpha) * reference + options_.ewma_alpha * seconds;
   }
   Touch(batch);
   Fit();
   return true;
+}
+
+bool ThroughputModel::NearAMeasuredSize(int batch) const {
+  if (!(options_.neighbour_ratio > 1)) return false;
+  for (const auto& [b, t] : points_) {
+    if (batch <= options_.neighbour_ratio * b && b <= options_.neighbour_ratio * batch) return true;
+  }
+  return false;
 }
 
 void ThroughputModel::Touch(int batch) {

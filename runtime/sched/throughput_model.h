@@ -27,9 +27,16 @@
 // its batch size means the worker changed speed. Every stored average is scaled by
 // that ratio (a slower or faster worker keeps the shape of its time curve: its fixed cost and
 // per-sample cost change together), so the model follows at once instead of mixing old averages at
-// other batch sizes with new ones. A size not measured before is never compared with the model's
-// extrapolation (which may miss a fixed cost). Outlier rejection is then off: averages have no
-// one-step outliers.
+// other batch sizes with new ones. A measurement closer than that is averaged in (EWMA). A size
+// far from every size measured is never compared with the model's extrapolation (which may miss a
+// fixed cost); one within `neighbour_ratio` of a measured size is judged by the model's time there
+// as if that were its own average, so a balancer that moves a worker from 89 to 77 samples does
+// not take one noisy interval at the new size for the worker's speed. The measurement right after
+// a change of speed is taken whole as well (a rescale by its ratio, however small): the interval
+// in which the speed changed mixes both speeds, so its median may catch only part of the change,
+// and averaging the rest in would leave the sizes measured before the change, which fix the
+// model's slope, scaled by that part. Outlier rejection is then off: averages have no one-step
+// outliers.
 //
 // Not thread-safe; pure computation.
 #ifndef HPTRAIN_RUNTIME_SCHED_THROUGHPUT_MODEL_H_
@@ -45,6 +52,8 @@ struct ModelOptions {
   double outlier_factor = 2.0;  // a measurement off by more than this factor is an outlier
   int outlier_run = 3;          // this many outliers in a row mean a real change of speed
   double drift_factor = 0;      // > 1: rescale on a measurement this far from the model (above)
+  double neighbour_ratio = 0;   // > 1, with drift_factor: a new size this close to a measured one
+                                // is judged by the model's time there (above)
   double affine_min_ratio = 2;  // fit a fixed cost only once largest/smallest size reaches this
   int max_sizes = 4;            // keep the sizes measured most recently, this many (0 = all)
   bool anchor_latest = false;   // pass through the size measured last (for averaged measurements)
@@ -69,6 +78,7 @@ class ThroughputModel {
 
  private:
   bool ObserveAverage(int batch, double seconds);  // Observe with drift_factor set
+  bool NearAMeasuredSize(int batch) const;         // within neighbour_ratio of one in points_
   void Touch(int batch);  // marks `batch` measured last; forgets sizes beyond max_sizes
   void Fit();             // FitLine, then scaled to pass through the latest size's average
   void FitLine();         // least squares (or proportional) over points_
@@ -80,6 +90,7 @@ class ThroughputModel {
   bool outliers_slow_ = false;                    // whether that run is slower than usual
   double fixed_ = 0;
   double per_sample_ = 0;
+  bool just_rescaled_ = false;  // the last averaged measurement was a change of speed
 };
 
 }  // namespace hptrain::sched

@@ -102,6 +102,57 @@ TEST(ThroughputModel, WithDriftAMeanFarFromTheModelRescalesEverySize) {
   EXPECT_NEAR(fixed_cost.fixed_seconds(), 0.010, 1e-9);
 }
 
+TEST(ThroughputModel, WithNeighboursANewSizeCloseToAMeasuredOneIsJudgedByTheModel) {
+  ModelOptions options;
+  options.ewma_alpha = 0.3;
+  options.drift_factor = 1.5;
+  options.neighbour_ratio = 1.3;
+  options.anchor_latest = true;
+  ThroughputModel m(options);
+  m.Observe(89, 0.1335);  // 1.5 ms per sample
+  // 77 samples, 20 % slower than the model says there: averaged in, not taken whole.
+  const double predicted = 77 * 0.0015;
+  m.Observe(77, 1.2 * predicted);
+  EXPECT_NEAR(m.Seconds(77), 0.7 * predicted + 0.3 * 1.2 * predicted, 1e-12);
+  // Twice as slow at a close size: a change of speed, every size follows.
+  ThroughputModel slowed(options);
+  slowed.Observe(89, 0.1335);
+  slowed.Observe(100, 2 * 0.150);
+  EXPECT_NEAR(slowed.Seconds(100), 0.300, 1e-9);
+  EXPECT_NEAR(slowed.Seconds(89), 0.267, 1e-9);
+  // A size far from every measured one is taken as it is (its fixed cost is unknown).
+  ThroughputModel far(options);
+  far.Observe(89, 0.1335);
+  far.Observe(21, 0.060);
+  EXPECT_NEAR(far.Seconds(21), 0.060, 1e-9);
+  // Without neighbour_ratio a new size is never judged.
+  options.neighbour_ratio = 0;
+  ThroughputModel off(options);
+  off.Observe(89, 0.1335);
+  off.Observe(77, 1.2 * predicted);
+  EXPECT_NEAR(off.Seconds(77), 1.2 * predicted, 1e-9);
+}
+
+TEST(ThroughputModel, TheMeasurementAfterAChangeOfSpeedIsTakenWholeToo) {
+  ModelOptions options;
+  options.ewma_alpha = 0.3;
+  options.drift_factor = 1.5;
+  ThroughputModel m(options);
+  // 10 ms fixed + 1 ms per sample at two sizes.
+  m.Observe(16, 0.026);
+  m.Observe(64, 0.074);
+  // The worker became 4 times as slow during an interval whose median caught 3 times: followed.
+  m.Observe(64, 3 * 0.074);
+  EXPECT_NEAR(m.Seconds(16), 3 * 0.026, 1e-9);
+  // The next interval shows the rest: taken whole although it is within 50 %, at every size.
+  m.Observe(64, 4 * 0.074);
+  EXPECT_NEAR(m.Seconds(64), 4 * 0.074, 1e-9);
+  EXPECT_NEAR(m.Seconds(16), 4 * 0.026, 1e-9);
+  // From then on, a small difference is averaged in again.
+  m.Observe(64, 1.1 * 4 * 0.074);
+  EXPECT_NEAR(m.Seconds(64), (0.7 + 0.3 * 1.1) * 4 * 0.074, 1e-9);
+}
+
 TEST(ThroughputModel, IgnoresMeaninglessMeasurements) {
   ThroughputModel m;
   m.Observe(0, 1.0);
