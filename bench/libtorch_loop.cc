@@ -11,6 +11,8 @@
 #include <string>
 #include <thread>
 
+#include "runtime/base/exit_codes.h"
+#include "runtime/cli/flags.h"
 #include "runtime/job/job_parser.h"
 #include "runtime/train/data/dataset.h"
 #include "runtime/train/data/sampler.h"
@@ -19,22 +21,22 @@
 using namespace hptrain;
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: hptrain-libtorch-loop JOB.yaml [--epochs N] [--threads T]\n");
-    return 2;
+  constexpr char kProgram[] = "hptrain-libtorch-loop";
+  int epochs = 0;
+  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  auto flags = cli::FlagSet::ForProgram(kProgram, "JOB.yaml [--epochs N] [--threads T]");
+  flags.Int("epochs", &epochs, "", "epochs to train (default: the job's spec.epochs)");
+  flags.Int("threads", &threads, "", "libtorch intra-op threads (default: every core)");
+  if (int code = 0; !flags.ParseOrExit(argc, argv, &code)) return code;
+  if (flags.positional().size() != 1 || epochs < 0 || threads < 1) {
+    return ReportErrorAs(kProgram, absl::InvalidArgumentError(
+                                       "expected one job file, --epochs >= 0 and --threads >= 1 "
+                                       "(see hptrain-libtorch-loop --help)"));
   }
   std::vector<std::string> overrides;
-  int threads = static_cast<int>(std::thread::hardware_concurrency());
-  for (int i = 2; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    if (flag == "--epochs") overrides.push_back(std::string("spec.epochs=") + argv[i + 1]);
-    if (flag == "--threads") threads = std::stoi(argv[i + 1]);
-  }
-  auto spec = job::ParseJobFile(argv[1], overrides);
-  if (!spec.ok()) {
-    std::fprintf(stderr, "hptrain-libtorch-loop: %s\n", std::string(spec.status().message()).c_str());
-    return 2;
-  }
+  if (epochs > 0) overrides.push_back("spec.epochs=" + std::to_string(epochs));
+  auto spec = job::ParseJobFile(flags.positional()[0], overrides);
+  if (!spec.ok()) return ReportErrorAs(kProgram, spec.status());
   torch::set_num_threads(threads);
   auto train = train::OpenDataset(spec->dataset, train::Split::kTrain, spec->seed);
   auto test = train::OpenDataset(spec->dataset, train::Split::kTest, spec->seed);

@@ -1,51 +1,47 @@
 // hptrain-allreduce-latency: the time of one ring all-reduce (Communicator::AllReduceSum over
-// GlooTransport, TCP on 127.0.0.1) among N ranks run as threads of this process, so a host with
-// fewer cores than ranks shows what its scheduling costs each step of the ring. Every iteration
-// starts from a barrier; the report is rank 0's median and 90th percentile, and whether all
-// ranks ended with the same bits.
+// GlooTransport, TCP on 127.0.0.1), or of one all-gather-v as topk and dgc use, among N ranks run
+// as threads of this process, so a host with fewer cores than ranks shows what its scheduling
+// costs each step of the ring. Every iteration starts from a barrier; the report is rank 0's
+// median and 90th percentile, and whether all ranks ended with the same bits.
 //
 //   hptrain-allreduce-latency [--ranks 4] [--count 61706] [--iterations 200]
+//                             [--collective all-reduce|all-gather-v]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "runtime/base/exit_codes.h"
+#include "runtime/cli/flags.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/gloo/gloo_transport.h"
 #include "runtime/comm/kv_store.h"
 
-namespace {
-
-int Usage(const char* problem) {
-  std::fprintf(stderr,
-               "hptrain-allreduce-latency: %s\n"
-               "usage: hptrain-allreduce-latency [--ranks N>=2] [--count FLOATS>=1] "
-               "[--iterations K>=1]\n",
-               problem);
-  return 2;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  long ranks = 4, count = 61706, iterations = 200;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    long* target = flag == "--ranks"        ? &ranks
-                   : flag == "--count"      ? &count
-                   : flag == "--iterations" ? &iterations
-                                            : nullptr;
-    if (target == nullptr) return Usage(("unknown flag " + flag).c_str());
-    if (i + 1 == argc) return Usage((flag + " needs a value").c_str());
-    char* end = nullptr;
-    *target = std::strtol(argv[++i], &end, 10);
-    if (*end != '\0') return Usage((flag + ": not an integer: " + argv[i]).c_str());
+  int ranks = 4, count = 61706, iterations = 200;
+  std::string collective = "all-reduce";
+  auto flags = hptrain::cli::FlagSet::ForProgram(
+      "hptrain-allreduce-latency",
+      "[--ranks N] [--count FLOATS] [--iterations K] [--collective all-reduce|all-gather-v]");
+  flags.Int("ranks", &ranks, "", "ranks, each a thread with its own Gloo context (>= 2)");
+  flags.Int("count", &count, "",
+            "floats in the buffer all-reduced, or each rank's block all-gathered (>= 1; LeNet-5 "
+            "has 61706, topk at density 0.01 sends 1234 floats' worth)");
+  flags.Int("iterations", &iterations, "", "collectives timed (>= 1)");
+  flags.String("collective", &collective, "",
+               "all-reduce (dense strategies) or all-gather-v (topk, dgc)");
+  if (int code = 0; !flags.ParseOrExit(argc, argv, &code)) return code;
+  const bool gather = collective == "all-gather-v";
+  if (ranks < 2 || count < 1 || iterations < 1 || !flags.positional().empty() ||
+      (!gather && collective != "all-reduce")) {
+    return hptrain::ReportErrorAs(
+        "hptrain-allreduce-latency",
+        absl::InvalidArgumentError("--ranks must be >= 2, --count and --iterations >= 1, "
+                                   "--collective all-reduce or all-gather-v, and there are no "
+                                   "positional arguments"));
   }
-  if (ranks < 2 || count < 1 || iterations < 1) return Usage("a value is out of range");
 
   using hptrain::comm::GlooTransport;
   hptrain::comm::InMemoryStore store;
@@ -56,21 +52,33 @@ int main(int argc, char** argv) {
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
-      auto transport = GlooTransport::Connect(store, r, static_cast<int>(ranks), options);
+      auto transport = GlooTransport::Connect(store, r, ranks, options);
       if (!transport.ok()) {
         errors[r] = std::string(transport.status().message());
         return;
       }
       hptrain::comm::TransportCommunicator comm(std::move(*transport));
-      std::vector<float> data(count);
-      for (long it = 0; it < iterations; ++it) {
-        for (long i = 0; i < count; ++i) data[i] = 0.1f * (r + 1) + static_cast<float>(i % 13);
+      std::vector<float> data;
+      for (int it = 0; it < iterations; ++it) {
+        data.resize(count);
+        for (int i = 0; i < count; ++i) data[i] = 0.1f * (r + 1) + static_cast<float>(i % 13);
         absl::Status status = comm.Barrier();
         const auto start = std::chrono::steady_clock::now();
-        if (status.ok()) status = comm.AllReduceSum(data.data(), data.size());
+        std::vector<std::string> blocks;
+        if (status.ok()) {
+          status = gather ? comm.AllGatherV(data.data(), data.size() * sizeof(float), &blocks)
+                          : comm.AllReduceSum(data.data(), data.size());
+        }
         if (!status.ok()) {
           errors[r] = std::string(status.message());
           return;
+        }
+        if (gather) {  // what every rank must agree on: the blocks in rank order
+          data.clear();
+          for (const std::string& b : blocks) {
+            const float* f = reinterpret_cast<const float*>(b.data());
+            data.insert(data.end(), f, f + b.size() / sizeof(float));
+          }
         }
         millis[r].push_back(
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -90,8 +98,8 @@ int main(int argc, char** argv) {
   std::sort(m.begin(), m.end());
   bool same = true;
   for (int r = 1; r < ranks; ++r) same = same && results[r] == results[0];
-  std::printf("ranks %ld, %ld floats, %ld iterations: median %.3f ms, p90 %.3f ms; %s\n", ranks,
-              count, iterations, m[m.size() / 2], m[m.size() * 9 / 10],
+  std::printf("%s, ranks %d, %d floats, %d iterations: median %.3f ms, p90 %.3f ms; %s\n",
+              collective.c_str(), ranks, count, iterations, m[m.size() / 2], m[m.size() * 9 / 10],
               same ? "every rank has the same bits" : "RANKS DISAGREE");
   return same ? 0 : 1;
 }

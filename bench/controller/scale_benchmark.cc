@@ -32,12 +32,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <map>
-#include <sstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -49,6 +49,8 @@
 #include "controller/kube/rate_limiter.h"
 #include "controller/manager/controller.h"
 #include "nlohmann/json.hpp"
+#include "runtime/base/exit_codes.h"
+#include "runtime/cli/flags.h"
 #include "runtime/metrics/registry.h"
 #include "tests/controller/apiserver/api_server_double.h"
 
@@ -69,42 +71,32 @@ struct Flags {
   bool serve_double = false;  // the child's role
 };
 
+constexpr char kProgram[] = "hptrain-controller-scale-bench";
+
 [[noreturn]] void Fail(const std::string& message) {
-  std::fprintf(stderr, "scale-bench: %s\n", message.c_str());
+  std::fprintf(stderr, "%s: %s\n", kProgram, message.c_str());
   std::exit(1);
 }
 
+// Parses the flags; exits (2 on a bad flag, 0 after --help) when it should not go on.
 Flags ParseFlags(int argc, char** argv) {
   Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--serve-double") {
-      flags.serve_double = true;
-      continue;
-    }
-    std::string value;
-    size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      Fail("missing value for " + arg);
-    }
-    int n = std::atoi(value.c_str());
-    if (n < 1) Fail("bad value for " + arg + ": " + value);
-    if (arg == "--jobs") {
-      flags.jobs = n;
-    } else if (arg == "--workers-per-job") {
-      flags.workers_per_job = n;
-    } else if (arg == "--controller-workers") {
-      flags.controller_workers = n;
-    } else if (arg == "--timeout-seconds") {
-      flags.timeout_seconds = n;
-    } else {
-      Fail("unknown flag " + arg);
-    }
+  auto set = hptrain::cli::FlagSet::ForProgram(
+      kProgram, "[--jobs N] [--workers-per-job W] [--controller-workers K] [--timeout-seconds S]");
+  set.Int("jobs", &flags.jobs, "", "TrainingJobs in the API server double");
+  set.Int("workers-per-job", &flags.workers_per_job, "",
+          "worker pods per job (each job has a ps too)");
+  set.Int("controller-workers", &flags.controller_workers, "",
+          "the controller's reconcile workers");
+  set.Int("timeout-seconds", &flags.timeout_seconds, "", "give up on a phase after this long");
+  set.Bool("serve-double", &flags.serve_double, "run as the API server double (the child's role)");
+  if (int code = 0; !set.ParseOrExit(argc, argv, &code)) std::exit(code);
+  if (flags.jobs < 1 || flags.workers_per_job < 1 || flags.controller_workers < 1 ||
+      flags.timeout_seconds < 1 || !set.positional().empty()) {
+    std::exit(hptrain::ReportErrorAs(
+        kProgram,
+        absl::InvalidArgumentError("every count must be >= 1, and there are no positional "
+                                   "arguments")));
   }
   return flags;
 }

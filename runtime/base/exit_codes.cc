@@ -27,9 +27,13 @@ int ExitCodeFor(const absl::Status& status) {
 }
 
 int ReportError(const std::string& who, const absl::Status& status) {
+  return ReportErrorAs("hptrain " + who, status);
+}
+
+int ReportErrorAs(const std::string& invocation, const absl::Status& status) {
   // One line, whatever the message holds.
   std::string message = absl::StrReplaceAll(status.message(), {{"\n", " "}});
-  std::fprintf(stderr, "hptrain %s: %s\n", who.c_str(), message.c_str());
+  std::fprintf(stderr, "%s: %s\n", invocation.c_str(), message.c_str());
   std::fflush(stderr);
   return ExitCodeFor(status);
 }

@@ -19,6 +19,8 @@ int ExitCodeFor(const absl::Status& status);
 
 // Prints "hptrain <who>: <message>" as one line on stderr and returns ExitCodeFor(status).
 int ReportError(const std::string& who, const absl::Status& status);
+// The same for any program: "<invocation>: <message>" ("hptrain run", "hptrain-allreduce-latency").
+int ReportErrorAs(const std::string& invocation, const absl::Status& status);
 
 }  // namespace hptrain
 

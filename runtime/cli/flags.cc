@@ -79,7 +79,7 @@ absl::Status FlagSet::Parse(int argc, char** argv, int first) {
     }
     if (flag == nullptr) {
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag --", name, " (see hptrain ", command_, " --help)"));
+          absl::StrCat("unknown flag --", name, " (see ", invocation_, " --help)"));
     }
     if (!has_value) {
       if (flag->kind == Kind::kBool) {
@@ -113,14 +113,14 @@ bool FlagSet::ParseOrExit(int argc, char** argv, int* exit_code) {
     return false;
   }
   if (!parsed.ok()) {
-    *exit_code = ReportError(command_, parsed);
+    *exit_code = ReportErrorAs(invocation_, parsed);
     return false;
   }
   return true;
 }
 
 std::string FlagSet::Help() const {
-  std::string out = absl::StrCat("usage: hptrain ", command_, " ", usage_, "\n\nflags:\n");
+  std::string out = absl::StrCat("usage: ", invocation_, " ", usage_, "\n\nflags:\n");
   for (const auto& flag : flags_) {
     std::string left = absl::StrCat("  --", flag.name,
                                      flag.kind == Kind::kBool ? "" : " VALUE");

@@ -1,6 +1,7 @@
-// A small command-line parser for the hptrain subcommands: `--name value`, `--name=value`,
-// boolean `--name`, repeated flags (--set), positional arguments, an environment variable
-// fallback per flag (how the controller configures pods), and generated --help text.
+// A small command-line parser for the hptrain subcommands and the benchmark tools:
+// `--name value`, `--name=value`, boolean `--name`, repeated flags (--set), positional arguments,
+// an environment variable fallback per flag (how the controller configures pods), and generated
+// --help text.
 #ifndef HPTRAIN_RUNTIME_CLI_FLAGS_H_
 #define HPTRAIN_RUNTIME_CLI_FLAGS_H_
 
@@ -13,8 +14,15 @@ namespace hptrain::cli {
 
 class FlagSet {
  public:
-  FlagSet(std::string command, std::string usage) : command_(std::move(command)),
-                                                    usage_(std::move(usage)) {}
+  // The flags of an hptrain subcommand: help and errors name it "hptrain <command>".
+  FlagSet(const std::string& command, std::string usage)
+      : invocation_("hptrain " + command), usage_(std::move(usage)) {}
+  // The flags of a program of its own (a benchmark tool): help and errors name `program`.
+  static FlagSet ForProgram(std::string program, std::string usage) {
+    FlagSet set("", std::move(usage));
+    set.invocation_ = std::move(program);
+    return set;
+  }
 
   // `env` (may be empty) is read when the flag is not on the command line.
   void String(const std::string& name, std::string* value, const std::string& env,
@@ -48,7 +56,7 @@ class FlagSet {
   };
   absl::Status Assign(Flag& flag, const std::string& value);
 
-  std::string command_;
+  std::string invocation_;  // "hptrain run", or a program's name
   std::string usage_;
   std::vector<Flag> flags_;
   std::vector<std::string> positional_;

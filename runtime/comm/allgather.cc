@@ -1,11 +1,29 @@
 // Ring all-gather: in step s rank r forwards block (r - s) mod N to the right and receives block
-// (r - s - 1) mod N from the left, N-1 steps in all.
+// (r - s - 1) mod N from the left, N-1 steps in all, as one Transport::RingPass. Every block is
+// received once, into its own place, and the block a step sends is the one the step before
+// received (or the rank's own), so no receive can overwrite what a send still in flight reads.
 #include <cstring>
+#include <vector>
 
 #include "runtime/base/status.h"
 #include "runtime/comm/collectives.h"
 
 namespace hptrain::comm {
+namespace {
+
+// The block rank r sends in step s of n ranks' ring (and receives in step s - 1).
+int SendBlock(int r, int s, int n) { return ((r - s) % n + n) % n; }
+
+absl::Status Pass(Transport& transport, const std::vector<Transport::PassStep>& steps, uint64_t tag,
+                  const char* what) {
+  const int n = transport.size();
+  const int r = transport.rank();
+  HPTRAIN_RETURN_IF_ERROR(transport.RingPass((r + 1) % n, (r + n - 1) % n, steps, tag, [](int) {}),
+                          what, " (rank ", r, " of ", n, ")");
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status RingAllGather(Transport& transport, const void* send, void* recv, size_t block_bytes,
                            uint64_t tag) {
@@ -14,17 +32,14 @@ absl::Status RingAllGather(Transport& transport, const void* send, void* recv, s
   char* out = static_cast<char*>(recv);
   std::memcpy(out + r * block_bytes, send, block_bytes);
   if (n == 1 || block_bytes == 0) return absl::OkStatus();
-  const int right = (r + 1) % n;
-  const int left = (r + n - 1) % n;
+  std::vector<Transport::PassStep> steps(n - 1);
   for (int s = 0; s < n - 1; ++s) {
-    int send_block = ((r - s) % n + n) % n;
-    int recv_block = ((r - s - 1) % n + n) % n;
-    HPTRAIN_RETURN_IF_ERROR(
-        transport.SendRecv(right, out + send_block * block_bytes, block_bytes, left,
-                           out + recv_block * block_bytes, block_bytes, tag),
-        "all-gather step ", s + 1, " of ", n - 1, " (rank ", r, ")");
+    const int send_block = SendBlock(r, s, n);
+    const int recv_block = SendBlock(r, s + 1, n);
+    steps[s] = {out + send_block * block_bytes, block_bytes, out + recv_block * block_bytes,
+                block_bytes};
   }
-  return absl::OkStatus();
+  return Pass(transport, steps, tag, "all-gather");
 }
 
 absl::Status RingAllGatherV(Transport& transport, const void* send, size_t send_bytes,
@@ -38,18 +53,13 @@ absl::Status RingAllGatherV(Transport& transport, const void* send, size_t send_
   blocks->assign(n, std::string());
   for (int j = 0; j < n; ++j) (*blocks)[j].resize(sizes[j]);
   if (send_bytes > 0) std::memcpy((*blocks)[r].data(), send, send_bytes);
-  const int right = (r + 1) % n;
-  const int left = (r + n - 1) % n;
+  std::vector<Transport::PassStep> steps(n - 1);
   for (int s = 0; s < n - 1; ++s) {
-    int send_block = ((r - s) % n + n) % n;
-    int recv_block = ((r - s - 1) % n + n) % n;
-    std::string& out = (*blocks)[send_block];
-    std::string& in = (*blocks)[recv_block];
-    HPTRAIN_RETURN_IF_ERROR(
-        transport.SendRecv(right, out.data(), out.size(), left, in.data(), in.size(), tag),
-        "all-gather-v step ", s + 1, " of ", n - 1, " (rank ", r, ")");
+    const std::string& out = (*blocks)[SendBlock(r, s, n)];
+    std::string& in = (*blocks)[SendBlock(r, s + 1, n)];
+    steps[s] = {out.data(), out.size(), in.data(), in.size()};
   }
-  return absl::OkStatus();
+  return Pass(transport, steps, tag, "all-gather-v");
 }
 
 }  // namespace hptrain::comm

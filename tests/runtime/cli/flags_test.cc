@@ -94,6 +94,20 @@ TEST(FlagSet, HelpListsEveryFlagWithItsEnvironmentVariable) {
   EXPECT_NE(set.Help().find("[$HPTRAIN_JOB]"), std::string::npos);
 }
 
+TEST(FlagSet, AProgramOfItsOwnIsNamedInHelpAndErrors) {
+  int ranks = 4;
+  FlagSet set = FlagSet::ForProgram("hptrain-allreduce-latency", "[--ranks N]");
+  set.Int("ranks", &ranks, "", "ranks");
+  EXPECT_EQ(set.Help().rfind("usage: hptrain-allreduce-latency [--ranks N]\n", 0), 0u)
+      << set.Help();
+  Args unknown({"hptrain-allreduce-latency", "--rank", "2"});
+  const absl::Status status = set.Parse(unknown.argc(), unknown.argv.data());
+  EXPECT_NE(status.message().find("(see hptrain-allreduce-latency --help)"), std::string::npos)
+      << status.message();
+  FlagSet command("run", "JOB.yaml");
+  EXPECT_EQ(command.Help().rfind("usage: hptrain run JOB.yaml\n", 0), 0u) << command.Help();
+}
+
 }  // namespace
 }  // namespace hptrain::cli
 

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -78,6 +79,50 @@ TEST(GlooTransport, RingPassGivesTheBitsOfTheStepByStepPath) {
           << "rank " << r << ", case " << c;
     }
   }
+}
+
+// The all-gathers run as one RingPass too (every receive posted first): every rank must end with
+// every rank's bytes, for equal blocks of several sizes and for blocks of unequal sizes, some
+// empty, over repeated calls.
+TEST(GlooTransport, AllGathersOverRingPassDeliverEveryRanksBytes) {
+  const int size = 4;
+  auto block = [](int r, int round, size_t bytes) {
+    std::string b(bytes, '\0');
+    for (size_t i = 0; i < bytes; ++i) b[i] = static_cast<char>(31 * r + 7 * round + i % 251);
+    return b;
+  };
+  auto varying = [](int r, int round) -> size_t { return r == round % size ? 0 : 1000 * r + 17; };
+  InMemoryStore store;
+  GlooOptions options;
+  options.timeout = std::chrono::seconds(20);
+  std::vector<std::string> failures(size);
+  testing::Spawn(size, [&](int r) {
+    auto transport = GlooTransport::Connect(store, r, size, options);
+    ASSERT_TRUE(transport.ok()) << transport.status();
+    TransportCommunicator comm(std::move(*transport));
+    for (int round = 0; round < 3; ++round) {
+      for (size_t bytes : {size_t{1}, size_t{13}, size_t{65536}}) {
+        const std::string mine = block(r, round, bytes);
+        std::string all(size * bytes, '\0');
+        ASSERT_TRUE(comm.AllGather(mine.data(), all.data(), bytes).ok());
+        for (int j = 0; j < size; ++j) {
+          if (all.compare(j * bytes, bytes, block(j, round, bytes)) != 0) {
+            failures[r] += "all-gather block " + std::to_string(j) + "; ";
+          }
+        }
+      }
+      const std::string mine = block(r, round, varying(r, round));
+      std::vector<std::string> blocks;
+      ASSERT_TRUE(comm.AllGatherV(mine.data(), mine.size(), &blocks).ok());
+      ASSERT_EQ(blocks.size(), static_cast<size_t>(size));
+      for (int j = 0; j < size; ++j) {
+        if (blocks[j] != block(j, round, varying(j, round))) {
+          failures[r] += "all-gather-v block " + std::to_string(j) + "; ";
+        }
+      }
+    }
+  });
+  for (int r = 0; r < size; ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
 }
 
 TEST(GlooTransport, RendezvousTimesOutWhenAPeerNeverComes) {
