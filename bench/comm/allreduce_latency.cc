@@ -20,10 +20,11 @@
 #include "runtime/comm/kv_store.h"
 
 int main(int argc, char** argv) {
+  constexpr char kProgram[] = "hptrain-allreduce-latency";
   int ranks = 4, count = 61706, iterations = 200;
   std::string collective = "all-reduce";
   auto flags = hptrain::cli::FlagSet::ForProgram(
-      "hptrain-allreduce-latency",
+      kProgram,
       "[--ranks N] [--count FLOATS] [--iterations K] [--collective all-reduce|all-gather-v]");
   flags.Int("ranks", &ranks, "", "ranks, each a thread with its own Gloo context (>= 2)");
   flags.Int("count", &count, "",
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
   if (ranks < 2 || count < 1 || iterations < 1 || !flags.positional().empty() ||
       (!gather && collective != "all-reduce")) {
     return hptrain::ReportErrorAs(
-        "hptrain-allreduce-latency",
+        kProgram,
         absl::InvalidArgumentError("--ranks must be >= 2, --count and --iterations >= 1, "
                                    "--collective all-reduce or all-gather-v, and there are no "
                                    "positional arguments"));
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
   for (auto& t : threads) t.join();
   for (int r = 0; r < ranks; ++r) {
     if (!errors[r].empty()) {
-      std::fprintf(stderr, "hptrain-allreduce-latency: rank %d: %s\n", r, errors[r].c_str());
+      std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, r, errors[r].c_str());
       return 1;
     }
   }

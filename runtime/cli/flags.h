@@ -16,12 +16,10 @@ class FlagSet {
  public:
   // The flags of an hptrain subcommand: help and errors name it "hptrain <command>".
   FlagSet(const std::string& command, std::string usage)
-      : invocation_("hptrain " + command), usage_(std::move(usage)) {}
+      : FlagSet(Invocation{"hptrain " + command}, std::move(usage)) {}
   // The flags of a program of its own (a benchmark tool): help and errors name `program`.
   static FlagSet ForProgram(std::string program, std::string usage) {
-    FlagSet set("", std::move(usage));
-    set.invocation_ = std::move(program);
-    return set;
+    return FlagSet(Invocation{std::move(program)}, std::move(usage));
   }
 
   // `env` (may be empty) is read when the flag is not on the command line.
@@ -45,6 +43,12 @@ class FlagSet {
   std::string Help() const;
 
  private:
+  struct Invocation {
+    std::string name;  // "hptrain run", or a program's name
+  };
+  FlagSet(Invocation invocation, std::string usage)
+      : invocation_(std::move(invocation.name)), usage_(std::move(usage)) {}
+
   enum class Kind { kString, kInt, kBool, kRepeated };
   struct Flag {
     std::string name;

@@ -11,15 +11,13 @@
 namespace hptrain::comm {
 namespace {
 
-// The block rank r sends in step s of n ranks' ring (and receives in step s - 1).
-int SendBlock(int r, int s, int n) { return ((r - s) % n + n) % n; }
-
 absl::Status Pass(Transport& transport, const std::vector<Transport::PassStep>& steps, uint64_t tag,
                   const char* what) {
   const int n = transport.size();
   const int r = transport.rank();
-  HPTRAIN_RETURN_IF_ERROR(transport.RingPass((r + 1) % n, (r + n - 1) % n, steps, tag, [](int) {}),
-                          what, " (rank ", r, " of ", n, ")");
+  HPTRAIN_RETURN_IF_ERROR(
+      transport.RingPass(RingIndex(r + 1, n), RingIndex(r - 1, n), steps, tag, [](int) {}), what,
+      " (rank ", r, " of ", n, ")");
   return absl::OkStatus();
 }
 
@@ -34,8 +32,8 @@ absl::Status RingAllGather(Transport& transport, const void* send, void* recv, s
   if (n == 1 || block_bytes == 0) return absl::OkStatus();
   std::vector<Transport::PassStep> steps(n - 1);
   for (int s = 0; s < n - 1; ++s) {
-    const int send_block = SendBlock(r, s, n);
-    const int recv_block = SendBlock(r, s + 1, n);
+    const int send_block = RingIndex(r - s, n);
+    const int recv_block = RingIndex(r - s - 1, n);
     steps[s] = {out + send_block * block_bytes, block_bytes, out + recv_block * block_bytes,
                 block_bytes};
   }
@@ -55,8 +53,8 @@ absl::Status RingAllGatherV(Transport& transport, const void* send, size_t send_
   if (send_bytes > 0) std::memcpy((*blocks)[r].data(), send, send_bytes);
   std::vector<Transport::PassStep> steps(n - 1);
   for (int s = 0; s < n - 1; ++s) {
-    const std::string& out = (*blocks)[SendBlock(r, s, n)];
-    std::string& in = (*blocks)[SendBlock(r, s + 1, n)];
+    const std::string& out = (*blocks)[RingIndex(r - s, n)];
+    std::string& in = (*blocks)[RingIndex(r - s - 1, n)];
     steps[s] = {out.data(), out.size(), in.data(), in.size()};
   }
   return Pass(transport, steps, tag, "all-gather-v");

@@ -9,9 +9,9 @@ absl::Status Broadcast(Transport& transport, void* data, size_t bytes, int root,
   const int n = transport.size();
   const int r = transport.rank();
   if (n == 1 || bytes == 0) return absl::OkStatus();
-  const int position = ((r - root) % n + n) % n;  // 0 at the root
-  const int right = (r + 1) % n;
-  const int left = (r + n - 1) % n;
+  const int position = RingIndex(r - root, n);  // 0 at the root
+  const int right = RingIndex(r + 1, n);
+  const int left = RingIndex(r - 1, n);
   if (position > 0) {
     HPTRAIN_RETURN_IF_ERROR(transport.SendRecv(0, nullptr, 0, left, data, bytes, tag),
                             "broadcast receive from rank ", left);

@@ -47,6 +47,9 @@ absl::Status CompressedRingAllReduceSum(Transport& transport, float* data, size_
 // Copies `bytes` of `data` on `root` into `data` on every rank.
 absl::Status Broadcast(Transport& transport, void* data, size_t bytes, int root, uint64_t tag);
 
+// Position `x` on a ring of `n` ranks: x mod n in [0, n), also for negative x (r - s).
+inline int RingIndex(int x, int n) { return (x % n + n) % n; }
+
 // The [begin, end) element range of chunk `index` when `count` elements are split into `parts`
 // nearly equal chunks (the first count % parts chunks get one more element).
 void ChunkRange(size_t count, int parts, int index, size_t* begin, size_t* end);

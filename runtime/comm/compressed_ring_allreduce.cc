@@ -21,7 +21,7 @@ absl::Status CompressedRingAllReduceSum(Transport& transport, float* data, size_
   const int n = transport.size();
   const int r = transport.rank();
   if (count == 0) return absl::OkStatus();
-  auto mod = [n](int x) { return ((x % n) + n) % n; };
+  auto mod = [n](int x) { return RingIndex(x, n); };
   auto range = [&](int chunk, size_t* b, size_t* e) { ChunkRange(count, n, chunk, b, e); };
   if (n == 1) {
     // One worker: the codec still applies, so a single-worker run sees the same rounding.
@@ -29,8 +29,8 @@ absl::Status CompressedRingAllReduceSum(Transport& transport, float* data, size_
     HPTRAIN_RETURN_IF_ERROR(codec.Encode(data, count, 0, 0, encoded.data()));
     return codec.Decode(encoded.data(), encoded.size(), count, data);
   }
-  const int right = (r + 1) % n;
-  const int left = (r + n - 1) % n;
+  const int right = RingIndex(r + 1, n);
+  const int left = RingIndex(r - 1, n);
   const size_t max_chunk = (count + n - 1) / n;
   std::vector<uint8_t> out(codec.EncodedBytes(max_chunk));
   std::vector<uint8_t> in(codec.EncodedBytes(max_chunk));

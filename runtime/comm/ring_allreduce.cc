@@ -26,9 +26,9 @@ absl::Status RingAllReduceSum(Transport& transport, float* data, size_t count, u
   const int n = transport.size();
   const int r = transport.rank();
   if (n == 1 || count == 0) return absl::OkStatus();
-  const int right = (r + 1) % n;
-  const int left = (r + n - 1) % n;
-  auto mod = [n](int x) { return ((x % n) + n) % n; };
+  const int right = RingIndex(r + 1, n);
+  const int left = RingIndex(r - 1, n);
+  auto mod = [n](int x) { return RingIndex(x, n); };
   auto chunk = [&](int index, size_t* begin, size_t* end) {
     ChunkRange(count, n, index, begin, end);
   };
