@@ -15,9 +15,9 @@ absl::Status Pass(Transport& transport, const std::vector<Transport::PassStep>& 
                   const char* what) {
   const int n = transport.size();
   const int r = transport.rank();
-  HPTRAIN_RETURN_IF_ERROR(
-      transport.RingPass(RingIndex(r + 1, n), RingIndex(r - 1, n), steps, tag, [](int) {}), what,
-      " (rank ", r, " of ", n, ")");
+  HPTRAIN_RETURN_IF_ERROR(transport.RingPass(RingIndex(r + 1, n), RingIndex(r - 1, n), steps, tag,
+                                             [](int) { return absl::OkStatus(); }),
+                          what, " (rank ", r, " of ", n, ")");
   return absl::OkStatus();
 }
 

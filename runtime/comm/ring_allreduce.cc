@@ -51,6 +51,7 @@ absl::Status RingAllReduceSum(Transport& transport, float* data, size_t count, u
     chunk(mod(r - s - 1), &rb, &re);
     const float* src = incoming.data() + s * max_chunk;
     for (size_t i = 0; i < re - rb; ++i) data[rb + i] += src[i];
+    return absl::OkStatus();
   };
   HPTRAIN_RETURN_IF_ERROR(transport.RingPass(right, left, steps, tag, add_received),
                           "all-reduce reduce-scatter (rank ", r, " of ", n, ")");
@@ -63,8 +64,9 @@ absl::Status RingAllReduceSum(Transport& transport, float* data, size_t count, u
     chunk(mod(r - s), &rb, &re);
     steps[s] = {data + sb, (se - sb) * sizeof(float), data + rb, (re - rb) * sizeof(float)};
   }
-  HPTRAIN_RETURN_IF_ERROR(transport.RingPass(right, left, steps, tag, [](int) {}),
-                          "all-reduce all-gather (rank ", r, " of ", n, ")");
+  HPTRAIN_RETURN_IF_ERROR(
+      transport.RingPass(right, left, steps, tag, [](int) { return absl::OkStatus(); }),
+      "all-reduce all-gather (rank ", r, " of ", n, ")");
   return absl::OkStatus();
 }
 

@@ -15,7 +15,7 @@ absl::Status Transport::SendRecv(int to, const void* send, size_t send_bytes, in
 }
 
 absl::Status Transport::RingPass(int to, int from, absl::Span<const PassStep> steps, uint64_t tag,
-                                 const std::function<void(int)>& on_received) {
+                                 const OnReceived& on_received) {
   absl::Status status = DoRingPass(to, from, steps, tag, on_received);
   if (status.ok()) {
     for (const PassStep& step : steps)
@@ -25,13 +25,14 @@ absl::Status Transport::RingPass(int to, int from, absl::Span<const PassStep> st
 }
 
 absl::Status Transport::DoRingPass(int to, int from, absl::Span<const PassStep> steps, uint64_t tag,
-                                   const std::function<void(int)>& on_received) {
+                                   const OnReceived& on_received) {
   for (size_t s = 0; s < steps.size(); ++s) {
     const PassStep& step = steps[s];
     absl::Status status =
         DoSendRecv(to, step.send, step.send_bytes, from, step.recv, step.recv_bytes, tag);
     if (!status.ok()) return status;
-    on_received(static_cast<int>(s));
+    status = on_received(static_cast<int>(s));
+    if (!status.ok()) return status;
   }
   return absl::OkStatus();
 }

@@ -56,9 +56,12 @@ class Transport {
   // the sender then writes each payload at once instead of waiting for the receiver to announce
   // it, which on a host with fewer cores than ranks is most of a step's latency). Earlier sends
   // may still be in flight during a step, so neither a receive nor on_received may change what
-  // an earlier step sent. All sends have completed when the call returns OK.
+  // an earlier step sent. All sends have completed when the call returns OK. An error from
+  // on_received(s) ends the pass: no later step is sent, the sends already posted complete, and
+  // RingPass returns that error (the peers then fail on the missing steps, as when a rank dies).
+  using OnReceived = std::function<absl::Status(int)>;
   absl::Status RingPass(int to, int from, absl::Span<const PassStep> steps, uint64_t tag,
-                        const std::function<void(int)>& on_received);
+                        const OnReceived& on_received);
 
   const ByteCounters& counters() const { return counters_; }
 
@@ -68,7 +71,7 @@ class Transport {
 
   // The default runs the steps one SendRecv at a time.
   virtual absl::Status DoRingPass(int to, int from, absl::Span<const PassStep> steps, uint64_t tag,
-                                  const std::function<void(int)>& on_received);
+                                  const OnReceived& on_received);
 
  private:
   // Adds a completed transfer to the counters (a null side moved nothing).

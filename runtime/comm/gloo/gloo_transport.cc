@@ -106,7 +106,7 @@ absl::Status GlooTransport::DoSendRecv(int to, const void* send, size_t send_byt
 }
 
 absl::Status GlooTransport::DoRingPass(int to, int from, absl::Span<const PassStep> steps,
-                                       uint64_t tag, const std::function<void(int)>& on_received) {
+                                       uint64_t tag, const OnReceived& on_received) {
   try {
     std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> in(steps.size());
     std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> out(steps.size());
@@ -116,7 +116,8 @@ absl::Status GlooTransport::DoRingPass(int to, int from, absl::Span<const PassSt
       in[s] = context_->createUnboundBuffer(steps[s].recv, steps[s].recv_bytes);
       in[s]->recv(from, tag);
     }
-    for (size_t s = 0; s < steps.size(); ++s) {
+    absl::Status ended;  // an error from on_received: no later step is sent
+    for (size_t s = 0; s < steps.size() && ended.ok(); ++s) {
       if (steps[s].send != nullptr && steps[s].send_bytes > 0) {
         out[s] =
             context_->createUnboundBuffer(const_cast<void*>(steps[s].send), steps[s].send_bytes);
@@ -125,14 +126,14 @@ absl::Status GlooTransport::DoRingPass(int to, int from, absl::Span<const PassSt
       if (in[s] && !in[s]->waitRecv(timeout_)) {
         return Aborted("receive from", from);
       }
-      on_received(static_cast<int>(s));
+      ended = on_received(static_cast<int>(s));
     }
     for (size_t s = 0; s < steps.size(); ++s) {
       if (out[s] && !out[s]->waitSend(timeout_)) {
         return Aborted("send to", to);
       }
     }
-    return absl::OkStatus();
+    return ended;
   } catch (const std::exception& e) {
     return ExchangeFailed(rank_, to, from, e);
   }

@@ -43,7 +43,7 @@ class GlooTransport : public Transport {
                           size_t recv_bytes, uint64_t tag) override;
   // Posts every receive of the pass first (see Transport::RingPass).
   absl::Status DoRingPass(int to, int from, absl::Span<const PassStep> steps, uint64_t tag,
-                          const std::function<void(int)>& on_received) override;
+                          const OnReceived& on_received) override;
 
  private:
   GlooTransport(std::shared_ptr<gloo::Context> context, int rank, int size,

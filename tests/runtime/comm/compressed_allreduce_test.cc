@@ -1,10 +1,14 @@
+#include <cmath>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "runtime/comm/chunk_codec.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/comm/gloo/gloo_transport.h"
+#include "runtime/comm/kv_store.h"
 #include "runtime/comm/loopback_transport.h"
 #include "tests/runtime/comm/spawn.h"
 
@@ -75,6 +79,18 @@ class TruncatingCodec : public IdentityCodec {
   std::vector<float> residual_;
 };
 
+// IdentityCodec that refuses to encode NaN, as the quantizer does.
+class NanRejectingCodec : public IdentityCodec {
+ public:
+  absl::Status Encode(const float* data, size_t count, size_t offset, uint64_t salt,
+                      uint8_t* out) override {
+    for (size_t i = 0; i < count; ++i) {
+      if (std::isnan(data[i])) return absl::InvalidArgumentError("NaN in the input");
+    }
+    return IdentityCodec::Encode(data, count, offset, salt, out);
+  }
+};
+
 std::vector<std::unique_ptr<Communicator>> MakeGroup(int size) {
   auto hub = std::make_shared<LoopbackHub>(size);
   std::vector<std::unique_ptr<Communicator>> comms;
@@ -130,6 +146,74 @@ TEST(CompressedRingAllReduce, LossyCodecAgreesOnAllRanksAndHalvesTheBytes) {
   // 2(N-1)/N of a 2-bytes-per-element buffer.
   const double expected = 2.0 * (size - 1) / size * 2.0 * count;
   for (int r = 0; r < size; ++r) EXPECT_EQ(comms[r]->bytes_sent(), expected);
+}
+
+// Over Gloo the two passes post every receive first, and the encoding of step s + 1 happens when
+// step s's chunk arrives; the result must be the bits of the step-by-step path (loopback), error
+// feedback included, over repeated calls.
+TEST(CompressedRingAllReduce, OverGlooGivesTheBitsOfTheStepByStepPath) {
+  const int size = 4;
+  const std::vector<size_t> counts = {1, 3, 4, 5, 1000, 61706};
+  size_t total = 0;
+  for (size_t c : counts) total += c;
+  std::vector<std::vector<std::vector<float>>> tcp(size), loop(size);  // [rank][case]
+  InMemoryStore store;
+  GlooOptions options;
+  options.timeout = std::chrono::seconds(20);
+  auto hub = std::make_shared<LoopbackHub>(size);
+  testing::Spawn(size, [&](int r) {
+    auto transport = GlooTransport::Connect(store, r, size, options);
+    ASSERT_TRUE(transport.ok()) << transport.status();
+    TransportCommunicator gloo(std::move(*transport));
+    TransportCommunicator loopback(std::make_unique<LoopbackTransport>(hub, r));
+    TruncatingCodec gloo_codec(total), loop_codec(total);
+    for (int round = 0; round < 3; ++round) {
+      for (size_t count : counts) {
+        std::vector<float> a(count);
+        for (size_t i = 0; i < count; ++i) a[i] = 0.1f * (r + round + 1) + 0.0137f * (i % 101);
+        std::vector<float> b = a;
+        ASSERT_TRUE(gloo.AllReduceSumCompressed(a.data(), count, gloo_codec).ok());
+        ASSERT_TRUE(loopback.AllReduceSumCompressed(b.data(), count, loop_codec).ok());
+        tcp[r].push_back(std::move(a));
+        loop[r].push_back(std::move(b));
+      }
+    }
+    EXPECT_EQ(gloo_codec.residual(), loop_codec.residual()) << "rank " << r;
+  });
+  for (int r = 0; r < size; ++r) {
+    ASSERT_EQ(tcp[r].size(), loop[r].size());
+    for (size_t c = 0; c < tcp[r].size(); ++c) {
+      EXPECT_EQ(tcp[r][c], loop[r][c]) << "rank " << r << ", case " << c;
+      EXPECT_EQ(tcp[r][c], tcp[0][c]) << "rank " << r << ", case " << c;
+    }
+  }
+}
+
+// A rank whose codec fails in the middle of the reduce-scatter returns the codec's error, naming
+// the chunk and step, and sends nothing more; its peers fail on the missing steps instead of
+// completing with a sum that lacks its chunk.
+TEST(CompressedRingAllReduce, ACodecErrorEndsThePassAndEveryRankFails) {
+  const int size = 4;
+  const size_t count = 1000;  // chunk 1 is [250, 500)
+  InMemoryStore store;
+  GlooOptions options;
+  options.timeout = std::chrono::seconds(2);
+  std::vector<absl::Status> results(size);
+  testing::Spawn(size, [&](int r) {
+    auto transport = GlooTransport::Connect(store, r, size, options);
+    ASSERT_TRUE(transport.ok()) << transport.status();
+    TransportCommunicator comm(std::move(*transport));
+    std::vector<float> data(count, 1.0f);
+    // Rank 2 encodes chunk (2 - 1) = 1 in its second reduce-scatter step.
+    if (r == 2) data[300] = std::nanf("");
+    NanRejectingCodec codec;
+    results[r] = comm.AllReduceSumCompressed(data.data(), count, codec);
+  });
+  EXPECT_EQ(results[2].code(), absl::StatusCode::kInvalidArgument) << results[2];
+  EXPECT_NE(results[2].message().find("encoding chunk 1 in reduce-scatter step 2"),
+            std::string::npos)
+      << results[2];
+  for (int r = 0; r < size; ++r) EXPECT_FALSE(results[r].ok()) << "rank " << r;
 }
 
 }  // namespace
