@@ -7,9 +7,13 @@
 // about ±0.7 points under any perturbation of the trajectory, which would drown the 0.5-point
 // criterion in noise; annealing to zero makes the comparison about the strategy.
 //
-// topk and dgc at density 0.01 (no warm-up) are asserted on bytes and on learning within 2
-// points: after one epoch they trail ssgd by 0.9-2.8 points depending on the seed (seeds 42, 7,
-// 13), short of the 1-point target, which is tracked and reported rather than asserted.
+// One seed's gap moves by about ±0.4 points with the seed, even fp16's (bench/accuracy over 8
+// seeds, docs/benchmarks/accuracy-1epoch: fp16 -0.13 ± 0.13 on average, -0.85 at its worst
+// seed). This test runs seed 42 with the targets as bounds; the report gives the means over
+// seeds. topk and dgc at density 0.01 (no warm-up) are asserted on bytes and on learning within
+// 2 points: over the 8 seeds they trail ssgd by 1.36 ± 0.23 and 0.98 ± 0.12 points (worst seeds
+// 2.75 and 1.43). topk misses the 1-point target and dgc sits on it; that is tracked and
+// reported rather than asserted.
 #include <iostream>
 #include <string>
 #include <vector>
