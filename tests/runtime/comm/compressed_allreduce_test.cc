@@ -10,6 +10,7 @@
 #include "runtime/comm/gloo/gloo_transport.h"
 #include "runtime/comm/kv_store.h"
 #include "runtime/comm/loopback_transport.h"
+#include "tests/runtime/comm/gloo_and_loopback.h"
 #include "tests/runtime/comm/spawn.h"
 
 namespace hptrain::comm {
@@ -156,16 +157,8 @@ TEST(CompressedRingAllReduce, OverGlooGivesTheBitsOfTheStepByStepPath) {
   const std::vector<size_t> counts = {1, 3, 4, 5, 1000, 61706};
   size_t total = 0;
   for (size_t c : counts) total += c;
-  std::vector<std::vector<std::vector<float>>> tcp(size), loop(size);  // [rank][case]
-  InMemoryStore store;
-  GlooOptions options;
-  options.timeout = std::chrono::seconds(20);
-  auto hub = std::make_shared<LoopbackHub>(size);
-  testing::Spawn(size, [&](int r) {
-    auto transport = GlooTransport::Connect(store, r, size, options);
-    ASSERT_TRUE(transport.ok()) << transport.status();
-    TransportCommunicator gloo(std::move(*transport));
-    TransportCommunicator loopback(std::make_unique<LoopbackTransport>(hub, r));
+  testing::ResultsPerRank tcp(size), loop(size);
+  testing::SpawnOverGlooAndLoopback(size, [&](int r, Communicator& gloo, Communicator& loopback) {
     TruncatingCodec gloo_codec(total), loop_codec(total);
     for (int round = 0; round < 3; ++round) {
       for (size_t count : counts) {
@@ -180,13 +173,7 @@ TEST(CompressedRingAllReduce, OverGlooGivesTheBitsOfTheStepByStepPath) {
     }
     EXPECT_EQ(gloo_codec.residual(), loop_codec.residual()) << "rank " << r;
   });
-  for (int r = 0; r < size; ++r) {
-    ASSERT_EQ(tcp[r].size(), loop[r].size());
-    for (size_t c = 0; c < tcp[r].size(); ++c) {
-      EXPECT_EQ(tcp[r][c], loop[r][c]) << "rank " << r << ", case " << c;
-      EXPECT_EQ(tcp[r][c], tcp[0][c]) << "rank " << r << ", case " << c;
-    }
-  }
+  testing::ExpectSameBitsEverywhere(tcp, loop);
 }
 
 // A rank whose codec fails in the middle of the reduce-scatter returns the codec's error, naming

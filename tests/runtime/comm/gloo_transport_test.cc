@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/kv_store.h"
-#include "runtime/comm/loopback_transport.h"
+#include "tests/runtime/comm/gloo_and_loopback.h"
 #include "tests/runtime/comm/spawn.h"
 
 namespace hptrain::comm {
@@ -49,16 +49,8 @@ TEST(GlooTransport, RingPassGivesTheBitsOfTheStepByStepPath) {
     for (size_t i = 0; i < count; ++i) v[i] = 0.1f * (r + 1) + 0.37f * static_cast<float>(i % 11);
     return v;
   };
-  std::vector<std::vector<std::vector<float>>> tcp(size), loop(size);  // [rank][case]
-  InMemoryStore store;
-  GlooOptions options;
-  options.timeout = std::chrono::seconds(20);
-  auto hub = std::make_shared<LoopbackHub>(size);
-  testing::Spawn(size, [&](int r) {
-    auto transport = GlooTransport::Connect(store, r, size, options);
-    ASSERT_TRUE(transport.ok()) << transport.status();
-    TransportCommunicator gloo(std::move(*transport));
-    TransportCommunicator loopback(std::make_unique<LoopbackTransport>(hub, r));
+  testing::ResultsPerRank tcp(size), loop(size);
+  testing::SpawnOverGlooAndLoopback(size, [&](int r, Communicator& gloo, Communicator& loopback) {
     for (int round = 0; round < 3; ++round) {
       for (size_t count : counts) {
         std::vector<float> a = fill(r + round, count), b = a;
@@ -69,16 +61,7 @@ TEST(GlooTransport, RingPassGivesTheBitsOfTheStepByStepPath) {
       }
     }
   });
-  for (int r = 0; r < size; ++r) {
-    ASSERT_EQ(tcp[r].size(), loop[r].size());
-    for (size_t c = 0; c < tcp[r].size(); ++c) {
-      ASSERT_EQ(tcp[r][c].size(), loop[r][c].size());
-      EXPECT_EQ(std::memcmp(tcp[r][c].data(), loop[r][c].data(), tcp[r][c].size() * 4), 0)
-          << "rank " << r << ", case " << c;
-      EXPECT_EQ(std::memcmp(tcp[r][c].data(), tcp[0][c].data(), tcp[r][c].size() * 4), 0)
-          << "rank " << r << ", case " << c;
-    }
-  }
+  testing::ExpectSameBitsEverywhere(tcp, loop);
 }
 
 // The all-gathers run as one RingPass too (every receive posted first): every rank must end with
