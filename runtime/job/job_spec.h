@@ -45,6 +45,7 @@ struct StrategySpec {
   int interval = 0;               // localsgd / multistep / hierarchical; 0 = unset
   double warmup_epochs = 0.0;
   double clip_norm = 0.0;         // dgc: local gradient clipping bound (global norm); 0 = off
+  std::optional<bool> momentum_masking;  // dgc: clear the momentum of sent elements (true)
   double threshold = 0.0;         // gossip
   double push_ratio = 0.0;        // mp2
 };

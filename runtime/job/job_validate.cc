@@ -66,7 +66,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& StrategyTab
       {"fp16", {"bucketSize", "errorFeedback"}},
       {"quantized", {"bits", "bucketSize", "errorFeedback"}},
       {"topk", {"density", "errorFeedback", "warmupEpochs"}},
-      {"dgc", {"density", "warmupEpochs", "clipNorm"}},
+      {"dgc", {"density", "warmupEpochs", "clipNorm", "momentumMasking"}},
       {"localsgd", {"interval"}},
       {"multistep", {"interval", "warmupEpochs"}},
       {"hierarchical", {"interval"}},
@@ -144,7 +144,7 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
       {"density", s.density != 0},     {"errorFeedback", s.error_feedback.has_value()},
       {"interval", s.interval != 0},   {"warmupEpochs", s.warmup_epochs != 0},
       {"threshold", s.threshold != 0}, {"pushRatio", s.push_ratio != 0},
-      {"clipNorm", s.clip_norm != 0},
+      {"clipNorm", s.clip_norm != 0},  {"momentumMasking", s.momentum_masking.has_value()},
   };
   for (const auto& [key, is_set] : set) {
     if (!is_set || Contains(accepted, key)) continue;

@@ -3,13 +3,21 @@
 // Per bucket: with `clipNorm` T set, local gradient clipping first (below); momentum correction
 // u = m·u + g, v = v + u (kernels/topk/dgc.h); a threshold from a 1 % sample of |v| selects
 // between 0.8·k and 1.3·k entries (k = density · n); the selected (index, value) pairs go
-// through the sparse all-gather and are summed on every worker; momentum factor masking clears u
-// and v where sent. Tensors under 4096 elements are not sparsified (DGC sends small layers
-// dense): their momentum u = m·u + g is all-reduced every step at 4 bits with error feedback
-// (small_tensors.h); momentum is linear, so the sum of the workers' u is the momentum of the
-// summed gradients. Because momentum happens here, the optimizer runs without momentum
-// (applies_momentum). Warm-up: DGC's exponential density schedule over `warmupEpochs`
-// (density_schedule.h); at density ≥ 0.5 the whole bucket is all-reduced dense.
+// through the sparse all-gather and are summed on every worker; v is cleared where sent, and so is
+// u (momentum factor masking) unless `momentumMasking` is false. Tensors under 4096 elements are
+// not sparsified (DGC sends small layers dense): their momentum u = m·u + g is all-reduced every
+// step at 4 bits with error feedback (small_tensors.h); momentum is linear, so the sum of the
+// workers' u is the momentum of the summed gradients. Because momentum happens here, the optimizer
+// runs without momentum (applies_momentum). Warm-up: DGC's exponential density schedule over
+// `warmupEpochs` (density_schedule.h); at density ≥ 0.5 the whole bucket is all-reduced dense.
+//
+// Momentum factor masking stops a sent element's momentum from pushing on with gradients that
+// were already applied, but it also discards that momentum: an element sent every τ steps keeps
+// 1 − m(1 − m^τ)/((1 − m)τ) of what momentum SGD would apply to a steady gradient (0.91 at
+// τ = 100, 0.56 at τ = 20, 1 − m at τ = 1), and at density 1 masking leaves plain SGD. Without
+// masking, u runs on as momentum SGD's buffer, and at density 1 DGC is momentum SGD.
+// One epoch of the demo job (docs/benchmarks/accuracy-density) shows the cost: with masking the
+// gap to ssgd stays near 1 point from density 0.01 to 0.05; without, it shrinks as topk's does.
 //
 // Local clipping (DGC's, before accumulation): the worker's mean gradient g/b (g is the sum over
 // its b samples) is clipped to the global bound T scaled by N^{-1/2}. A bucket of n of the model's
@@ -42,7 +50,8 @@ class Dgc : public Strategy {
   explicit Dgc(const StrategyContext& context)
       : spec_(*context.job),
         comm_(context.comm),
-        momentum_(static_cast<float>(context.job->optimizer.momentum)) {}
+        momentum_(static_cast<float>(context.job->optimizer.momentum)),
+        masking_(context.job->strategy.momentum_masking.value_or(true)) {}
   std::string name() const override { return "dgc"; }
   bool applies_momentum() const override { return true; }
 
@@ -82,7 +91,7 @@ class Dgc : public Strategy {
     kernels::DgcMomentumCorrection(large.data(), n, momentum_, u.data(), v.data());
     if (density >= kDenseAboveDensity) {
       std::copy(v.begin(), v.end(), large.begin());
-      std::fill(u.begin(), u.end(), 0.0f);
+      if (masking_) std::fill(u.begin(), u.end(), 0.0f);
       std::fill(v.begin(), v.end(), 0.0f);
       return small_.FinishDense(bucket, gradients, &tally_);
     }
@@ -98,7 +107,7 @@ class Dgc : public Strategy {
                                                    values_.data(), selection.count);
       indices_.resize(count);
       values_.resize(count);
-      kernels::DgcMaskSelected(indices_.data(), count, u.data(), v.data());
+      kernels::DgcMaskSelected(indices_.data(), count, masking_ ? u.data() : nullptr, v.data());
       HPTRAIN_RETURN_IF_ERROR(SparseAllGatherSum(*comm_, indices_, values_, n, large.data(), &wire),
                               "DGC exchange of ", count, " of ", n, " elements");
     }
@@ -128,6 +137,7 @@ class Dgc : public Strategy {
   const job::JobSpec& spec_;
   comm::Communicator* comm_;
   float momentum_;
+  bool masking_;               // momentum factor masking: clear u where sent
   size_t model_elements_ = 0;  // P, over all buckets
   SmallTensorExchange small_;
   std::vector<std::vector<float>> u_, v_;    // per bucket, over its large tensors

@@ -5,6 +5,9 @@
           by seed, the mean and its standard error, the worst seed and the count within the
           target come out as computed by hand, a failed run is listed and left out, and the
           report is written whole.
+  sets    with a stand-in for the hptrain binary that records its arguments: --set is passed to
+          every run, a spec.strategy key to every run but the ssgd baseline's (which takes no
+          strategy parameters and would refuse it).
   errors  an unknown strategy, a density that is not a number, no seeds, a missing binary and a
           folder without results each exit non-zero with one line naming the problem.
 """
@@ -69,6 +72,49 @@ def test_report():
             fail("report.md.tmp left behind")
 
 
+FAKE_HPTRAIN = """#!/usr/bin/python3
+import json, os, sys
+with open(os.environ["ARGS_LOG"], "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+out = sys.argv[sys.argv.index("--output-json") + 1]
+with open(out, "w") as f:
+    json.dump({"final": {"test_accuracy": 0.85}, "steps": 10,
+               "ranks": [{"bytes_sent": 1000}, {"bytes_sent": 1000}]}, f)
+"""
+
+
+def test_sets():
+    with tempfile.TemporaryDirectory() as d:
+        binary = os.path.join(d, "hptrain")
+        with open(binary, "w") as f:
+            f.write(FAKE_HPTRAIN)
+        os.chmod(binary, 0o755)
+        log = os.path.join(d, "args.jsonl")
+        r = subprocess.run([BENCH, "--binary", binary, "--seeds", "1", "--strategies", "dgc-0.01",
+                            "--set", "spec.strategy.momentumMasking=false", "--set",
+                            "spec.optimizer.lr=0.1", "--out", os.path.join(d, "out")],
+                           capture_output=True, text=True, cwd=ROOT,
+                           env=dict(os.environ, ARGS_LOG=log))
+        if r.returncode != 0:
+            fail(f"bench/accuracy exited {r.returncode}: {r.stderr}")
+        with open(log) as f:
+            runs = {}
+            for line in f:
+                argv = json.loads(line)
+                sets = [argv[i + 1] for i, a in enumerate(argv) if a == "--set"]
+                kind = [s for s in sets if s.startswith("spec.strategy.type=")][0]
+                runs[kind.split("=", 1)[1]] = sets
+        if sorted(runs) != ["dgc", "ssgd"]:
+            fail(f"expected one ssgd and one dgc run, got {sorted(runs)}")
+        for strategy in ("ssgd", "dgc"):
+            if "spec.optimizer.lr=0.1" not in runs[strategy]:
+                fail(f"{strategy} run lacks the job-wide --set: {runs[strategy]}")
+        if "spec.strategy.momentumMasking=false" not in runs["dgc"]:
+            fail(f"dgc run lacks the strategy --set: {runs['dgc']}")
+        if "spec.strategy.momentumMasking=false" in runs["ssgd"]:
+            fail(f"the ssgd baseline got a strategy parameter: {runs['ssgd']}")
+
+
 def test_errors():
     cases = [
         (["--strategies", "ssgd,bogus"], "unknown strategy 'bogus'"),
@@ -86,5 +132,5 @@ def test_errors():
 
 
 if __name__ == "__main__":
-    {"report": test_report, "errors": test_errors}[sys.argv[1]]()
+    {"report": test_report, "sets": test_sets, "errors": test_errors}[sys.argv[1]]()
     print("PASS")

@@ -162,6 +162,13 @@ TEST(JobParserTest, DgcClippingAndWarmup) {
             "job.yaml: spec.strategy.clipNorm: must be a number, got \"x\"");
   EXPECT_THAT(SetError({"spec.strategy.type=topk", "spec.strategy.clipNorm=5"}),
               HasSubstr("spec.strategy.clipNorm: does not apply to strategy topk"));
+  EXPECT_FALSE(spec->strategy.momentum_masking.has_value());  // unset: DGC's masking
+  absl::StatusOr<JobSpec> unmasked =
+      Parse(kMinimal, {"spec.strategy.type=dgc", "spec.strategy.momentumMasking=false"});
+  ASSERT_TRUE(unmasked.ok()) << unmasked.status();
+  EXPECT_EQ(unmasked->strategy.momentum_masking, std::optional<bool>(false));
+  EXPECT_THAT(SetError({"spec.strategy.type=topk", "spec.strategy.momentumMasking=false"}),
+              HasSubstr("spec.strategy.momentumMasking: does not apply to strategy topk"));
 }
 
 TEST(JobParserTest, AllFieldsRoundTrip) {

@@ -334,6 +334,7 @@ TEST(ValidateJobTest, EveryStrategyAcceptsItsOwnParameters) {
       if (key == "threshold") spec.strategy.threshold = 0.5;
       if (key == "pushRatio") spec.strategy.push_ratio = 0.25;
       if (key == "clipNorm") spec.strategy.clip_norm = 5;
+      if (key == "momentumMasking") spec.strategy.momentum_masking = false;
     }
     EXPECT_TRUE(ValidateJob(spec).ok()) << type << ": " << ValidateJob(spec);
   }

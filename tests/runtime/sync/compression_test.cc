@@ -54,6 +54,50 @@ TEST(Degenerate, TopkAtDensityOneIsSsgd) {
   ExpectBitwiseEqual(ssgd, topk);
 }
 
+// DGC at density 1 sends its whole v every step. Momentum factor masking then clears u every step
+// and the large tensors train by plain SGD; the small ones, whose momentum is all-reduced and never
+// masked, by momentum SGD. Without masking u is momentum SGD's buffer for every tensor, summed
+// over workers instead of the workers' gradients: the same up to rounding. Weight decay is off,
+// since dgc's optimizer applies it outside the momentum.
+TEST(Degenerate, DgcAtDensityOneIsMomentumSgdWithoutMaskingAndPlainSgdWithIt) {
+  SimOptions o;
+  job::JobSpec momentum_sgd = HarnessJob("ssgd");
+  momentum_sgd.optimizer.weight_decay = 0;
+  job::JobSpec plain_sgd = momentum_sgd;
+  plain_sgd.optimizer.momentum = 0;
+  job::JobSpec masked = With("dgc", "", 1.0);
+  masked.optimizer.weight_decay = 0;
+  job::JobSpec unmasked = masked;
+  unmasked.strategy.momentum_masking = false;
+  const SimResult m = Simulate(momentum_sgd, o), p = Simulate(plain_sgd, o);
+  const SimResult with = Simulate(masked, o), without = Simulate(unmasked, o);
+  ASSERT_TRUE(m.ok && p.ok && with.ok && without.ok)
+      << m.error << p.error << with.error << without.error;
+  ExpectIdenticalRanks(with);
+  ExpectIdenticalRanks(without);
+  double step_norm = 0, without_error = 0, small_error = 0, momentum_effect = 0;
+  size_t offset = 0, large_differing = 0;
+  for (size_t size : o.tensor_sizes) {
+    const bool small = size < kSmallTensorElements;
+    for (size_t i = offset; i < offset + size; ++i) {
+      const double init = 0.01f * std::cos(0.01f * i);  // the harness's initial value
+      step_norm += (m.params[0][i] - init) * (m.params[0][i] - init);
+      without_error += std::pow(without.params[0][i] - m.params[0][i], 2);
+      momentum_effect += std::pow(p.params[0][i] - m.params[0][i], 2);
+      if (small) {
+        small_error += std::pow(with.params[0][i] - m.params[0][i], 2);
+      } else {
+        large_differing += with.params[0][i] != p.params[0][i];
+      }
+    }
+    offset += size;
+  }
+  EXPECT_LT(std::sqrt(without_error / step_norm), 1e-5);
+  EXPECT_LT(std::sqrt(small_error / step_norm), 1e-5);
+  EXPECT_EQ(large_differing, 0u);
+  EXPECT_GT(std::sqrt(momentum_effect / step_norm), 0.1);  // momentum makes a difference here
+}
+
 TEST(Degenerate, Fp16OnExactlyRepresentableGradientsIsSsgd) {
   SimOptions o;
   // Multiples of 2^-6 below 1 in magnitude, and their sums over 4 workers, are exact in fp16.
