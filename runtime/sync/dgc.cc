@@ -15,9 +15,11 @@
 // were already applied, but it also discards that momentum: an element sent every τ steps keeps
 // 1 − m(1 − m^τ)/((1 − m)τ) of what momentum SGD would apply to a steady gradient (0.91 at
 // τ = 100, 0.56 at τ = 20, 1 − m at τ = 1), and at density 1 masking leaves plain SGD. Without
-// masking, u runs on as momentum SGD's buffer, and at density 1 DGC is momentum SGD.
-// One epoch of the demo job (docs/benchmarks/accuracy-density) shows the cost: with masking the
-// gap to ssgd stays near 1 point from density 0.01 to 0.05; without, it shrinks as topk's does.
+// masking, u runs on as momentum SGD's buffer, and at density 1 DGC is momentum SGD up to rounding
+// (weight decay aside: the optimizer applies it outside the momentum). One epoch of the demo job
+// shows the cost: with masking the gap to ssgd stays near 1 point from density 0.01 to 0.05
+// (docs/benchmarks/accuracy-density); without, it shrinks with density as topk's does
+// (accuracy-dgc-unmasked).
 //
 // Local clipping (DGC's, before accumulation): the worker's mean gradient g/b (g is the sum over
 // its b samples) is clipped to the global bound T scaled by N^{-1/2}. A bucket of n of the model's
