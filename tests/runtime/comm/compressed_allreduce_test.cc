@@ -7,8 +7,6 @@
 #include "gtest/gtest.h"
 #include "runtime/comm/chunk_codec.h"
 #include "runtime/comm/communicator.h"
-#include "runtime/comm/gloo/gloo_transport.h"
-#include "runtime/comm/kv_store.h"
 #include "runtime/comm/loopback_transport.h"
 #include "tests/runtime/comm/gloo_and_loopback.h"
 #include "tests/runtime/comm/spawn.h"
@@ -182,20 +180,17 @@ TEST(CompressedRingAllReduce, OverGlooGivesTheBitsOfTheStepByStepPath) {
 TEST(CompressedRingAllReduce, ACodecErrorEndsThePassAndEveryRankFails) {
   const int size = 4;
   const size_t count = 1000;  // chunk 1 is [250, 500)
-  InMemoryStore store;
-  GlooOptions options;
-  options.timeout = std::chrono::seconds(2);
   std::vector<absl::Status> results(size);
-  testing::Spawn(size, [&](int r) {
-    auto transport = GlooTransport::Connect(store, r, size, options);
-    ASSERT_TRUE(transport.ok()) << transport.status();
-    TransportCommunicator comm(std::move(*transport));
-    std::vector<float> data(count, 1.0f);
-    // Rank 2 encodes chunk (2 - 1) = 1 in its second reduce-scatter step.
-    if (r == 2) data[300] = std::nanf("");
-    NanRejectingCodec codec;
-    results[r] = comm.AllReduceSumCompressed(data.data(), count, codec);
-  });
+  testing::SpawnOverGloo(
+      size,
+      [&](int r, Communicator& comm) {
+        std::vector<float> data(count, 1.0f);
+        // Rank 2 encodes chunk (2 - 1) = 1 in its second reduce-scatter step.
+        if (r == 2) data[300] = std::nanf("");
+        NanRejectingCodec codec;
+        results[r] = comm.AllReduceSumCompressed(data.data(), count, codec);
+      },
+      std::chrono::seconds(2));
   EXPECT_EQ(results[2].code(), absl::StatusCode::kInvalidArgument) << results[2];
   EXPECT_NE(results[2].message().find("encoding chunk 1 in reduce-scatter step 2"),
             std::string::npos)

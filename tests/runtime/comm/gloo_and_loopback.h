@@ -1,6 +1,6 @@
-// Runs one body per rank with two communicators, one over Gloo TCP (a RingPass posts every
-// receive first) and one over the loopback transport (step by step), so a test can check that a
-// collective gives the same bits on both paths.
+// Runs one body per rank over a Gloo TCP communicator (a RingPass posts every receive first), or
+// with two communicators, one over Gloo and one over the loopback transport (step by step), so a
+// test can check that a collective gives the same bits on both paths.
 #ifndef HPTRAIN_TESTS_RUNTIME_COMM_GLOO_AND_LOOPBACK_H_
 #define HPTRAIN_TESTS_RUNTIME_COMM_GLOO_AND_LOOPBACK_H_
 
@@ -23,17 +23,26 @@ namespace hptrain::comm::testing {
 // Results of a test's calls, [rank][call].
 using ResultsPerRank = std::vector<std::vector<std::vector<float>>>;
 
-// Runs fn(rank, gloo, loopback) on `size` threads.
-inline void SpawnOverGlooAndLoopback(
-    int size, const std::function<void(int, Communicator&, Communicator&)>& fn) {
+// Runs fn(rank, gloo) on `size` threads, the ranks connected through one in-memory store; a
+// collective that does not complete within `timeout` fails.
+inline void SpawnOverGloo(int size, const std::function<void(int, Communicator&)>& fn,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
   InMemoryStore store;
   GlooOptions options;
-  options.timeout = std::chrono::seconds(20);
-  auto hub = std::make_shared<LoopbackHub>(size);
+  options.timeout = timeout;
   Spawn(size, [&](int r) {
     auto transport = GlooTransport::Connect(store, r, size, options);
     ASSERT_TRUE(transport.ok()) << transport.status();
     TransportCommunicator gloo(std::move(*transport));
+    fn(r, gloo);
+  });
+}
+
+// Runs fn(rank, gloo, loopback) on `size` threads.
+inline void SpawnOverGlooAndLoopback(
+    int size, const std::function<void(int, Communicator&, Communicator&)>& fn) {
+  auto hub = std::make_shared<LoopbackHub>(size);
+  SpawnOverGloo(size, [&](int r, Communicator& gloo) {
     TransportCommunicator loopback(std::make_unique<LoopbackTransport>(hub, r));
     fn(r, gloo, loopback);
   });

@@ -9,22 +9,15 @@
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/kv_store.h"
 #include "tests/runtime/comm/gloo_and_loopback.h"
-#include "tests/runtime/comm/spawn.h"
 
 namespace hptrain::comm {
 namespace {
 
 TEST(GlooTransport, RingAllReduceOverTcp) {
   const int size = 3;
-  InMemoryStore store;
-  GlooOptions options;
-  options.timeout = std::chrono::seconds(20);
   std::vector<std::vector<float>> data(size, std::vector<float>(10001));
   std::vector<int64_t> sent(size);
-  testing::Spawn(size, [&](int r) {
-    auto transport = GlooTransport::Connect(store, r, size, options);
-    ASSERT_TRUE(transport.ok()) << transport.status();
-    TransportCommunicator comm(std::move(*transport));
+  testing::SpawnOverGloo(size, [&](int r, Communicator& comm) {
     for (size_t i = 0; i < data[r].size(); ++i) data[r][i] = static_cast<float>(r + i % 7);
     ASSERT_TRUE(comm.AllReduceSum(data[r].data(), data[r].size()).ok());
     ASSERT_TRUE(comm.Barrier().ok());
@@ -75,14 +68,8 @@ TEST(GlooTransport, AllGathersOverRingPassDeliverEveryRanksBytes) {
     return b;
   };
   auto varying = [](int r, int round) -> size_t { return r == round % size ? 0 : 1000 * r + 17; };
-  InMemoryStore store;
-  GlooOptions options;
-  options.timeout = std::chrono::seconds(20);
   std::vector<std::string> failures(size);
-  testing::Spawn(size, [&](int r) {
-    auto transport = GlooTransport::Connect(store, r, size, options);
-    ASSERT_TRUE(transport.ok()) << transport.status();
-    TransportCommunicator comm(std::move(*transport));
+  testing::SpawnOverGloo(size, [&](int r, Communicator& comm) {
     for (int round = 0; round < 3; ++round) {
       for (size_t bytes : {size_t{1}, size_t{13}, size_t{65536}}) {
         const std::string mine = block(r, round, bytes);
