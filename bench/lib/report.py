@@ -3,6 +3,7 @@ import json
 import os
 
 import runner
+from files import write_atomically
 
 
 def _fmt(value, spec, none="—"):
@@ -38,13 +39,10 @@ def write(out_dir, header, suites):
     results = [{"suite": title, "model": settings.model, "workers": settings.workers,
                 "target": settings.target, "rows": [row for row, _ in rows]}
                for title, settings, rows in suites]
-    with open(os.path.join(out_dir, "results.json.tmp"), "w") as f:
-        json.dump({"header": header, "suites": results}, f, indent=1)
-    os.replace(os.path.join(out_dir, "results.json.tmp"), os.path.join(out_dir, "results.json"))
+    write_atomically(os.path.join(out_dir, "results.json"),
+                     json.dumps({"header": header, "suites": results}, indent=1))
     path = os.path.join(out_dir, "report.md")
-    with open(path + ".tmp", "w") as f:
-        f.write("\n".join(lines) + "\n")
-    os.replace(path + ".tmp", path)
+    write_atomically(path, "\n".join(lines) + "\n")
     return path
 
 
