@@ -235,8 +235,14 @@ TEST(PortInUse, WorkerMetricsPort) {
 }
 
 // A 4-worker synthetic job slowed down to run for about 10 s or more.
+// A job that is still training when the tests below signal it, 3 s after all four workers are
+// up, on a host of any speed: its steps are slowed down 50 times, and there are enough of them
+// (a minute or more at the synthetic MLP's speed) that it cannot finish first. The tests stop it
+// long before; a run that ignored the signal would end with exit 0 and fail them.
 std::string SlowJob(const std::string& name) {
-  return SyntheticJob(name, 4, "  maxSteps: 30\n  testing: {slowdown: [50, 50, 50, 50]}\n");
+  return SyntheticJob(name, 4,
+                      "  epochs: 100\n  maxSteps: 3000\n"
+                      "  testing: {slowdown: [50, 50, 50, 50]}\n");
 }
 
 std::vector<std::string> CoreFiles(const std::string& dir) {
