@@ -106,8 +106,8 @@ absl::StatusOr<Commit> ApiOperations::PrepareWrite(const ResourceType& type,
   const bool direct = scope == Scope::kDirect;
   const std::string subresource =
       scope == Scope::kStatus ? "status" : (scope == Scope::kScale ? "scale" : "");
-  FieldManagerInfo who{context.field_manager, subresource, type.ApiVersion(), NowTimestamp(),
-                       type.custom};
+  const std::string now = context.Time();  // one stamp for everything this write dates
+  FieldManagerInfo who{context.field_manager, subresource, type.ApiVersion(), now, type.custom};
   const nlohmann::json empty;
   const nlohmann::json& old = create ? empty : current->json();
 
@@ -119,7 +119,7 @@ absl::StatusOr<Commit> ApiOperations::PrepareWrite(const ResourceType& type,
     }
     if (!fields_done) meta.erase("managedFields");
     meta["uid"] = NewUid();
-    meta["creationTimestamp"] = NowTimestamp();
+    meta["creationTimestamp"] = now;
     if (type.has_generation) meta["generation"] = 1;
     if (type.status_subresource && !direct) next.erase("status");
     ApplyBuiltinDefaults(type, !direct || !next.contains("status"), &next);
@@ -250,11 +250,12 @@ absl::StatusOr<ObjectPtr> ApiOperations::Create(const ResourceType& type, const 
       }));
   if (type.group == "apiextensions.k8s.io" && !context.dry_run) {
     // The CRD controller: serve the new type and mark the CRD Established (a second write, as in
-    // fixtures 03 and 04).
+    // fixtures 03 and 04), stamped with the creation's time: the real controller answers within
+    // the second, and a clock tick between the two writes must not reorder managedFields.
     absl::StatusOr<ResourceType> served = ResourceTypeFromCrd(created->json());
     if (served.ok()) {
       store_->AddType(*served);
-      std::string now = NowTimestamp();
+      const std::string now = created->json()["metadata"].value("creationTimestamp", "");
       nlohmann::json status = {
           {"acceptedNames", created->json()["spec"].value("names", nlohmann::json::object())},
           {"conditions",
@@ -270,6 +271,7 @@ absl::StatusOr<ObjectPtr> ApiOperations::Create(const ResourceType& type, const 
              {"message", "the initial names have been accepted"}}}}};
       WriteContext controller;
       controller.field_manager = "kube-apiserver";
+      controller.time = now;
       (void)Patch(type, "", name, "status", PatchType::kMerge, {{"status", status}}, controller);
     }
   }
@@ -321,7 +323,7 @@ absl::StatusOr<ObjectPtr> ApiOperations::Patch(const ResourceType& type, const s
             return NotFoundError(type, name);
           }
           FieldManagerInfo who{context.field_manager, subresource, type.ApiVersion(),
-                               NowTimestamp(), type.custom};
+                               context.Time(), type.custom};
           HPTRAIN_ASSIGN_OR_RETURN(
               nlohmann::json merged,
               ApplyConfig(current == nullptr ? nlohmann::json() : current->json(), config, who,

@@ -38,6 +38,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/controller/apiserver/api_status.h"
 #include "tests/controller/apiserver/json_util.h"
+#include "tests/controller/apiserver/object_meta.h"
 #include "tests/controller/apiserver/object_store.h"
 #include "tests/controller/apiserver/resource_type.h"
 
@@ -53,6 +54,10 @@ struct WriteContext {
   std::string field_manager = "unknown";
   bool force = false;    // server-side apply: take over conflicting fields
   bool dry_run = false;  // validate and answer, commit nothing
+  // The time this write stamps (managedFields); empty: now. The double's own controllers set it
+  // to the time of the write they react to, as kube-apiserver's do within the same second.
+  std::string time;
+  std::string Time() const { return time.empty() ? NowTimestamp() : time; }
 };
 
 struct DeleteOptions {
