@@ -1,5 +1,6 @@
 #include "runtime/comm/encoded_tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -23,7 +24,7 @@ struct Fields {
 
 bool KnownEncoding(uint64_t e) {
   return e >= static_cast<uint64_t>(Encoding::kDenseF32) &&
-         e <= static_cast<uint64_t>(Encoding::kSparse);
+         e <= static_cast<uint64_t>(Encoding::kSparseCompact);
 }
 
 std::string Name(uint64_t encoding) {
@@ -36,7 +37,8 @@ std::string Describe(const Fields& f) {
   std::string s = absl::StrCat("(", Name(f.encoding), ", ", f.num_elements, " elements");
   if (f.encoding == static_cast<uint64_t>(Encoding::kQuantized)) {
     absl::StrAppend(&s, ", ", f.bits, " bits, bucket ", f.bucket_size);
-  } else if (f.encoding == static_cast<uint64_t>(Encoding::kSparse)) {
+  } else if (f.encoding == static_cast<uint64_t>(Encoding::kSparse) ||
+             f.encoding == static_cast<uint64_t>(Encoding::kSparseCompact)) {
     absl::StrAppend(&s, ", ", f.sparse_count, " entries");
   }
   return s + ")";
@@ -48,7 +50,7 @@ std::string Describe(const Fields& f) {
 std::string CheckFields(const Fields& f, uint64_t max_elements, EncodedLayout* layout) {
   if (!KnownEncoding(f.encoding)) {
     return absl::StrCat("unknown encoding ", f.encoding, " (known: 1 DENSE_F32, 2 F16, 3 BF16, ",
-                        "4 QUANTIZED, 5 SPARSE)");
+                        "4 QUANTIZED, 5 SPARSE, 6 SPARSE_COMPACT)");
   }
   const Encoding e = static_cast<Encoding>(f.encoding);
   const bool quantized = e == Encoding::kQuantized;
@@ -80,7 +82,7 @@ std::string CheckFields(const Fields& f, uint64_t max_elements, EncodedLayout* l
   if (f.num_elements > max_elements) {
     return absl::StrCat("num_elements ", f.num_elements, " exceeds the limit ", max_elements);
   }
-  if (e == Encoding::kSparse) {
+  if (IsSparse(e)) {
     if (f.sparse_count > f.num_elements) {
       return absl::StrCat("sparse_count ", f.sparse_count, " exceeds num_elements ",
                           f.num_elements);
@@ -124,6 +126,12 @@ std::string CheckFields(const Fields& f, uint64_t max_elements, EncodedLayout* l
       l.values_bytes = f.sparse_count * 4;
       total = l.indices_bytes + l.values_bytes;
       break;
+    case Encoding::kSparseCompact:  // n ≤ 2^64 − 1, so 4·ceil(n / 2^16) < 2^50
+      l.blocks_bytes = 4 * (n / kSparseBlockElements + (n % kSparseBlockElements != 0));
+      l.indices_bytes = f.sparse_count * 2;
+      l.values_bytes = f.sparse_count * 2;
+      total = l.blocks_bytes + l.indices_bytes + l.values_bytes;
+      break;
   }
   uint64_t with_header = 0;
   if (__builtin_add_overflow(total, uint64_t{kEncodedHeaderBytes}, &with_header)) return overflow;
@@ -146,6 +154,47 @@ absl::Status Invalid(const std::string& why) {
 }
 absl::Status Corrupt(const std::string& why) {
   return absl::DataLossError(absl::StrCat("encoded tensor: ", why));
+}
+
+// SPARSE_COMPACT's content: each block's count fits the block, the counts add up to
+// sparse_count, and within a block the offsets are strictly ascending and inside it. The section
+// sizes were checked against the bytes present, and the running total is checked before the
+// offsets of a block are read, so no read leaves the payload.
+absl::Status CheckCompactEntries(const EncodedView& view) {
+  const int64_t blocks = view.num_blocks();
+  int64_t entry = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t length =
+        std::min(kSparseBlockElements, view.num_elements - b * kSparseBlockElements);
+    const int64_t count = view.block_count_at(b);
+    if (count > length) {
+      return Corrupt(absl::StrCat("sparse block ", b, " lists ", count, " entries, but has ",
+                                  length, " elements"));
+    }
+    if (count > view.sparse_count - entry) {
+      return Corrupt(absl::StrCat("sparse block counts exceed sparse_count ", view.sparse_count,
+                                  " at block ", b));
+    }
+    int64_t previous = -1;
+    for (int64_t end = entry + count; entry < end; ++entry) {
+      const int64_t offset = view.offset_at(entry);
+      if (offset >= length) {
+        return Corrupt(absl::StrCat("sparse offset ", offset, " at position ", entry,
+                                    " is outside block ", b, "'s ", length, " elements"));
+      }
+      if (offset <= previous) {
+        return Corrupt(absl::StrCat("sparse offset ", offset, " at position ", entry,
+                                    " is not above the previous offset ", previous, " in block ", b,
+                                    " (offsets must be strictly ascending)"));
+      }
+      previous = offset;
+    }
+  }
+  if (entry != view.sparse_count) {
+    return Corrupt(absl::StrCat("sparse block counts add up to ", entry, ", sparse_count is ",
+                                view.sparse_count));
+  }
+  return absl::OkStatus();
 }
 
 // Sender-side fields to the widened form; negative ints become huge so the range checks catch them.
@@ -179,6 +228,8 @@ const char* EncodingName(Encoding encoding) {
       return "QUANTIZED";
     case Encoding::kSparse:
       return "SPARSE";
+    case Encoding::kSparseCompact:
+      return "SPARSE_COMPACT";
   }
   return "UNKNOWN";
 }
@@ -284,6 +335,9 @@ absl::StatusOr<EncodedView> DecodeEncoded(const uint8_t* data, size_t size,
       }
       previous = index;
     }
+  } else if (view.encoding == Encoding::kSparseCompact) {
+    absl::Status entries = CheckCompactEntries(view);
+    if (!entries.ok()) return entries;
   } else if (view.encoding == Encoding::kQuantized) {
     for (int64_t b = 0; b < view.num_buckets(); ++b) {
       const float lo = view.lo_at(b);

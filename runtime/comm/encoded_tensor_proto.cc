@@ -108,6 +108,14 @@ absl::StatusOr<EncodedTensor> ToProto(const EncodedView& view, EncodedTensor::DT
       SetBytes(message.mutable_sparse()->mutable_indices(), p, layout->indices_bytes);
       SetBytes(message.mutable_payload(), p + layout->indices_bytes, layout->values_bytes);
       break;
+    case Encoding::kSparseCompact: {
+      EncodedTensor::SparseCompact* c = message.mutable_sparse_compact();
+      SetBytes(c->mutable_block_counts(), p, layout->blocks_bytes);
+      SetBytes(c->mutable_offsets(), p + layout->blocks_bytes, layout->indices_bytes);
+      SetBytes(message.mutable_payload(), p + layout->blocks_bytes + layout->indices_bytes,
+               layout->values_bytes);
+      break;
+    }
   }
   return message;
 }
@@ -173,6 +181,16 @@ absl::StatusOr<DecodedTensor> FromProto(const EncodedTensor& message, int64_t ma
       fields.sparse_count = static_cast<int64_t>(indices.size() / 4);
       break;
     }
+    case EncodedTensor::kSparseCompact: {
+      const std::string& offsets = message.sparse_compact().offsets();
+      if (offsets.size() % 2 != 0) {
+        return BadProto(absl::StrCat("sparse_compact.offsets is ", offsets.size(),
+                                     " bytes, not a multiple of 2"));
+      }
+      fields.encoding = Encoding::kSparseCompact;
+      fields.sparse_count = static_cast<int64_t>(offsets.size() / 2);
+      break;
+    }
     case EncodedTensor::ENCODING_NOT_SET:
       return BadProto("no encoding set");
   }
@@ -206,12 +224,18 @@ absl::StatusOr<DecodedTensor> FromProto(const EncodedTensor& message, int64_t ma
       pieces = {{&message.sparse().indices(), layout->indices_bytes, "sparse.indices"},
                 {&message.payload(), layout->values_bytes, "payload (values)"}};
       break;
+    case Encoding::kSparseCompact:
+      pieces = {
+          {&message.sparse_compact().block_counts(), layout->blocks_bytes,
+           "sparse_compact.block_counts"},
+          {&message.sparse_compact().offsets(), layout->indices_bytes, "sparse_compact.offsets"},
+          {&message.payload(), layout->values_bytes, "payload (values)"}};
+      break;
   }
   for (const Piece& piece : pieces) {
     if (piece.bytes->size() != piece.expected) {
-      const std::string with_indices = fields.encoding == Encoding::kSparse
-                                           ? absl::StrCat(" with ", fields.sparse_count, " indices")
-                                           : "";
+      const std::string with_indices =
+          IsSparse(fields.encoding) ? absl::StrCat(" with ", fields.sparse_count, " entries") : "";
       return BadProto(absl::StrCat(piece.what, " is ", piece.bytes->size(), " bytes, ", context,
                                    with_indices, " needs ", piece.expected));
     }

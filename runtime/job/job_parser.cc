@@ -284,6 +284,7 @@ absl::Status ParseStrategy(const YAML::Node& node, StrategySpec* strategy) {
   r.Read("warmupEpochs", &strategy->warmup_epochs);
   r.Read("clipNorm", &strategy->clip_norm);
   r.Read("momentumMasking", &strategy->momentum_masking);
+  r.Read("sparseEncoding", &strategy->sparse_encoding);
   r.Read("threshold", &strategy->threshold);
   r.Read("pushRatio", &strategy->push_ratio);
   return r.Finish();

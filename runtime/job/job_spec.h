@@ -46,6 +46,7 @@ struct StrategySpec {
   double warmup_epochs = 0.0;
   double clip_norm = 0.0;         // dgc: local gradient clipping bound (global norm); 0 = off
   std::optional<bool> momentum_masking;  // dgc: clear the momentum of sent elements (true)
+  std::string sparse_encoding;    // topk / dgc: "pairs" or "compact"; empty when unset (pairs)
   double threshold = 0.0;         // gossip
   double push_ratio = 0.0;        // mp2
 };

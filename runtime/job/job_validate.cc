@@ -65,8 +65,8 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& StrategyTab
       {"ssgd", {}},
       {"fp16", {"bucketSize", "errorFeedback"}},
       {"quantized", {"bits", "bucketSize", "errorFeedback"}},
-      {"topk", {"density", "errorFeedback", "warmupEpochs"}},
-      {"dgc", {"density", "warmupEpochs", "clipNorm", "momentumMasking"}},
+      {"topk", {"density", "errorFeedback", "warmupEpochs", "sparseEncoding"}},
+      {"dgc", {"density", "warmupEpochs", "clipNorm", "momentumMasking", "sparseEncoding"}},
       {"localsgd", {"interval"}},
       {"multistep", {"interval", "warmupEpochs"}},
       {"hierarchical", {"interval"}},
@@ -140,11 +140,17 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
   HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.type", "strategy", s.type, StrategyTypes()));
   const std::vector<std::string> accepted = StrategyParameters(s.type);
   const std::pair<const char*, bool> set[] = {
-      {"bits", !s.bits.empty()},       {"bucketSize", s.bucket_size != 0},
-      {"density", s.density != 0},     {"errorFeedback", s.error_feedback.has_value()},
-      {"interval", s.interval != 0},   {"warmupEpochs", s.warmup_epochs != 0},
-      {"threshold", s.threshold != 0}, {"pushRatio", s.push_ratio != 0},
-      {"clipNorm", s.clip_norm != 0},  {"momentumMasking", s.momentum_masking.has_value()},
+      {"bits", !s.bits.empty()},
+      {"bucketSize", s.bucket_size != 0},
+      {"density", s.density != 0},
+      {"errorFeedback", s.error_feedback.has_value()},
+      {"interval", s.interval != 0},
+      {"warmupEpochs", s.warmup_epochs != 0},
+      {"threshold", s.threshold != 0},
+      {"pushRatio", s.push_ratio != 0},
+      {"clipNorm", s.clip_norm != 0},
+      {"momentumMasking", s.momentum_masking.has_value()},
+      {"sparseEncoding", !s.sparse_encoding.empty()},
   };
   for (const auto& [key, is_set] : set) {
     if (!is_set || Contains(accepted, key)) continue;
@@ -157,6 +163,10 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
   if (!s.bits.empty() && !Contains(kBits, s.bits)) {
     return Invalid("spec.strategy.bits", "must be one of 1, 2, 4, 8, 16, 32, dynamic, got \"", s.bits,
                    "\"");
+  }
+  if (!s.sparse_encoding.empty()) {
+    HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.sparseEncoding", "sparse encoding",
+                                  s.sparse_encoding, {"pairs", "compact"}));
   }
   if (s.bucket_size != 0)
     HPTRAIN_RETURN_IF_ERROR(AtLeast<int64_t>("spec.strategy.bucketSize", s.bucket_size, 1));

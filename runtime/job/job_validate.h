@@ -9,7 +9,7 @@
 //     and a unique DNS-1123 label as name;
 //   * enumerations: strategy type, model name, dataset name and format (and that the format is
 //     the one the data set comes in), optimizer and schedule type, device (cpu | cuda),
-//     strategy bits (1, 2, 4, 8, 16, 32, dynamic);
+//     strategy bits (1, 2, 4, 8, 16, 32, dynamic), sparseEncoding (pairs | compact);
 //   * ranges: lr > 0, momentum in [0, 1), weightDecay >= 0, density in (0, 1],
 //     pushRatio in (0, 1], bucketMiB >= 1, rebalance hysteresis in [0, 1), counts >= 0, ...;
 //   * cross-field rules: globalBatchSize >= world size; if any group sets batchSize, every group
@@ -41,7 +41,7 @@ absl::Status ValidateJob(const JobSpec& spec);
 const std::vector<std::string>& StrategyTypes();
 
 // The YAML names of the spec.strategy parameters that strategy `type` takes, e.g. topk ->
-// {density, errorFeedback, warmupEpochs}; empty for ssgd, ps and unknown types.
+// {density, errorFeedback, warmupEpochs, sparseEncoding}; empty for ssgd, ps and unknown types.
 std::vector<std::string> StrategyParameters(absl::string_view type);
 
 // True if `name` is a DNS-1123 label: 1-63 characters of [a-z0-9-], starting and ending with

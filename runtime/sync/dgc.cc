@@ -10,6 +10,8 @@
 // workers' u is the momentum of the summed gradients. Because momentum happens here, the optimizer
 // runs without momentum (applies_momentum). Warm-up: DGC's exponential density schedule over
 // `warmupEpochs` (density_schedule.h); at density ≥ 0.5 the whole bucket is all-reduced dense.
+// With `sparseEncoding: compact` the pairs travel in 4 bytes instead of 8 (16-bit block offsets,
+// fp16 values), and what fp16 rounding takes off a sent value stays in v.
 //
 // Momentum factor masking stops a sent element's momentum from pushing on with gradients that
 // were already applied, but it also discards that momentum: an element sent every τ steps keeps
@@ -29,7 +31,8 @@
 // which is why the norm is not taken over the whole model.
 //
 // Bytes per worker per step, L large and S small elements: about (N-1) · (8k + 32) with
-// k ≤ 1.3 · density · L, plus the small tensors' 2(N-1)/N · (S/2 + 8·ceil(S/512)).
+// k ≤ 1.3 · density · L (compact: (N-1) · (4k + 32 + 4·ceil(L / 65536))), plus the small tensors'
+// 2(N-1)/N · (S/2 + 8·ceil(S/512)).
 #include "kernels/topk/dgc.h"
 
 #include <algorithm>
@@ -49,9 +52,10 @@ namespace {
 
 class Dgc : public Strategy {
  public:
-  explicit Dgc(const StrategyContext& context)
+  Dgc(const StrategyContext& context, SparseWire wire)
       : spec_(*context.job),
         comm_(context.comm),
+        wire_(wire),
         momentum_(static_cast<float>(context.job->optimizer.momentum)),
         masking_(context.job->strategy.momentum_masking.value_or(true)) {}
   std::string name() const override { return "dgc"; }
@@ -109,9 +113,18 @@ class Dgc : public Strategy {
                                                    values_.data(), selection.count);
       indices_.resize(count);
       values_.resize(count);
+      RoundForWire(wire_, &values_);
+      if (wire_ == SparseWire::kCompact) {
+        rest_.resize(count);
+        for (int64_t j = 0; j < count; ++j) rest_[j] = v[indices_[j]] - values_[j];
+      }
       kernels::DgcMaskSelected(indices_.data(), count, masking_ ? u.data() : nullptr, v.data());
-      HPTRAIN_RETURN_IF_ERROR(SparseAllGatherSum(*comm_, indices_, values_, n, large.data(), &wire),
-                              "DGC exchange of ", count, " of ", n, " elements");
+      if (wire_ == SparseWire::kCompact) {  // keep the rounding: v = v_before − sent
+        for (int64_t j = 0; j < count; ++j) v[indices_[j]] = rest_[j];
+      }
+      HPTRAIN_RETURN_IF_ERROR(
+          SparseAllGatherSum(*comm_, wire_, indices_, values_, n, large.data(), &wire),
+          "DGC exchange of ", count, " of ", n, " elements");
     }
     return small_.FinishSparse(step.step, bucket, gradients, wire, &tally_);
   }
@@ -138,6 +151,7 @@ class Dgc : public Strategy {
 
   const job::JobSpec& spec_;
   comm::Communicator* comm_;
+  SparseWire wire_;
   float momentum_;
   bool masking_;               // momentum factor masking: clear u where sent
   size_t model_elements_ = 0;  // P, over all buckets
@@ -145,6 +159,7 @@ class Dgc : public Strategy {
   std::vector<std::vector<float>> u_, v_;    // per bucket, over its large tensors
   std::vector<std::vector<float>> small_u_;  // per bucket, the small tensors' momentum
   std::vector<float> values_;
+  std::vector<float> rest_;  // compact: what fp16 rounding took off each sent value
   std::vector<int32_t> indices_;
   CompressionTally tally_;
 };
@@ -154,7 +169,8 @@ class Dgc : public Strategy {
 bool dgc_registered = RegisterStrategy(
     "dgc", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
       HPTRAIN_RETURN_IF_ERROR(CheckDensity(*context.job));
-      return std::make_unique<Dgc>(context);
+      HPTRAIN_ASSIGN_OR_RETURN(SparseWire wire, SparseWireOf(*context.job));
+      return std::make_unique<Dgc>(context, wire);
     });
 
 }  // namespace hptrain::sync

@@ -3,15 +3,17 @@
 // Per bucket, the large tensors' gradients plus the residual left from earlier steps are
 // x = g + r; the k = ceil(density · n) entries of largest |x| are sent as (index, value) pairs
 // through an all-gather-v (sparse_allgather.h) and summed in rank order on every worker; what was
-// not sent stays in r. Tensors under 4096 elements are not sparsified but all-reduced at 4 bits
-// with error feedback (small_tensors.h). During `warmupEpochs` the density follows DGC's
-// exponential warm-up (density_schedule.h); at density ≥ 0.5 the whole bucket is all-reduced
-// dense, so density 1.0 is exactly ssgd.
+// not sent stays in r. With `sparseEncoding: compact` the pairs travel in 4 bytes instead of 8
+// (16-bit block offsets, fp16 values), and what fp16 rounding takes off a sent value stays in r.
+// Tensors under 4096 elements are not sparsified but all-reduced at 4 bits with error feedback
+// (small_tensors.h). During `warmupEpochs` the density follows DGC's exponential warm-up
+// (density_schedule.h); at density ≥ 0.5 the whole bucket is all-reduced dense, so density 1.0 is
+// exactly ssgd.
 //
 // Bytes per worker per step, L large and S small elements: about (N-1) · (8k + 32) for the pairs
-// (k = ceil(density · L)), plus 8 bytes per ring step for the sizes, plus the small tensors'
-// 2(N-1)/N · (S/2 + 8·ceil(S/512)); at density 0.01 on LeNet-5 about 4.6 % of ssgd's
-// 2(N-1)/N · 4P.
+// (k = ceil(density · L); compact: (N-1) · (4k + 32 + 4·ceil(L / 65536))), plus 8 bytes per ring
+// step for the sizes, plus the small tensors' 2(N-1)/N · (S/2 + 8·ceil(S/512)); at density 0.01
+// on LeNet-5 about 4.6 % of ssgd's 2(N-1)/N · 4P (compact: 2.4 %).
 #include "kernels/topk/topk.h"
 
 #include <memory>
@@ -28,7 +30,8 @@ namespace {
 
 class TopK : public Strategy {
  public:
-  explicit TopK(const StrategyContext& context) : spec_(*context.job), comm_(context.comm) {}
+  TopK(const StrategyContext& context, SparseWire wire)
+      : spec_(*context.job), comm_(context.comm), wire_(wire) {}
   std::string name() const override { return "topk"; }
 
   absl::Status Init(const GradientLayout& layout) override {
@@ -70,18 +73,20 @@ class TopK : public Strategy {
     indices_.resize(k);
     values_.resize(k);
     kernels::TopKExact(x.data(), n, k, indices_.data(), values_.data());
-    if (feedback_) {
+    RoundForWire(wire_, &values_);
+    if (feedback_) {  // r = x − what is sent (0 where sent, unless fp16 rounding left a rest)
       std::vector<float>& r = residual_[bucket];
       r.assign(x.begin(), x.end());
-      for (int32_t i : indices_) r[i] = 0.0f;
+      for (int64_t j = 0; j < k; ++j) r[indices_[j]] -= values_[j];
     }
-    HPTRAIN_RETURN_IF_ERROR(SparseAllGatherSum(*comm_, indices_, values_, n, x.data(), wire),
+    HPTRAIN_RETURN_IF_ERROR(SparseAllGatherSum(*comm_, wire_, indices_, values_, n, x.data(), wire),
                             "top-k exchange of ", k, " of ", n, " elements");
     return absl::OkStatus();
   }
 
   const job::JobSpec& spec_;
   comm::Communicator* comm_;
+  SparseWire wire_;
   bool feedback_ = true;
   SmallTensorExchange small_;
   std::vector<std::vector<float>> residual_;  // per bucket, over its large tensors; empty if off
@@ -95,7 +100,8 @@ class TopK : public Strategy {
 bool topk_registered = RegisterStrategy(
     "topk", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
       HPTRAIN_RETURN_IF_ERROR(CheckDensity(*context.job));
-      return std::make_unique<TopK>(context);
+      HPTRAIN_ASSIGN_OR_RETURN(SparseWire wire, SparseWireOf(*context.job));
+      return std::make_unique<TopK>(context, wire);
     });
 
 }  // namespace hptrain::sync

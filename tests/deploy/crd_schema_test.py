@@ -103,7 +103,7 @@ def validator_enums(source):
     lists = {name: re.findall(r'"([^"]*)"', body) for name, body in re.findall(
         r"static const std::vector<std::string> (k\w+) = \{(.*?)\};", source, re.S)}
     enums = {}
-    for path, values in re.findall(r'OneOf\(\s*"([\w.]+)",\s*"\w+",\s*[\w.]+,\s*(\w+|\{.*?\})\)',
+    for path, values in re.findall(r'OneOf\(\s*"([\w.]+)",\s*"[\w ]+",\s*[\w.]+,\s*(\w+|\{.*?\})\)',
                                    source, re.S):
         enums[path] = re.findall(r'"([^"]*)"', values) if values.startswith("{") else lists[values]
     return enums, lists
@@ -224,7 +224,8 @@ class CrdSchemaTest(unittest.TestCase):
         enums["spec.strategy.type"] = list(table)
         for path in ("spec.model.name", "spec.dataset.name", "spec.dataset.format",
                      "spec.strategy.type", "spec.optimizer.type",
-                     "spec.optimizer.schedule.type", "spec.device"):
+                     "spec.optimizer.schedule.type", "spec.device",
+                     "spec.strategy.sparseEncoding"):
             self.assertIn(path, enums, f"no OneOf(\"{path}\", ...) in job_validate.cc")
             node = k8s_schema.schema_at(self.schema, path)
             self.assertEqual(node["enum"], enums[path], path)
@@ -424,6 +425,9 @@ class CrdSchemaTest(unittest.TestCase):
             ("momentumMasking on topk", with_set(mlp, spec__strategy={"type": "topk",
                                                                       "momentumMasking": False}),
              "momentumMasking applies only"),
+            ("sparseEncoding on quantized",
+             with_set(mlp, spec__strategy={"type": "quantized", "sparseEncoding": "compact"}),
+             "sparseEncoding applies only"),
             ("threshold on ps", with_set(mlp, spec__strategy={"type": "ps", "threshold": 0.1}),
              "threshold applies only to strategy gossip"),
             ("pushRatio on hps", with_set(hetero, spec__strategy__pushRatio=0.5),

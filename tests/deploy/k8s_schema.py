@@ -225,6 +225,8 @@ CEL_TWINS = {
         _applies("clipNorm", ["dgc"], zero=0),
     "!has(self.momentumMasking) || (has(self.type) && self.type == 'dgc')":
         _applies("momentumMasking", ["dgc"]),
+    "!has(self.sparseEncoding) || (has(self.type) && self.type in ['topk', 'dgc'])":
+        _applies("sparseEncoding", ["topk", "dgc"]),
     "!has(self.threshold) || self.threshold == 0.0 || (has(self.type) && self.type == 'gossip')":
         _applies("threshold", ["gossip"], zero=0),
     "!has(self.pushRatio) || self.pushRatio == 0.0 || (has(self.type) && self.type == 'mp2')":

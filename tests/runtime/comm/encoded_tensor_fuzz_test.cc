@@ -49,7 +49,7 @@ bool ReferenceAccepts(const uint8_t* d, size_t size, int64_t expected, int64_t m
   if (size < 32 || Le(d, 4) != 0x45545048 || d[4] != 1) return false;
   const unsigned encoding = d[5], bits = d[6], mode = d[7];
   const u128 n = Le(d + 8, 8), bucket = Le(d + 16, 4), count = Le(d + 20, 4), pb = Le(d + 24, 8);
-  if (encoding < 1 || encoding > 5) return false;
+  if (encoding < 1 || encoding > 6) return false;
   if (encoding == 4) {
     if (!(bits == 1 || bits == 2 || bits == 4 || bits == 8) || !(mode == 1 || mode == 2) ||
         bucket == 0) {
@@ -60,7 +60,7 @@ bool ReferenceAccepts(const uint8_t* d, size_t size, int64_t expected, int64_t m
   }
   if (n > static_cast<u128>(max)) return false;
   if (expected >= 0 && n != static_cast<u128>(expected)) return false;
-  if (encoding == 5 ? count > n : count != 0) return false;
+  if (encoding == 5 || encoding == 6 ? count > n : count != 0) return false;
   u128 offset = 32;
   auto add = [&](u128 bytes) {
     sections->push_back({offset, offset + bytes});
@@ -82,6 +82,11 @@ bool ReferenceAccepts(const uint8_t* d, size_t size, int64_t expected, int64_t m
       add(4 * count);
       add(4 * count);
       break;
+    case 6:  // blocks of 65536 elements: a u32 count each, then u16 offsets, then fp16 values
+      add(4 * ((n + 65535) / 65536));
+      add(2 * count);
+      add(2 * count);
+      break;
   }
   if (pb != size - 32 || offset != size) return false;
   if (encoding == 5) {
@@ -91,6 +96,24 @@ bool ReferenceAccepts(const uint8_t* d, size_t size, int64_t expected, int64_t m
       if (index <= previous || static_cast<u128>(index) >= n) return false;
       previous = index;
     }
+  }
+  if (encoding == 6) {
+    const u128 blocks = (n + 65535) / 65536;
+    const size_t offsets = static_cast<size_t>(32 + 4 * blocks);
+    u128 entry = 0;
+    for (u128 b = 0; b < blocks; ++b) {
+      const u128 length = n - 65536 * b < 65536 ? n - 65536 * b : 65536;
+      const u128 entries = Le(d + 32 + 4 * static_cast<size_t>(b), 4);
+      if (entries > length || entry + entries > count) return false;
+      int64_t previous = -1;
+      for (const u128 end = entry + entries; entry < end; ++entry) {
+        const int64_t at =
+            static_cast<int64_t>(Le(d + offsets + 2 * static_cast<size_t>(entry), 2));
+        if (at <= previous || static_cast<u128>(at) >= length) return false;
+        previous = at;
+      }
+    }
+    if (entry != count) return false;
   }
   if (encoding == 4) {
     for (u128 b = 0; 32 + 8 * b < (*sections)[0].end; ++b) {
@@ -181,6 +204,38 @@ std::string CheckRaw(const uint8_t* input, size_t size, int64_t expected, int64_
       (void)sink;
       break;
     }
+    case Encoding::kSparseCompact: {
+      if (4 * static_cast<u128>(v.num_blocks()) != sections[0].end - sections[0].begin ||
+          2 * static_cast<u128>(v.sparse_count) != sections[1].end - sections[1].begin ||
+          sections[2].end != end) {
+        return "sparse compact sections";
+      }
+      // The entries as indices: in range and strictly ascending across blocks, counts summing to
+      // sparse_count.
+      uint32_t sink = 0;
+      int64_t entry = 0, previous = -1;
+      for (int64_t b = 0; b < v.num_blocks(); ++b) {
+        const int64_t entries = v.block_count_at(b);
+        if (entries > v.sparse_count - entry) return "block counts above sparse_count";
+        for (const int64_t stop = entry + entries; entry < stop; ++entry) {
+          const int64_t index = b * kSparseBlockElements + v.offset_at(entry);
+          if (index >= v.num_elements) return "compact index out of range";
+          if (index <= previous) return "compact indices not ascending";
+          previous = index;
+          sink += v.half_value_at(entry);
+        }
+      }
+      if (entry != v.sparse_count) return "block counts below sparse_count";
+      (void)sink;
+      break;
+    }
+  }
+  if (v.aligned() && v.encoding == Encoding::kSparseCompact &&
+      (reinterpret_cast<const uint8_t*>(v.block_counts()) != d + 32 ||
+       reinterpret_cast<const uint8_t*>(v.offsets()) !=
+           d + static_cast<size_t>(sections[1].begin) ||
+       reinterpret_cast<const uint8_t*>(v.half_values() + v.sparse_count) != d + size)) {
+    return "compact sections are not where the reference puts them";
   }
   if (v.aligned() && v.encoding == Encoding::kSparse && v.sparse_count > 0 &&
       reinterpret_cast<const uint8_t*>(v.values() + v.sparse_count) != d + size) {
@@ -277,7 +332,15 @@ std::vector<std::vector<uint8_t>> Seeds(SplitMix64& rng) {
       }
     }
     for (int64_t count : {int64_t{0}, int64_t{1}, n / 3, n}) {
-      if (count <= n) all.push_back({Encoding::kSparse, 0, ScaleMode::kNone, n, 0, count});
+      if (count > n) continue;
+      all.push_back({Encoding::kSparse, 0, ScaleMode::kNone, n, 0, count});
+      all.push_back({Encoding::kSparseCompact, 0, ScaleMode::kNone, n, 0, count});
+    }
+  }
+  // SPARSE_COMPACT over several blocks, the last one short, few entries (so seeds stay small).
+  for (int64_t n : {kSparseBlockElements, kSparseBlockElements + 3, 2 * kSparseBlockElements + 5}) {
+    for (int64_t count : {0, 1, 7, 100}) {
+      all.push_back({Encoding::kSparseCompact, 0, ScaleMode::kNone, n, 0, count});
     }
   }
   std::vector<std::vector<uint8_t>> seeds;
@@ -299,6 +362,17 @@ std::vector<std::vector<uint8_t>> Seeds(SplitMix64& rng) {
       for (int64_t i = 0; i < f.num_elements && chosen < f.sparse_count; ++i) {
         if (rng.Below(f.num_elements - i) < static_cast<uint64_t>(f.sparse_count - chosen)) {
           idx[chosen++] = static_cast<int32_t>(i);
+        }
+      }
+    }
+    if (uint32_t* counts = buffer->block_counts()) {
+      // The same sampling, written as per-block counts and offsets (values stay random).
+      std::memset(counts, 0, buffer->layout().blocks_bytes);
+      int64_t chosen = 0;
+      for (int64_t i = 0; i < f.num_elements && chosen < f.sparse_count; ++i) {
+        if (rng.Below(f.num_elements - i) < static_cast<uint64_t>(f.sparse_count - chosen)) {
+          ++counts[i / kSparseBlockElements];
+          buffer->offsets()[chosen++] = static_cast<uint16_t>(i % kSparseBlockElements);
         }
       }
     }
@@ -412,8 +486,8 @@ TEST_F(EncodedTensorFuzzTest, CorruptedRawBuffers) {
         case 3:  // payload_bytes
           Put(&b, 24, value, 8);
           break;
-        case 4:  // encoding
-          b[5] = static_cast<uint8_t>(value % 7);
+        case 4:  // encoding (0 and 7 are unknown)
+          b[5] = static_cast<uint8_t>(value % 8);
           break;
         case 5:  // bits
           b[6] = static_cast<uint8_t>(value % 10);
@@ -475,6 +549,65 @@ TEST_F(EncodedTensorFuzzTest, CorruptedRawBuffers) {
     Raw(b);
   }
 
+  // 5b. SPARSE_COMPACT contents: a block count off by a little, an entry moved to another block
+  //     (the sum kept), an offset set to a block edge or to its neighbour's, two offsets swapped.
+  std::vector<const std::vector<uint8_t>*> compact;
+  for (const std::vector<uint8_t>& seed : seeds) {
+    if (seed[5] == static_cast<uint8_t>(Encoding::kSparseCompact) && seed.size() > 36) {
+      compact.push_back(&seed);
+    }
+  }
+  ASSERT_GT(compact.size(), 15u);
+  const int64_t accepted_before_compact = accepted_;
+  int64_t compact_inputs = 0;
+  for (int iter = 0; iter < 15000; ++iter) {
+    std::vector<uint8_t> b = *compact[rng_.Below(compact.size())];
+    const int64_t n = static_cast<int64_t>(Le(b.data() + 8, 8));
+    const int64_t k = static_cast<int64_t>(Le(b.data() + 20, 4));
+    const int64_t blocks = (n + kSparseBlockElements - 1) / kSparseBlockElements;
+    const size_t offsets = 32 + 4 * static_cast<size_t>(blocks);
+    const int64_t block = static_cast<int64_t>(rng_.Below(static_cast<uint64_t>(blocks)));
+    const size_t count_at = 32 + 4 * static_cast<size_t>(block);
+    switch (rng_.Below(k > 0 ? 4 : 1)) {
+      case 0:  // one count off by −2 .. +2 (0 included: the seed itself)
+        Put(&b, count_at, Le(b.data() + count_at, 4) + rng_.Below(5) - 2, 4);
+        break;
+      case 1: {  // one entry from one block to another
+        const int64_t to = static_cast<int64_t>(rng_.Below(static_cast<uint64_t>(blocks)));
+        Put(&b, count_at, Le(b.data() + count_at, 4) - 1, 4);
+        Put(&b, 32 + 4 * static_cast<size_t>(to), Le(b.data() + 32 + 4 * to, 4) + 1, 4);
+        break;
+      }
+      case 2: {  // one offset to an edge: 0, the last one, past the short block, its neighbours'
+        const size_t j = offsets + 2 * rng_.Below(static_cast<uint64_t>(k));
+        const uint64_t last = static_cast<uint64_t>(
+            std::min<int64_t>(n - block * kSparseBlockElements, kSparseBlockElements) - 1);
+        const uint64_t kEdges[] = {0,
+                                   last,
+                                   last + 1,
+                                   65535,
+                                   Le(b.data() + (j > offsets ? j - 2 : j), 2),
+                                   Le(b.data() + std::min(j + 2, offsets + 2 * (k - 1)), 2),
+                                   rng_.Below(65536)};
+        Put(&b, j, kEdges[rng_.Below(sizeof(kEdges) / sizeof(kEdges[0]))], 2);
+        break;
+      }
+      case 3: {  // two neighbouring offsets swapped
+        if (k < 2) continue;
+        const size_t j = offsets + 2 * rng_.Below(static_cast<uint64_t>(k - 1));
+        std::swap(b[j], b[j + 2]);
+        std::swap(b[j + 1], b[j + 3]);
+        break;
+      }
+    }
+    Raw(b, -1, kNoLimit);
+    ++compact_inputs;
+  }
+  // Both outcomes occur: the mutations reach every content check and some keep a valid buffer.
+  const int64_t compact_accepted = accepted_ - accepted_before_compact;
+  EXPECT_GT(compact_accepted, 1000);
+  EXPECT_LT(compact_accepted, compact_inputs - 5000);
+
   // 6. Random bytes: fully random, and behind a valid magic and version.
   for (int iter = 0; iter < 15000; ++iter) {
     std::vector<uint8_t> b(rng_.Below(200));
@@ -482,7 +615,7 @@ TEST_F(EncodedTensorFuzzTest, CorruptedRawBuffers) {
     if (b.size() >= 32 && rng_.Below(4) != 0) {
       Put(&b, 0, kEncodedMagic, 4);
       b[4] = 1;
-      b[5] = static_cast<uint8_t>(1 + rng_.Below(5));
+      b[5] = static_cast<uint8_t>(1 + rng_.Below(6));
       if (rng_.Below(2)) Put(&b, 24, b.size() - 32, 8);
     }
     Raw(b);
@@ -492,8 +625,9 @@ TEST_F(EncodedTensorFuzzTest, CorruptedRawBuffers) {
   EXPECT_GT(after_truncation, 10000);
   EXPECT_GT(accepted_, 1000);  // the campaign reaches the content checks, not only the header
   RecordProperty("inputs", static_cast<int>(inputs_));
-  std::printf("raw inputs: %lld, accepted: %lld\n", static_cast<long long>(inputs_),
-              static_cast<long long>(accepted_));
+  std::printf("raw inputs: %lld, accepted: %lld; SPARSE_COMPACT contents: %lld, accepted: %lld\n",
+              static_cast<long long>(inputs_), static_cast<long long>(accepted_),
+              static_cast<long long>(compact_inputs), static_cast<long long>(compact_accepted));
 }
 
 TEST_F(EncodedTensorFuzzTest, CorruptedProtoMessages) {
@@ -522,7 +656,8 @@ TEST_F(EncodedTensorFuzzTest, CorruptedProtoMessages) {
       case 2:  // a field appended: later fields override earlier ones in protobuf
         // dtype 0; shape 127; shape 2^35 − 1; quantized.bits 3; quantized.bucket_size 0;
         // quantized.scale_mode 0; quantized.zero_points "\x07"; sparse.indices of 1 byte;
-        // payload "\0"; dense_f32 set; packed shape [5].
+        // payload "\0"; dense_f32 set; packed shape [5]; sparse_compact.offsets of 1 byte and of
+        // one entry; sparse_compact.block_counts [1]; payload of one fp16 value.
         static const std::string kFields[] = {std::string("\x08\x00", 2),
                                               std::string("\x10\x7f", 2),
                                               std::string("\x10\xff\xff\xff\xff\x7f", 6),
@@ -533,7 +668,11 @@ TEST_F(EncodedTensorFuzzTest, CorruptedProtoMessages) {
                                               std::string("\x3a\x03\x0a\x01\x00", 5),
                                               std::string("\x42\x01\x00", 3),
                                               std::string("\x1a\x00", 2),
-                                              std::string("\x12\x01\x05", 3)};
+                                              std::string("\x12\x01\x05", 3),
+                                              std::string("\x4a\x03\x12\x01\x00", 5),
+                                              std::string("\x4a\x04\x12\x02\x03\x00", 6),
+                                              std::string("\x4a\x06\x0a\x04\x01\x00\x00\x00", 8),
+                                              std::string("\x42\x02\x00\x3c", 4)};
         m += kFields[rng_.Below(sizeof(kFields) / sizeof(kFields[0]))];
         break;
     }

@@ -18,7 +18,8 @@ using ::testing::HasSubstr;
 using v1::EncodedTensor;
 using v1::TensorChunk;
 
-// A valid raw buffer for `f` (sparse indices 0, 2, 4, ...; quantized codes i mod 2^bits).
+// A valid raw buffer for `f` (sparse indices 0, 2, 4, ...; SPARSE_COMPACT indices k·n / count, so
+// spread over every block, with fp16 values 0x3c00 + k; quantized codes i mod 2^bits).
 std::vector<uint8_t> Valid(const EncodedHeaderFields& f) {
   auto buffer = EncodedBuffer::Create(f);
   EXPECT_TRUE(buffer.ok()) << buffer.status();
@@ -44,6 +45,14 @@ std::vector<uint8_t> Valid(const EncodedHeaderFields& f) {
       buffer->values()[k] = 1.5f * k;
     }
   }
+  if (uint32_t* counts = buffer->block_counts()) {
+    for (int64_t k = 0; k < f.sparse_count; ++k) {
+      const int64_t index = k * f.num_elements / f.sparse_count;
+      ++counts[index / kSparseBlockElements];
+      buffer->offsets()[k] = static_cast<uint16_t>(index % kSparseBlockElements);
+      buffer->half_values()[k] = static_cast<uint16_t>(0x3c00 + k);
+    }
+  }
   return std::move(*buffer).Release();
 }
 
@@ -58,6 +67,12 @@ std::vector<EncodedHeaderFields> EveryEncoding() {
   out.push_back({Encoding::kQuantized, 4, ScaleMode::kAbsMax, 7, 3, 0});
   out.push_back({Encoding::kSparse, 0, ScaleMode::kNone, 100, 0, 20});
   out.push_back({Encoding::kSparse, 0, ScaleMode::kNone, 0, 0, 0});
+  out.push_back({Encoding::kSparseCompact, 0, ScaleMode::kNone, 100, 0, 20});
+  out.push_back({Encoding::kSparseCompact, 0, ScaleMode::kNone, 100, 0, 0});
+  out.push_back({Encoding::kSparseCompact, 0, ScaleMode::kNone, 0, 0, 0});
+  // 3 blocks, the last of 5 elements, every one holding entries.
+  out.push_back(
+      {Encoding::kSparseCompact, 0, ScaleMode::kNone, 2 * kSparseBlockElements + 5, 0, 300});
   return out;
 }
 
@@ -118,6 +133,20 @@ TEST(EncodedTensorProtoTest, SectionsGoWhereTheProtoSays) {
   EXPECT_EQ(s.sparse().indices().size(), 80u);
   EXPECT_EQ(s.payload().size(), 80u);
   EXPECT_TRUE(Message({Encoding::kF16, 0, ScaleMode::kNone, 3, 0, 0}).has_f16());
+  // SPARSE_COMPACT: counts and offsets in the message, the fp16 values in the payload.
+  const EncodedTensor c = Message({Encoding::kSparseCompact, 0, ScaleMode::kNone, 100, 0, 20});
+  ASSERT_TRUE(c.has_sparse_compact());
+  EXPECT_FALSE(c.has_sparse());
+  EXPECT_EQ(c.sparse_compact().block_counts(), std::string("\x14\0\0\0", 4));  // 20 entries
+  ASSERT_EQ(c.sparse_compact().offsets().size(), 40u);
+  EXPECT_EQ(c.sparse_compact().offsets().substr(0, 6), std::string("\0\0\x05\0\x0a\0", 6));
+  ASSERT_EQ(c.payload().size(), 40u);
+  EXPECT_EQ(c.payload().substr(38), "\x13\x3c");  // value 19: 0x3c13
+  const EncodedTensor wide =
+      Message({Encoding::kSparseCompact, 0, ScaleMode::kNone, 2 * kSparseBlockElements + 5, 0, 3});
+  EXPECT_EQ(wide.sparse_compact().block_counts().size(), 12u);
+  EXPECT_EQ(wide.sparse_compact().offsets().size(), 6u);
+  EXPECT_EQ(wide.payload().size(), 6u);
 }
 
 TEST(EncodedTensorProtoTest, ScalarShape) {
@@ -236,13 +265,76 @@ TEST(EncodedTensorProtoValidationTest, SparseSections) {
   m = good;
   m.mutable_payload()->resize(76);
   ExpectBadProto(m,
-                 "payload (values) is 76 bytes, SPARSE of 100 elements with 20 indices needs 80");
+                 "payload (values) is 76 bytes, SPARSE of 100 elements with 20 entries needs 80");
   m = good;
   m.mutable_sparse()->mutable_indices()->append(4 * 81, '\0');
   ExpectBadProto(m, "sparse_count 101 exceeds num_elements 100");
   m = good;
   (*m.mutable_sparse()->mutable_indices())[4] = 0;  // index 1 becomes 0: not ascending
   ExpectBadProto(m, "encoded tensor: sparse index 0 at position 1 is not above the previous");
+}
+
+TEST(EncodedTensorProtoValidationTest, SparseCompactSections) {
+  const EncodedTensor good = Message({Encoding::kSparseCompact, 0, ScaleMode::kNone, 100, 0, 20});
+  EncodedTensor m = good;
+  m.mutable_sparse_compact()->mutable_offsets()->pop_back();
+  ExpectBadProto(m, "sparse_compact.offsets is 39 bytes, not a multiple of 2");
+  // The offsets' length sets sparse_count, so one entry less shows in the payload's size.
+  m = good;
+  m.mutable_sparse_compact()->mutable_offsets()->resize(38);
+  ExpectBadProto(m,
+                 "payload (values) is 40 bytes, SPARSE_COMPACT of 100 elements with 19 entries "
+                 "needs 38");
+  m = good;
+  m.mutable_sparse_compact()->mutable_block_counts()->append(4, '\0');
+  ExpectBadProto(m,
+                 "sparse_compact.block_counts is 8 bytes, SPARSE_COMPACT of 100 elements with 20 "
+                 "entries needs 4");
+  m = good;
+  m.mutable_sparse_compact()->clear_block_counts();
+  ExpectBadProto(m,
+                 "sparse_compact.block_counts is 0 bytes, SPARSE_COMPACT of 100 elements with 20 "
+                 "entries needs 4");
+  // One block more in the shape needs one count more.
+  m = good;
+  m.set_shape(0, kSparseBlockElements + 1);
+  ExpectBadProto(m,
+                 "sparse_compact.block_counts is 4 bytes, SPARSE_COMPACT of 65537 elements with 20 "
+                 "entries needs 8");
+  m = good;
+  m.mutable_payload()->resize(38);
+  ExpectBadProto(m,
+                 "payload (values) is 38 bytes, SPARSE_COMPACT of 100 elements with 20 entries "
+                 "needs 40");
+  m = good;
+  m.mutable_payload()->append(2, '\0');
+  ExpectBadProto(m,
+                 "payload (values) is 42 bytes, SPARSE_COMPACT of 100 elements with 20 entries "
+                 "needs 40");
+  m = good;
+  m.mutable_sparse_compact()->mutable_offsets()->append(2 * 81, '\0');
+  ExpectBadProto(m, "sparse_count 101 exceeds num_elements 100");
+}
+
+TEST(EncodedTensorProtoValidationTest, SparseCompactContentGoesThroughTheRawChecks) {
+  const EncodedTensor good = Message({Encoding::kSparseCompact, 0, ScaleMode::kNone, 100, 0, 20});
+  EncodedTensor m = good;
+  (*m.mutable_sparse_compact()->mutable_block_counts())[0] = 19;
+  ExpectBadProto(m, "encoded tensor: sparse block counts add up to 19, sparse_count is 20");
+  m = good;
+  (*m.mutable_sparse_compact()->mutable_block_counts())[0] = 21;
+  ExpectBadProto(m, "encoded tensor: sparse block counts exceed sparse_count 20 at block 0");
+  m = good;
+  (*m.mutable_sparse_compact()->mutable_block_counts())[1] = 1;  // 256 + 20
+  ExpectBadProto(m, "encoded tensor: sparse block 0 lists 276 entries, but has 100 elements");
+  m = good;
+  (*m.mutable_sparse_compact()->mutable_offsets())[2] = 0;  // offsets 0, 0, 10, ...
+  ExpectBadProto(m,
+                 "encoded tensor: sparse offset 0 at position 1 is not above the previous offset "
+                 "0 in block 0 (offsets must be strictly ascending)");
+  m = good;
+  (*m.mutable_sparse_compact()->mutable_offsets())[38] = 100;  // the last offset, 95
+  ExpectBadProto(m, "encoded tensor: sparse offset 100 at position 19 is outside block 0's 100");
 }
 
 // ---- Chunks ----

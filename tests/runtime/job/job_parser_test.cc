@@ -171,6 +171,22 @@ TEST(JobParserTest, DgcClippingAndWarmup) {
               HasSubstr("spec.strategy.momentumMasking: does not apply to strategy topk"));
 }
 
+TEST(JobParserTest, SparseEncoding) {
+  for (const std::string type : {"topk", "dgc"}) {
+    absl::StatusOr<JobSpec> spec = Parse(kMinimal, {"spec.strategy.type=" + type});
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_EQ(spec->strategy.sparse_encoding, "");  // unset: pairs
+    absl::StatusOr<JobSpec> compact =
+        Parse(kMinimal, {"spec.strategy.type=" + type, "spec.strategy.sparseEncoding=compact"});
+    ASSERT_TRUE(compact.ok()) << compact.status();
+    EXPECT_EQ(compact->strategy.sparse_encoding, "compact");
+  }
+  EXPECT_THAT(SetError({"spec.strategy.type=topk", "spec.strategy.sparseEncoding=fp16"}),
+              HasSubstr("spec.strategy.sparseEncoding: unknown sparse encoding \"fp16\""));
+  EXPECT_THAT(SetError({"spec.strategy.type=fp16", "spec.strategy.sparseEncoding=compact"}),
+              HasSubstr("spec.strategy.sparseEncoding: does not apply to strategy fp16"));
+}
+
 TEST(JobParserTest, AllFieldsRoundTrip) {
   absl::StatusOr<JobSpec> spec = Parse(R"(apiVersion: hptrain.io/v1alpha1
 kind: TrainingJob

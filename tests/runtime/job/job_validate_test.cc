@@ -121,8 +121,7 @@ INSTANTIATE_TEST_SUITE_P(
                s.strategy.bits = "4";
              },
              "spec.strategy.bits: does not apply to strategy topk (topk takes density, "
-             "errorFeedback, "
-             "warmupEpochs)"},
+             "errorFeedback, warmupEpochs, sparseEncoding)"},
         Case{"ErrorFeedbackWithDgc",
              [](JobSpec& s) {
                s.strategy.type = "dgc";
@@ -135,6 +134,19 @@ INSTANTIATE_TEST_SUITE_P(
                s.strategy.clip_norm = 1;
              },
              "spec.strategy.clipNorm: does not apply to strategy topk"},
+        Case{"SparseEncodingWithQuantized",
+             [](JobSpec& s) {
+               s.strategy.type = "quantized";
+               s.strategy.sparse_encoding = "compact";
+             },
+             "spec.strategy.sparseEncoding: does not apply to strategy quantized"},
+        Case{"UnknownSparseEncoding",
+             [](JobSpec& s) {
+               s.strategy.type = "topk";
+               s.strategy.sparse_encoding = "varint";
+             },
+             "spec.strategy.sparseEncoding: unknown sparse encoding \"varint\" (expected one of "
+             "pairs, compact)"},
         Case{"NegativeClipNorm",
              [](JobSpec& s) {
                s.strategy.type = "dgc";
@@ -335,6 +347,7 @@ TEST(ValidateJobTest, EveryStrategyAcceptsItsOwnParameters) {
       if (key == "pushRatio") spec.strategy.push_ratio = 0.25;
       if (key == "clipNorm") spec.strategy.clip_norm = 5;
       if (key == "momentumMasking") spec.strategy.momentum_masking = false;
+      if (key == "sparseEncoding") spec.strategy.sparse_encoding = "compact";
     }
     EXPECT_TRUE(ValidateJob(spec).ok()) << type << ": " << ValidateJob(spec);
   }

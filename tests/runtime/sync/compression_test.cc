@@ -115,7 +115,8 @@ struct ByteCase {
   std::string type;
   std::string bits;
   double density;
-  double max_fraction;  // of ssgd's bytes
+  double max_fraction;               // of ssgd's bytes
+  std::string sparse_encoding = "";  // topk / dgc: "" (pairs) or "compact"
 };
 
 class Bytes : public ::testing::TestWithParam<ByteCase> {};
@@ -124,7 +125,9 @@ TEST_P(Bytes, WithinTheFractionOfSsgd) {
   const ByteCase& c = GetParam();
   SimOptions o;
   SimResult ssgd = Simulate(HarnessJob("ssgd"), o);
-  SimResult r = Simulate(With(c.type, c.bits, c.density), o);
+  job::JobSpec spec = With(c.type, c.bits, c.density);
+  spec.strategy.sparse_encoding = c.sparse_encoding;
+  SimResult r = Simulate(spec, o);
   ASSERT_TRUE(ssgd.ok && r.ok) << ssgd.error << r.error;
   ExpectIdenticalRanks(r);
   for (size_t rank = 0; rank < r.bytes_sent.size(); ++rank) {
@@ -144,15 +147,73 @@ TEST_P(Bytes, WithinTheFractionOfSsgd) {
   EXPECT_GT(dot / std::sqrt(na * nb), 0.5) << "update direction diverged from ssgd's";
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, Bytes,
-                         ::testing::Values(ByteCase{"quantized", "8", 0, 0.30},
-                                           ByteCase{"quantized", "4", 0, 0.17},
-                                           ByteCase{"fp16", "", 0, 0.51},
-                                           ByteCase{"topk", "", 0.01, 0.05},
-                                           ByteCase{"dgc", "", 0.01, 0.05}),
-                         [](const auto& info) {
-                           return info.param.type + info.param.bits;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Strategies, Bytes,
+    ::testing::Values(ByteCase{"quantized", "8", 0, 0.30}, ByteCase{"quantized", "4", 0, 0.17},
+                      ByteCase{"fp16", "", 0, 0.51}, ByteCase{"topk", "", 0.01, 0.05},
+                      ByteCase{"dgc", "", 0.01, 0.05}, ByteCase{"topk", "", 0.02, 0.05, "compact"},
+                      ByteCase{"dgc", "", 0.02, 0.05, "compact"}),
+    [](const auto& info) {
+      return info.param.type + info.param.bits + info.param.sparse_encoding;
+    });
+
+// sparseEncoding: compact sends topk's pairs in 4 bytes instead of 8 and keeps what fp16 rounding
+// takes off a value in the residual. On gradients that are multiples of 2^-10 (|g| ≤ 20/1024),
+// every value topk sends over 20 steps (a gradient plus the residual, below 2 in magnitude) is
+// exact in fp16, so compact trains exactly as pairs. The large tensor spans four 65536-element
+// blocks, the last one short; every block a worker sends or forwards shrinks by 4k − 4·4 bytes.
+TEST(CompactSparse, TopkOnFp16ExactValuesTrainsAsPairsWithHalfTheBytesPerPair) {
+  SimOptions o;
+  o.tensor_sizes = {150, 200000, 84};
+  o.gradient = [](int rank, int step, size_t i) {
+    return static_cast<float>(static_cast<int>((i * 7 + rank * 13 + step * 5) % 41) - 20) / 1024.0f;
+  };
+  job::JobSpec pairs = With("topk", "", 0.01);
+  job::JobSpec compact = pairs;
+  compact.strategy.sparse_encoding = "compact";
+  const SimResult a = Simulate(pairs, o);
+  const SimResult b = Simulate(compact, o);
+  ASSERT_TRUE(a.ok && b.ok) << a.error << b.error;
+  ExpectIdenticalRanks(b);
+  ExpectBitwiseEqual(a, b);
+  const int64_t k = 2000, blocks = 4;  // ceil(0.01 · 200000); ceil(200000 / 65536)
+  for (int rank = 0; rank < o.world; ++rank) {
+    EXPECT_EQ(a.bytes_sent[rank] - b.bytes_sent[rank],
+              int64_t{o.steps} * (o.world - 1) * (4 * k - 4 * blocks))
+        << "rank " << rank;
+  }
+}
+
+// What fp16 rounding takes off a sent value is not lost: topk keeps it in its residual and dgc in
+// v, and sends it later. One worker, one tensor of 8192 elements with a gradient at step 0 only,
+// plain SGD without weight decay (so dgc's momentum is 0 too): by step 16 everything, rests
+// included, has been sent, and the parameters moved by lr · Σg / batch to within fp32 rounding
+// (relative to the largest move), far closer than the 2^-12 that dropping the rests would leave.
+TEST(CompactSparse, KeepsTheRoundingForLaterSteps) {
+  SimOptions o;
+  o.world = 1;
+  o.steps = 16;
+  o.tensor_sizes = {8192};
+  auto g = [](size_t i) { return std::sin(0.37f * i) * static_cast<float>(1 + i % 13); };
+  o.gradient = [&](int, int step, size_t i) { return step == 0 ? g(i) : 0.0f; };
+  for (const std::string type : {"topk", "dgc"}) {
+    SCOPED_TRACE(type);
+    job::JobSpec spec = With(type, "", 0.25);
+    spec.strategy.sparse_encoding = "compact";
+    spec.optimizer.momentum = 0;
+    spec.optimizer.weight_decay = 0;
+    const SimResult r = Simulate(spec, o);
+    ASSERT_TRUE(r.ok) << r.error;
+    double worst = 0, largest = 0;  // of |moved − wanted| and of |wanted|
+    for (size_t i = 0; i < 8192; ++i) {
+      const double init = 0.01f * std::cos(0.01f * i);  // the harness's initial value
+      const double want = -spec.optimizer.lr * g(i) / o.global_batch;
+      worst = std::max(worst, std::abs((r.params[0][i] - init) - want));
+      largest = std::max(largest, std::abs(want));
+    }
+    EXPECT_LT(worst / largest, 1e-5);
+  }
+}
 
 // topk and dgc sparsify only tensors of at least kSmallTensorElements elements; the small ones
 // (biases, LeNet-5's conv2 and fc3) are all-reduced every step at 4 bits. After one step the
