@@ -113,14 +113,10 @@ class Dgc : public Strategy {
                                                    values_.data(), selection.count);
       indices_.resize(count);
       values_.resize(count);
-      RoundForWire(wire_, &values_);
-      if (wire_ == SparseWire::kCompact) {
-        rest_.resize(count);
-        for (int64_t j = 0; j < count; ++j) rest_[j] = v[indices_[j]] - values_[j];
-      }
+      RoundForWire(wire_, &values_, &rests_);
       kernels::DgcMaskSelected(indices_.data(), count, masking_ ? u.data() : nullptr, v.data());
-      if (wire_ == SparseWire::kCompact) {  // keep the rounding: v = v_before − sent
-        for (int64_t j = 0; j < count; ++j) v[indices_[j]] = rest_[j];
+      if (wire_ == SparseWire::kCompact) {  // v keeps what fp16 rounding took off
+        for (int64_t j = 0; j < count; ++j) v[indices_[j]] = rests_[j];
       }
       HPTRAIN_RETURN_IF_ERROR(
           SparseAllGatherSum(*comm_, wire_, indices_, values_, n, large.data(), &wire),
@@ -159,7 +155,7 @@ class Dgc : public Strategy {
   std::vector<std::vector<float>> u_, v_;    // per bucket, over its large tensors
   std::vector<std::vector<float>> small_u_;  // per bucket, the small tensors' momentum
   std::vector<float> values_;
-  std::vector<float> rest_;  // compact: what fp16 rounding took off each sent value
+  std::vector<float> rests_;  // what fp16 rounding took off each sent value (compact), else 0
   std::vector<int32_t> indices_;
   CompressionTally tally_;
 };

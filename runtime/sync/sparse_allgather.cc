@@ -74,15 +74,23 @@ absl::StatusOr<SparseWire> SparseWireOf(const job::JobSpec& spec) {
       absl::StrCat("spec.strategy.sparseEncoding: must be pairs or compact, got \"", name, "\""));
 }
 
-void RoundForWire(SparseWire wire, std::vector<float>* values) {
-  if (wire == SparseWire::kPairs || values->empty()) return;
+void RoundForWire(SparseWire wire, std::vector<float>* values, std::vector<float>* rests) {
   const int64_t k = static_cast<int64_t>(values->size());
-  for (float& v : *values) {
-    if (std::isfinite(v)) v = std::clamp(v, -kHalfMax, kHalfMax);
+  rests->assign(k, 0.0f);
+  if (wire == SparseWire::kPairs || k == 0) return;
+  std::vector<float>& v = *values;
+  std::vector<float>& rest = *rests;
+  for (int64_t j = 0; j < k; ++j) {
+    if (!std::isfinite(v[j])) continue;  // sent as it is, its rest 0
+    rest[j] = v[j];
+    v[j] = std::clamp(v[j], -kHalfMax, kHalfMax);
   }
   std::vector<uint16_t> halves(k);
-  kernels::FloatToHalf(values->data(), k, halves.data());
-  kernels::HalfToFloat(halves.data(), k, values->data());
+  kernels::FloatToHalf(v.data(), k, halves.data());
+  kernels::HalfToFloat(halves.data(), k, v.data());
+  for (int64_t j = 0; j < k; ++j) {
+    if (std::isfinite(v[j])) rest[j] -= v[j];  // finite before, so finite after: ≤ 65504
+  }
 }
 
 absl::Status SparseAllGatherSum(comm::Communicator& comm, SparseWire wire,

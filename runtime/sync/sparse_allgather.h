@@ -30,11 +30,12 @@ enum class SparseWire { kPairs, kCompact };
 // naming the field otherwise.
 absl::StatusOr<SparseWire> SparseWireOf(const job::JobSpec& spec);
 
-// Rounds `values` in place to what `wire` carries, so that the caller can keep what is not sent
-// (value before − value after) in its residual: kPairs leaves them; kCompact rounds each to the
-// nearest fp16, finite values clamped to ±65504 first so that none becomes infinite (inf and NaN
-// stay as they are).
-void RoundForWire(SparseWire wire, std::vector<float>* values);
+// Rounds `values` in place to what `wire` carries and sets rests[j] to what the rounding took off
+// values[j] (before − after), for the caller to keep in its residual: kPairs leaves the values and
+// every rest is 0; kCompact rounds each value to the nearest fp16, finite values clamped to ±65504
+// first so that none becomes infinite. Inf and NaN stay as they are, with a rest of 0, as a sent
+// value leaves nothing behind under kPairs.
+void RoundForWire(SparseWire wire, std::vector<float>* values, std::vector<float>* rests);
 
 // `indices` ascending in [0, n). On return `dense` (n floats) holds Σ over workers of their
 // pairs; `wire_bytes` (optional) receives the size of this worker's encoded block. With kCompact

@@ -73,11 +73,11 @@ class TopK : public Strategy {
     indices_.resize(k);
     values_.resize(k);
     kernels::TopKExact(x.data(), n, k, indices_.data(), values_.data());
-    RoundForWire(wire_, &values_);
-    if (feedback_) {  // r = x − what is sent (0 where sent, unless fp16 rounding left a rest)
+    RoundForWire(wire_, &values_, &rests_);
+    if (feedback_) {  // r = x where not sent; where sent, what fp16 rounding left (else 0)
       std::vector<float>& r = residual_[bucket];
       r.assign(x.begin(), x.end());
-      for (int64_t j = 0; j < k; ++j) r[indices_[j]] -= values_[j];
+      for (int64_t j = 0; j < k; ++j) r[indices_[j]] = rests_[j];
     }
     HPTRAIN_RETURN_IF_ERROR(SparseAllGatherSum(*comm_, wire_, indices_, values_, n, x.data(), wire),
                             "top-k exchange of ", k, " of ", n, " elements");
@@ -91,6 +91,7 @@ class TopK : public Strategy {
   SmallTensorExchange small_;
   std::vector<std::vector<float>> residual_;  // per bucket, over its large tensors; empty if off
   std::vector<float> values_;
+  std::vector<float> rests_;  // what fp16 rounding took off each sent value (compact), else 0
   std::vector<int32_t> indices_;
   CompressionTally tally_;
 };

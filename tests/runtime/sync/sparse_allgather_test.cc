@@ -94,16 +94,19 @@ TEST(SparseAllGather, ARankSendingTheOtherEncodingIsAnError) {
       << results[2].status;
 }
 
-TEST(RoundForWire, PairsKeepValuesAndCompactRoundsToFp16WithinItsRange) {
+TEST(RoundForWire, PairsKeepValuesAndCompactRoundsToFp16WithinItsRangeKeepingTheRests) {
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<float> in = {0.1f, -3.0f, 1e6f, -1e6f, 65519.0f, 1e-9f, inf, -inf};
   std::vector<float> pairs = in;
-  RoundForWire(SparseWire::kPairs, &pairs);
+  std::vector<float> rests = {7.0f};  // overwritten
+  RoundForWire(SparseWire::kPairs, &pairs, &rests);
   EXPECT_EQ(std::memcmp(pairs.data(), in.data(), in.size() * sizeof(float)), 0);
+  EXPECT_EQ(rests, std::vector<float>(in.size(), 0.0f));
 
   std::vector<float> compact = in;
   compact.push_back(std::nanf(""));
-  RoundForWire(SparseWire::kCompact, &compact);
+  RoundForWire(SparseWire::kCompact, &compact, &rests);
+  ASSERT_EQ(rests.size(), compact.size());
   EXPECT_EQ(compact[0], 0.0999755859375f);  // the nearest fp16 to 0.1
   EXPECT_EQ(compact[1], -3.0f);
   EXPECT_EQ(compact[2], 65504.0f);  // clamped, not infinite
@@ -113,6 +116,11 @@ TEST(RoundForWire, PairsKeepValuesAndCompactRoundsToFp16WithinItsRange) {
   EXPECT_EQ(compact[6], inf);
   EXPECT_EQ(compact[7], -inf);
   EXPECT_TRUE(std::isnan(compact[8]));
+  for (size_t j = 0; j < 6; ++j) EXPECT_EQ(rests[j], in[j] - compact[j]) << j;  // clamp included
+  EXPECT_EQ(rests[2], 1e6f - 65504.0f);
+  EXPECT_EQ(rests[6], 0.0f);  // inf and NaN leave nothing behind
+  EXPECT_EQ(rests[7], 0.0f);
+  EXPECT_EQ(rests[8], 0.0f);
 }
 
 TEST(SparseWireOf, ReadsTheJobsSparseEncoding) {
