@@ -13,7 +13,7 @@
 // Bytes per worker per step, L large and S small elements: about (N-1) · (8k + 32) for the pairs
 // (k = ceil(density · L); compact: (N-1) · (4k + 32 + 4·ceil(L / 65536))), plus 8 bytes per ring
 // step for the sizes, plus the small tensors' 2(N-1)/N · (S/2 + 8·ceil(S/512)); at density 0.01
-// on LeNet-5 about 4.6 % of ssgd's 2(N-1)/N · 4P (compact: 2.4 %).
+// on LeNet-5 about 4.6 % of ssgd's 2(N-1)/N · 4P (compact: 2.7 %).
 #include "kernels/topk/topk.h"
 
 #include <memory>
