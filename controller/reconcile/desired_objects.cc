@@ -1,12 +1,15 @@
 #include "controller/reconcile/desired_objects.h"
 
+#include <iterator>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "controller/reconcile/labels.h"
 #include "controller/reconcile/pod_template.h"
+#include "runtime/job/job_validate.h"
 
 namespace hptrain::reconcile {
 namespace {
@@ -59,7 +62,7 @@ PodSettings CommonSettings(const ParsedJob& job, int64_t restart_generation,
 
 void FinishSettings(const ParsedJob& job, absl::string_view role, int rank, absl::string_view group,
                     PodSettings* s) {
-  s->name = role == kRolePs ? PsPodName(job.name) : WorkerPodName(job.name, rank);
+  s->name = role == kRolePs ? PsPodName(job.name, rank) : WorkerPodName(job.name, rank);
   s->hostname = s->name;
   s->container_name = std::string(role);
   s->command = {"hptrain", std::string(role)};
@@ -83,6 +86,14 @@ void FinishSettings(const ParsedJob& job, absl::string_view role, int rank, absl
   s->ports.clear();
   if (role == kRolePs) s->ports.push_back({kCoordinatorPortName, kCoordinatorPort});
   s->ports.push_back({kMetricsPortName, kMetricsPort});
+  if (role == kRolePs && job::UsesParameterServer(job.spec.strategy.type)) {
+    s->env.insert(s->env.end(),
+                  {{"HPTRAIN_PS_SHARD", absl::StrCat(rank)},
+                   {"HPTRAIN_PS_ADVERTISE", absl::StrCat(PsServiceName(job.name, rank), ".", job.ns,
+                                                         ".svc:", kCoordinatorPort)}});
+    s->readiness_probe =
+        Json{{"httpGet", {{"path", "/readyz"}, {"port", kMetricsPortName}}}, {"periodSeconds", 5}};
+  }
 }
 
 Json ObjectMeta(const ParsedJob& job, const std::string& name) {
@@ -123,6 +134,22 @@ Json BuildService(const ParsedJob& job) {
                 {"ports", std::move(ports)}}}};
 }
 
+// The Service in front of ps pod `shard`: a stable virtual IP that only routes to the pod once
+// it is ready (the headless Service publishes pods that are not).
+Json BuildPsService(const ParsedJob& job, int shard) {
+  Json selector = {{kJobLabel, job.name}, {kRoleLabel, kRolePs}, {kRankLabel, absl::StrCat(shard)}};
+  return Json{{"apiVersion", "v1"},
+              {"kind", "Service"},
+              {"metadata", ObjectMeta(job, PsServiceName(job.name, shard))},
+              {"spec",
+               {{"type", "ClusterIP"},
+                {"selector", std::move(selector)},
+                {"ports", Json::array({Json{{"name", kPsServicePortName},
+                                            {"port", kCoordinatorPort},
+                                            {"targetPort", kCoordinatorPort},
+                                            {"protocol", "TCP"}}})}}}};
+}
+
 }  // namespace
 
 std::string WorkerTemplatePath(const ParsedJob& job, size_t index) {
@@ -152,16 +179,26 @@ absl::StatusOr<DesiredObjects> BuildDesiredObjects(const ParsedJob& job, absl::s
     }
   }
 
-  // Built after the workers: without spec.ps.template the ps pod takes the first group's image,
+  // Built after the workers: without spec.ps.template the ps pods take the first group's image,
   // and a group without one has already been reported under its own path.
-  PodSettings ps = CommonSettings(job, restart_generation, default_image);
-  FinishSettings(job, kRolePs, 0, "", &ps);
-  absl::StatusOr<Json> ps_pod = BuildPodFromTemplate(PsTemplate(job), ps);
-  if (!ps_pod.ok()) {
-    return absl::Status(ps_pod.status().code(),
-                        absl::StrCat("spec.ps.template.", ps_pod.status().message()));
+  const Json ps_template = PsTemplate(job);
+  const int shards = job::PsShardCount(job.spec);
+  std::vector<Json> ps_pods;
+  for (int shard = 0; shard < shards; ++shard) {
+    PodSettings ps = CommonSettings(job, restart_generation, default_image);
+    FinishSettings(job, kRolePs, shard, "", &ps);
+    absl::StatusOr<Json> ps_pod = BuildPodFromTemplate(ps_template, ps);
+    if (!ps_pod.ok()) {
+      return absl::Status(ps_pod.status().code(),
+                          absl::StrCat("spec.ps.template.", ps_pod.status().message()));
+    }
+    ps_pods.push_back(*std::move(ps_pod));
+    if (job::UsesParameterServer(job.spec.strategy.type)) {
+      out.ps_services.push_back(BuildPsService(job, shard));
+    }
   }
-  out.pods.insert(out.pods.begin(), *std::move(ps_pod));
+  out.pods.insert(out.pods.begin(), std::make_move_iterator(ps_pods.begin()),
+                  std::make_move_iterator(ps_pods.end()));
   return out;
 }
 

@@ -5,7 +5,8 @@
 
 namespace hptrain::reconcile {
 
-std::string PsPodName(absl::string_view job) { return absl::StrCat(job, "-ps-0"); }
+std::string PsPodName(absl::string_view job, int shard) { return absl::StrCat(job, "-ps-", shard); }
+std::string PsServiceName(absl::string_view job, int shard) { return PsPodName(job, shard); }
 std::string WorkerPodName(absl::string_view job, int rank) {
   return absl::StrCat(job, "-worker-", rank);
 }

@@ -1,9 +1,11 @@
 // Names, labels, annotations and owner references of the objects a TrainingJob owns.
 //
 // For a job J in namespace N (see the controller contract):
-//   Pod     J-ps-0            role ps, rank "0"
+//   Pod     J-ps-0            role ps, rank "0"; with a parameter-server strategy (ps, hps, mp2)
+//                             and spec.ps.shards = S, J-ps-0 .. J-ps-<S-1>, rank "<shard>"
 //   Pods    J-worker-<rank>   role worker, ranks 0.. numbered group by group in document order
 //   Service J                 headless, selects every pod of the job
+//   Service J-ps-<shard>      parameter-server strategies only: ClusterIP, selects that ps pod
 //   Secret  J-hptrain         keys `token` and `job.yaml`
 // Every owned object carries a controller owner reference to the job and the labels
 // hptrain.io/job and app.kubernetes.io/managed-by; pods also carry role, rank and (workers)
@@ -42,9 +44,13 @@ inline constexpr int kCoordinatorPort = 29400;
 inline constexpr char kCoordinatorPortName[] = "coordinator";
 inline constexpr int kMetricsPort = 9090;
 inline constexpr char kMetricsPortName[] = "metrics";
+// The port of each per-shard parameter-server Service (the coordinator port of its pod).
+inline constexpr char kPsServicePortName[] = "grpc";
 
 // Object names, from the job's name.
-std::string PsPodName(absl::string_view job);
+std::string PsPodName(absl::string_view job, int shard = 0);
+// The per-shard Service of ps pod `shard`; the same name as the pod.
+std::string PsServiceName(absl::string_view job, int shard);
 std::string WorkerPodName(absl::string_view job, int rank);
 std::string ServiceName(absl::string_view job);
 std::string SecretName(absl::string_view job);

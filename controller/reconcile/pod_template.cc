@@ -83,6 +83,10 @@ absl::Status MergeContainer(const PodSettings& s, Json* container, absl::string_
   for (const ContainerPort& port : s.ports) {
     ports->push_back(Json{{"name", port.name}, {"containerPort", port.port}, {"protocol", "TCP"}});
   }
+  if (const Json* probe = Find(*container, {"readinessProbe"});
+      !s.readiness_probe.is_null() && (probe == nullptr || probe->is_null())) {
+    (*container)["readinessProbe"] = s.readiness_probe;
+  }
   return absl::OkStatus();
 }
 

@@ -12,6 +12,7 @@
 //   * the job's Secret is mounted read-only (volume "hptrain-job");
 //   * the container ports named by PodSettings::ports replace user ports of the same name or
 //     number;
+//   * PodSettings::readiness_probe, when set, unless the main container has its own;
 //   * restartPolicy Never (the controller restarts the whole gang, never one pod), hostname and
 //     subdomain (stable DNS through the headless Service), schedulerName when one is given;
 //   * labels, annotations, name, namespace and the owner reference.
@@ -42,6 +43,7 @@ struct PodSettings {
   std::vector<std::string> command;                      // {"hptrain", "worker"}
   std::vector<std::pair<std::string, std::string>> env;  // name, value; in this order
   std::vector<ContainerPort> ports;
+  Json readiness_probe;               // the main container's readinessProbe; null = none added
   Json labels = Json::object();       // merged over the template's labels
   Json annotations = Json::object();  // merged over the template's annotations
   Json owner_reference;

@@ -143,7 +143,8 @@ Plan Pass::Run() {
       NotRunning(kReasonPodsNotRunning, "the job was resumed; its pods are being created");
     }
     bool all_succeeded = spec.WorldSize() > 0;
-    for (size_t i = 1; i < names.size(); ++i) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (Label(desired->pods[i], kRoleLabel) != kRoleWorker) continue;  // the ps pods
       const PodView* pod = pods_.Owned(names[i]);
       bool current = pod != nullptr &&
                      std::find(gang.current.begin(), gang.current.end(), pod) != gang.current.end();
@@ -286,8 +287,28 @@ void Pass::Converge(const ParsedJob& job, const DesiredObjects& desired,
     plan_.creates.push_back(desired.secret);
     secret_ready = true;
   }
-  if (LookupName(observed_.services, ServiceName(job.name), job_) == NameState::kFree) {
-    plan_.creates.push_back(desired.service);
+  // The headless Service, then one per parameter-server shard. An owned Service that is not
+  // desired any more (fewer shards, or a strategy without a parameter server) is deleted.
+  std::vector<const Json*> services = {&desired.service};
+  for (const Json& service : desired.ps_services) services.push_back(&service);
+  std::vector<ObjectRef> unwanted;
+  for (const Json& observed : observed_.services) {
+    if (!IsControlledBy(observed, job_) || IsTerminating(observed)) continue;
+    bool wanted = std::any_of(services.begin(), services.end(),
+                              [&](const Json* s) { return Name(*s) == Name(observed); });
+    if (!wanted) {
+      unwanted.push_back(
+          {"v1", "Service", JobNamespace(observed), Name(observed), Uid(observed), ""});
+    }
+  }
+  // By name, so that the Plan does not depend on the informer's order.
+  std::sort(unwanted.begin(), unwanted.end(),
+            [](const ObjectRef& a, const ObjectRef& b) { return a.name < b.name; });
+  plan_.deletes.insert(plan_.deletes.end(), unwanted.begin(), unwanted.end());
+  for (const Json* service : services) {
+    if (LookupName(observed_.services, Name(*service), job_) == NameState::kFree) {
+      plan_.creates.push_back(*service);
+    }
   }
 
   // A new gang starts only once the old one is gone (reconciler.h, step 9).
@@ -306,6 +327,15 @@ void Pass::Converge(const ParsedJob& job, const DesiredObjects& desired,
     std::string message =
         absl::StrCat("created the ps pod, ", job.spec.WorldSize(), " worker pods, Service ",
                      ServiceName(job.name), " and Secret ", SecretName(job.name));
+    if (!desired.ps_services.empty()) {
+      const size_t shards = desired.ps_services.size();
+      std::string names = ServiceName(job.name);
+      for (const Json& service : desired.ps_services) absl::StrAppend(&names, ", ", Name(service));
+      message =
+          absl::StrCat("created ", shards == 1 ? "the ps pod" : absl::StrCat(shards, " ps pods"),
+                       ", ", job.spec.WorldSize(), " worker pods, Services ", names, " and Secret ",
+                       SecretName(job.name));
+    }
     Set(kConditionCreated, kTrue, kReasonCreated, message);
     Emit(kEventNormal, kReasonCreated, message);
   }

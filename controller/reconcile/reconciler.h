@@ -10,7 +10,7 @@
 // One pass, in order:
 //   1. A job being deleted is left alone (garbage collection removes what it owns).
 //   2. A finished job (condition Succeeded or Failed is True) is terminal: nothing is created
-//      and status is not rewritten. After success the ps pod (and any pod that is not a
+//      and status is not rewritten. After success the ps pods (and any pod that is not a
 //      succeeded worker) is deleted, the succeeded workers are kept for their logs; after a
 //      failure every live pod is deleted. With runPolicy.ttlSecondsAfterFinished the job itself
 //      is deleted once completionTime + TTL has passed (TTLExpired event); until then the pass
@@ -29,15 +29,16 @@
 //      created. When suspend turns false again: Suspended=False reason Resumed (Resumed event),
 //      and the pass goes on to recreate the pods.
 //   7. Every worker of the current gang Succeeded: phase Succeeded, completionTime, condition
-//      Succeeded=True (event), the ps pod deleted. The ps pod's own state does not matter here:
+//      Succeeded=True (event), the ps pods deleted. The ps pods' own state does not matter here:
 //      the workers' results are the job's. (A ps pod that exits 0 while workers still run is not
 //      a failure either; the workers then finish or fail on their own.)
 //   8. A pod of the current gang Failed (gang_restart.h): restarts + 1 written to status, every
 //      live pod deleted, Warning GangRestart, Running=False; or, when restarts would exceed
 //      runPolicy.backoffLimit, phase Failed with reason BackoffLimitExceeded.
 //   9. Converge: delete stale pods (older generation, outdated spec, names no longer desired);
-//      replace the Secret when its spec hash is outdated; create the Service and Secret when
-//      absent; create the missing pods of the current gang, but only once no pod of the job is
+//      replace the Secret when its spec hash is outdated; create the Services (the headless one
+//      and, with a parameter-server strategy, one per ps shard) and the Secret when absent,
+//      delete owned Services no longer desired (fewer shards); create the missing pods of the current gang, but only once no pod of the job is
 //      stale or still terminating (a new gang never meets the remains of the old one, and a name
 //      held by a terminating pod cannot be reused before it is gone: its DELETED watch event
 //      requeues the job) and the Secret with the current spec exists or is created in this Plan.

@@ -1,10 +1,18 @@
 // hptrain ps: the job's coordinator process (and, for parameter-server strategies, the server).
 // Serves until a Shutdown call, SIGTERM/SIGINT, or --linger seconds after every worker reported
 // done (so the launcher or the controller can read the final status).
+//
+// For the strategies ps, hps and mp2 the process also serves one parameter-server shard
+// (runtime/ps/param_store.h): shard 0 on the coordinator's port, in ps-0; shard s > 0 (--shard s)
+// in a process of its own that serves only the shard and registers its address (--advertise)
+// with the coordinator given by --coordinator. A shard process ends when the coordinator reports
+// every worker done (after --linger) or stops answering for 30 s.
 #include <signal.h>
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +26,10 @@
 #include "runtime/metrics/registry.h"
 #include "runtime/ps/coordinator_client.h"
 #include "runtime/ps/coordinator_server.h"
+#include "runtime/ps/grpc_server.h"
+#include "runtime/ps/param_store.h"
+#include "runtime/ps/ps_client.h"
+#include "runtime/ps/ps_service.h"
 
 namespace hptrain::cli {
 namespace {
@@ -35,11 +47,135 @@ struct PsFlags {
   std::string metrics_host = "0.0.0.0";
   int metrics_port = 0;
   int linger_s = 30;
+  int shard = 0;
+  std::string coordinator;  // shards > 0: the coordinator to register with
+  std::string advertise;    // the address workers reach this shard on (default host:port)
 };
+
+// The parameter-server shard of this process: its state, its gRPC service and its metrics.
+struct Shard {
+  std::unique_ptr<ps::ParamStore> store;
+  std::unique_ptr<ps::PsService> service;
+  metrics::Counter* push_bytes = nullptr;
+  metrics::Counter* pull_bytes = nullptr;
+  metrics::Gauge* version = nullptr;
+  int64_t pushed = 0;
+  int64_t pulled = 0;
+
+  // Brings the byte counters and the version gauge up to date.
+  void UpdateMetrics() {
+    const int64_t push = store->push_bytes(), pull = store->pull_bytes();
+    push_bytes->Inc(static_cast<double>(push - pushed));
+    pull_bytes->Inc(static_cast<double>(pull - pulled));
+    pushed = push;
+    pulled = pull;
+    version->Set(static_cast<double>(store->version()));
+  }
+};
+
+Shard MakeShard(const job::JobSpec& spec, const PsFlags& flags, const std::string& token,
+                metrics::Registry& registry,
+                const std::function<void(const std::string&)>& on_unauthenticated) {
+  ps::ParamStoreConfig config;
+  config.shard = flags.shard;
+  config.world_size = spec.WorldSize();
+  config.global_batch = spec.global_batch_size;
+  config.optimizer = spec.optimizer;
+  // Pushes may run ahead of the model by the staleness bound: hps's (default 1), else none.
+  config.max_lead = 0;
+  if (spec.strategy.type == "hps") {
+    config.max_lead = spec.strategy.staleness < 0 ? 1 : spec.strategy.staleness;
+  }
+  Shard shard;
+  shard.store = std::make_unique<ps::ParamStore>(config);
+  auto* rejected = registry.Counter("hptrain_ps_pushes_rejected_total",
+                                    "Parameter-server calls refused, by reason.", {"reason"});
+  shard.store->set_on_rejected(
+      [rejected](const std::string& reason) { rejected->WithLabels({reason})->Inc(); });
+  auto* wait = registry.Histogram("hptrain_ps_aggregation_wait_seconds",
+                                  "Time from a round's first push to its last.")->Get();
+  shard.store->set_on_round([wait](double seconds) { wait->Observe(seconds); });
+  shard.push_bytes = registry.Counter("hptrain_ps_push_bytes_total",
+                                      "Payload bytes of the gradients pushed to this shard.")->Get();
+  shard.pull_bytes = registry.Counter("hptrain_ps_pull_bytes_total",
+                                      "Payload bytes of the parameters pulled from this shard.")->Get();
+  shard.version = registry.Gauge("hptrain_ps_model_version",
+                                 "Model version of this shard: optimizer steps applied.")->Get();
+  shard.service = std::make_unique<ps::PsService>(token, shard.store.get());
+  shard.service->set_on_unauthenticated(on_unauthenticated);
+  return shard;
+}
+
+// A shard s > 0: serves its parameters until the job is over.
+absl::Status RunShard(const job::JobSpec& spec, const PsFlags& flags, const std::string& token) {
+  if (flags.coordinator.empty()) {
+    return absl::InvalidArgumentError(
+        "--coordinator (or $HPTRAIN_COORDINATOR) is required for --shard above 0");
+  }
+  metrics::Registry registry(
+      {{"job", spec.name}, {"role", "ps"}, {"rank", std::to_string(flags.shard)}});
+  auto* rejected = registry.Counter("hptrain_rpc_rejected_total",
+                                    "RPCs refused for a missing or wrong job token.", {"reason"});
+  Shard shard = MakeShard(spec, flags, token, registry, [rejected](const std::string& reason) {
+    rejected->WithLabels({reason})->Inc();
+  });
+  HPTRAIN_ASSIGN_OR_RETURN(
+      ps::RunningServer server,
+      ps::StartGrpcServer(flags.host, flags.port, {shard.service.get()}, "parameter server"));
+  metrics::MetricsServer metrics_server(&registry);
+  HPTRAIN_RETURN_IF_ERROR(metrics_server.Start(flags.metrics_host, flags.metrics_port));
+  const std::string advertise =
+      flags.advertise.empty() ? absl::StrCat(flags.host, ":", server.port) : flags.advertise;
+  ps::CoordinatorClient client(flags.coordinator, token, std::chrono::seconds(5));
+  HPTRAIN_RETURN_IF_ERROR(client.WaitUntilReachable(std::chrono::seconds(60)));
+  HPTRAIN_RETURN_IF_ERROR(client.Set(ps::ShardAddressKey(flags.shard), advertise),
+                          "registering parameter-server shard ", flags.shard);
+  metrics_server.SetReady(true);
+  if (!flags.port_file.empty()) {
+    HPTRAIN_RETURN_IF_ERROR(WriteFileAtomically(
+        flags.port_file, absl::StrCat(server.port, " ", metrics_server.port(), "\n")));
+  }
+  std::fprintf(stderr, "hptrain ps: parameter-server shard %d on %s, metrics on port %d\n",
+               flags.shard, advertise.c_str(), metrics_server.port());
+  // The shard lives as long as its coordinator: it stops once ps-0 has stopped answering for
+  // 3 s (the job is over, or ps-0 failed, which the workers and the launcher report), or
+  // --linger seconds after every worker reported done.
+  using Clock = std::chrono::steady_clock;
+  auto last_answer = Clock::now();
+  auto finished_at = Clock::time_point::max();
+  while (g_signal == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    shard.UpdateMetrics();
+    absl::StatusOr<hptrain::v1::JobStatus> status = client.GetJobStatus();
+    if (status.ok()) {
+      last_answer = Clock::now();
+      if (status->world_size() > 0 && status->done() + status->failed() >= status->world_size() &&
+          finished_at == Clock::time_point::max()) {
+        finished_at = Clock::now();
+      }
+    } else if (Clock::now() - last_answer > std::chrono::seconds(3)) {
+      std::fprintf(stderr, "hptrain ps: shard %d stopping: coordinator %s gone (%s)\n",
+                   flags.shard, flags.coordinator.c_str(),
+                   std::string(status.status().message()).c_str());
+      break;
+    }
+    if (Clock::now() - finished_at > std::chrono::seconds(flags.linger_s)) break;
+  }
+  shard.store->Shutdown();
+  server.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  metrics_server.Stop();
+  return absl::OkStatus();
+}
 
 absl::Status RunPs(const PsFlags& flags) {
   HPTRAIN_ASSIGN_OR_RETURN(job::JobSpec spec, job::ParseJobFile(flags.job_file, flags.overrides));
   HPTRAIN_ASSIGN_OR_RETURN(std::string token, ps::ReadTokenFile(flags.token_file));
+  if (flags.shard < 0 || flags.shard >= spec.ps_shards) {
+    return absl::InvalidArgumentError(absl::StrCat("--shard ", flags.shard,
+                                                   " out of range: the job has ", spec.ps_shards,
+                                                   " parameter-server shards (spec.ps.shards)"));
+  }
+  if (flags.shard > 0) return RunShard(spec, flags, token);
 
   metrics::Registry registry({{"job", spec.name}, {"role", "ps"}, {"rank", "0"}});
   auto* rejected = registry.Counter("hptrain_rpc_rejected_total",
@@ -61,11 +197,25 @@ absl::Status RunPs(const PsFlags& flags) {
   config.allocation = spec.InitialAllocation();
   config.global_batch = spec.global_batch_size;
   auto service = std::make_unique<ps::CoordinatorService>(config);
-  service->set_on_rejected([&](const std::string& reason) {
+  auto on_unauthenticated = [missing_token, bad_token](const std::string& reason) {
     (reason == "missing_token" ? missing_token : bad_token)->Inc();
-  });
-  HPTRAIN_ASSIGN_OR_RETURN(auto server,
-                           ps::CoordinatorServer::Start(flags.host, flags.port, std::move(service)));
+  };
+  service->set_on_rejected(on_unauthenticated);
+  // Shard 0 of the parameter server shares the coordinator's port.
+  std::optional<Shard> shard;
+  std::vector<grpc::Service*> extra;
+  if (spec.UsesParameterServer()) {
+    shard.emplace(MakeShard(spec, flags, token, registry, on_unauthenticated));
+    extra.push_back(shard->service.get());
+  }
+  HPTRAIN_ASSIGN_OR_RETURN(auto server, ps::CoordinatorServer::Start(flags.host, flags.port,
+                                                                     std::move(service), extra));
+  if (shard) {
+    server->service().SetKey(ps::ShardAddressKey(0),
+                             flags.advertise.empty()
+                                 ? absl::StrCat(flags.host, ":", server->port())
+                                 : flags.advertise);
+  }
   metrics::MetricsServer metrics_server(&registry);
   HPTRAIN_RETURN_IF_ERROR(metrics_server.Start(flags.metrics_host, flags.metrics_port));
   metrics_server.SetReady(true);
@@ -86,6 +236,7 @@ absl::Status RunPs(const PsFlags& flags) {
     for (const auto& r : status.ranks()) highest = std::max<int64_t>(highest, r.step());
     step->Set(static_cast<double>(highest));
     generation->Set(static_cast<double>(status.allocation().generation()));
+    if (shard) shard->UpdateMetrics();
     if (server->service().shutdown_requested()) break;
     if (finished && finished_at == std::chrono::steady_clock::time_point::max()) {
       finished_at = std::chrono::steady_clock::now();
@@ -94,6 +245,7 @@ absl::Status RunPs(const PsFlags& flags) {
       break;
     }
   }
+  if (shard) shard->store->Shutdown();  // wakes pulls still waiting
   server->Stop();
   metrics_server.Stop();
   return absl::OkStatus();
@@ -117,6 +269,12 @@ int PsCommand(int argc, char** argv) {
           "port of /metrics, /healthz, /readyz (0 = any free port)");
   set.Int("linger", &flags.linger_s, "HPTRAIN_PS_LINGER",
           "seconds to keep serving after every worker is done (default 30)");
+  set.Int("shard", &flags.shard, "HPTRAIN_PS_SHARD",
+          "parameter-server shard this process serves (default 0: with the coordinator)");
+  set.String("coordinator", &flags.coordinator, "HPTRAIN_COORDINATOR",
+             "shards above 0: the job's coordinator (ps-0), to register with");
+  set.String("advertise", &flags.advertise, "HPTRAIN_PS_ADVERTISE",
+             "host:port workers reach this shard on (default --host and the bound port)");
   int exit_code = kExitOk;
   if (!set.ParseOrExit(argc, argv, &exit_code)) return exit_code;
   if (flags.job_file.empty()) {

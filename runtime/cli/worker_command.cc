@@ -2,7 +2,8 @@
 // (the controller sets the latter in pods). The sequence:
 //   1. parse the job file; start /metrics, /healthz, /readyz;
 //   2. reach the coordinator, register (rank, group, metrics address), read the allocation;
-//   3. rendezvous with the other workers through the coordinator's KV store (Gloo TCP mesh);
+//   3. rendezvous with the other workers through the coordinator's KV store (Gloo TCP mesh) and,
+//      for the parameter-server strategies, look the PS shards' addresses up there;
 //   4. train, reporting progress to the coordinator and heartbeating in the background
 //      (a coordinator-side stop request ends the run);
 //   5. report done (or the failure) and exit.
@@ -28,6 +29,7 @@
 #include "runtime/ps/allocation_prefetcher.h"
 #include "runtime/ps/coordinator_client.h"
 #include "runtime/ps/progress_sender.h"
+#include "runtime/ps/ps_client.h"
 #include "runtime/train/trainer.h"
 
 namespace hptrain::cli {
@@ -144,12 +146,26 @@ absl::Status RunWorker(const WorkerFlags& flags) {
   HPTRAIN_ASSIGN_OR_RETURN(auto transport,
                            comm::GlooTransport::Connect(client, flags.rank, world, gloo));
   comm::TransportCommunicator communicator(std::move(transport));
+  std::unique_ptr<ps::PsClient> ps_client;
+  if (spec.UsesParameterServer()) {
+    HPTRAIN_ASSIGN_OR_RETURN(
+        ps_client, ps::PsClient::Discover(client, spec.ps_shards, token,
+                                          std::chrono::seconds(flags.rendezvous_timeout_s)));
+  }
+  // Everything this worker put on and took off the network: collectives and the PS.
+  auto bytes_sent = [&] {
+    return communicator.bytes_sent() + (ps_client ? ps_client->bytes_sent() : 0);
+  };
+  auto bytes_received = [&] {
+    return communicator.bytes_received() + (ps_client ? ps_client->bytes_received() : 0);
+  };
 
   Heartbeat heartbeat(client, flags.rank);
   train::TrainerOptions options;
   options.rank = flags.rank;
   options.allocation.assign(allocation.batch_sizes().begin(), allocation.batch_sizes().end());
   options.resume = flags.resume;
+  options.ps = ps_client.get();
 
   auto last_report = Clock::now() - std::chrono::seconds(1);
   double compute_total = 0, comm_total = 0, train_total = 0;
@@ -158,8 +174,12 @@ absl::Status RunWorker(const WorkerFlags& flags) {
   ps::ProgressSender sender(
       [&client](const hptrain::v1::ProgressReport& r) { return client.ReportProgress(r); });
   auto send_report = [&] {
-    report.set_bytes_sent(communicator.bytes_sent());
-    report.set_bytes_received(communicator.bytes_received());
+    report.set_bytes_sent(bytes_sent());
+    report.set_bytes_received(bytes_received());
+    if (ps_client) {
+      report.set_ps_bytes_sent(ps_client->bytes_sent());
+      report.set_ps_bytes_received(ps_client->bytes_received());
+    }
     report.set_compute_seconds(compute_total);
     report.set_comm_seconds(comm_total);
     report.set_train_seconds(train_total);
@@ -170,7 +190,7 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     compute_total += stats.compute_seconds;
     comm_total += stats.comm_seconds;
     train_total += stats.step_seconds;
-    worker_metrics.OnStep(stats, communicator.bytes_sent(), communicator.bytes_received());
+    worker_metrics.OnStep(stats, bytes_sent(), bytes_received());
     const bool last = stats.step == stats.total_steps;
     // The launcher's balancer (spec.rebalance) measures speeds from these reports: more often then.
     const auto period = std::chrono::milliseconds(spec.rebalance.enabled ? 200 : 500);

@@ -26,6 +26,9 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
   eval_accuracy_ = r.Gauge("hptrain_eval_accuracy", "Test accuracy at the last evaluation.")->Get();
   step_ = r.Gauge("hptrain_step", "Global training steps completed.")->Get();
   epoch_ = r.Gauge("hptrain_epoch", "Current epoch (0-based).")->Get();
+  ps_staleness_ = r.Gauge("hptrain_ps_staleness",
+                          "Parameter-server strategies: model versions this worker's copy lagged "
+                          "behind the step it computed.")->Get();
   compression_ratio_->Set(1.0);
   quant_bits_->Set(32);
 }
@@ -43,6 +46,7 @@ void WorkerMetrics::OnStep(const train::StepStats& stats, int64_t bytes_sent,
   last_received_ = bytes_received;
   compression_ratio_->Set(stats.compression_ratio);
   quant_bits_->Set(stats.bits);
+  ps_staleness_->Set(static_cast<double>(stats.staleness));
   train_loss_->Set(stats.train_loss);
   step_->Set(static_cast<double>(stats.step));
   epoch_->Set(stats.epoch);

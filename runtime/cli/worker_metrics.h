@@ -26,6 +26,7 @@ class WorkerMetrics {
   metrics::Gauge* batch_size_;
   metrics::Counter* bytes_sent_;
   metrics::Counter* bytes_received_;
+  metrics::Gauge* ps_staleness_;
   metrics::Gauge* compression_ratio_;
   metrics::Gauge* quant_bits_;
   metrics::Gauge* train_loss_;

@@ -287,6 +287,7 @@ absl::Status ParseStrategy(const YAML::Node& node, StrategySpec* strategy) {
   r.Read("sparseEncoding", &strategy->sparse_encoding);
   r.Read("threshold", &strategy->threshold);
   r.Read("pushRatio", &strategy->push_ratio);
+  r.Read("staleness", &strategy->staleness);
   return r.Finish();
 }
 
@@ -393,6 +394,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   HPTRAIN_RETURN_IF_ERROR(ParseWorkers(worker_groups, workers, &spec->worker_groups));
 
   MapReader p(ps, "spec.ps");
+  p.Read("shards", &spec->ps_shards);
   p.Template("template", &spec->ps_template_yaml);
   HPTRAIN_RETURN_IF_ERROR(p.Finish());
 

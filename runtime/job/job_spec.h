@@ -49,6 +49,7 @@ struct StrategySpec {
   std::string sparse_encoding;    // topk / dgc: "pairs" or "compact"; empty when unset (pairs)
   double threshold = 0.0;         // gossip
   double push_ratio = 0.0;        // mp2
+  int staleness = -1;             // hps: rounds a worker may run ahead of the PS (0 or 1); -1 = unset (1)
 };
 
 struct ScheduleSpec {
@@ -137,6 +138,7 @@ struct JobSpec {
   int bucket_mib = 25;            // gradient bucket size for the communicator, MiB
   std::vector<WorkerGroupSpec> worker_groups;
   std::string ps_template_yaml;
+  int ps_shards = 1;              // spec.ps.shards: parameter-server processes (ps, hps, mp2)
   std::string scheduler_name;     // Kubernetes scheduler of the job's pods; empty = default
   GangSchedulingSpec gang_scheduling;
   RebalanceSpec rebalance;
@@ -146,6 +148,8 @@ struct JobSpec {
 
   // Derived helpers.
   int WorldSize() const;
+  // True for the strategies that train through the parameter server (ps, hps, mp2).
+  bool UsesParameterServer() const;
   // Group name of each rank, ranks numbered group by group in document order.
   std::vector<std::string> RankGroups() const;
   // Initial batch size of each rank: the groups' batchSize where set, else an equal split of the

@@ -72,7 +72,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& StrategyTab
       {"hierarchical", {"interval"}},
       {"gossip", {"threshold", "interval"}},
       {"ps", {}},
-      {"hps", {"bits"}},
+      {"hps", {"bits", "staleness"}},
       {"mp2", {"pushRatio"}},
   };
   return *table;
@@ -151,6 +151,7 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
       {"clipNorm", s.clip_norm != 0},
       {"momentumMasking", s.momentum_masking.has_value()},
       {"sparseEncoding", !s.sparse_encoding.empty()},
+      {"staleness", s.staleness != -1},
   };
   for (const auto& [key, is_set] : set) {
     if (!is_set || Contains(accepted, key)) continue;
@@ -163,6 +164,16 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
   if (!s.bits.empty() && !Contains(kBits, s.bits)) {
     return Invalid("spec.strategy.bits", "must be one of 1, 2, 4, 8, 16, 32, dynamic, got \"", s.bits,
                    "\"");
+  }
+  // H-PS picks its bit width among 2, 4, 8 and 16 and treats 32 as "off": 1 bit is not one
+  // of its widths.
+  static const std::vector<std::string> kHpsBits = {"2", "4", "8", "16", "32", "dynamic"};
+  if (s.type == "hps" && !s.bits.empty() && !Contains(kHpsBits, s.bits)) {
+    return Invalid("spec.strategy.bits", "strategy hps takes 2, 4, 8, 16, 32 or dynamic, got \"",
+                   s.bits, "\"");
+  }
+  if (s.staleness != -1 && s.staleness != 0 && s.staleness != 1) {
+    return Invalid("spec.strategy.staleness", "must be 0 or 1, got ", s.staleness);
   }
   if (!s.sparse_encoding.empty()) {
     HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.sparseEncoding", "sparse encoding",
@@ -177,6 +188,18 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.threshold", s.threshold, 0.0));
   if (s.push_ratio != 0)
     HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.strategy.pushRatio", s.push_ratio));
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePs(const JobSpec& spec) {
+  if (spec.ps_shards < 1 || spec.ps_shards > kMaxPsShards) {
+    return Invalid("spec.ps.shards", "must be between 1 and ", kMaxPsShards, ", got ",
+                   spec.ps_shards);
+  }
+  if (spec.ps_shards > 1 && !UsesParameterServer(spec.strategy.type)) {
+    return Invalid("spec.ps.shards", spec.ps_shards,
+                   " needs a parameter-server strategy (ps, hps, mp2), not ", spec.strategy.type);
+  }
   return absl::OkStatus();
 }
 
@@ -372,6 +395,14 @@ std::vector<std::string> StrategyParameters(absl::string_view type) {
   return {};
 }
 
+bool UsesParameterServer(absl::string_view type) {
+  return type == "ps" || type == "hps" || type == "mp2";
+}
+
+int PsShardCount(const JobSpec& spec) {
+  return UsesParameterServer(spec.strategy.type) ? std::max(spec.ps_shards, 1) : 1;
+}
+
 bool IsDnsLabel(absl::string_view name) {
   if (name.empty() || name.size() > 63) return false;
   for (char c : name) {
@@ -386,6 +417,7 @@ absl::Status ValidateJob(const JobSpec& spec) {
   HPTRAIN_RETURN_IF_ERROR(ValidateModel(spec.model));
   HPTRAIN_RETURN_IF_ERROR(ValidateDataset(spec.dataset));
   HPTRAIN_RETURN_IF_ERROR(ValidateStrategy(spec.strategy));
+  HPTRAIN_RETURN_IF_ERROR(ValidatePs(spec));
   HPTRAIN_RETURN_IF_ERROR(ValidateOptimizer(spec.optimizer));
   HPTRAIN_RETURN_IF_ERROR(ValidateRunKnobs(spec));
   HPTRAIN_RETURN_IF_ERROR(ValidateWorkers(spec));

@@ -9,17 +9,20 @@
 //     and a unique DNS-1123 label as name;
 //   * enumerations: strategy type, model name, dataset name and format (and that the format is
 //     the one the data set comes in), optimizer and schedule type, device (cpu | cuda),
-//     strategy bits (1, 2, 4, 8, 16, 32, dynamic), sparseEncoding (pairs | compact);
+//     strategy bits (1, 2, 4, 8, 16, 32, dynamic; hps: 2, 4, 8, 16, 32, dynamic),
+//     staleness (0 | 1), sparseEncoding (pairs | compact);
 //   * ranges: lr > 0, momentum in [0, 1), weightDecay >= 0, density in (0, 1],
-//     pushRatio in (0, 1], bucketMiB >= 1, rebalance hysteresis in [0, 1), counts >= 0, ...;
+//     pushRatio in (0, 1], bucketMiB >= 1, ps.shards in [1, 64], rebalance hysteresis in
+//     [0, 1), counts >= 0, ...;
 //   * cross-field rules: globalBatchSize >= world size; if any group sets batchSize, every group
 //     does and the sum of replicas x batchSize equals globalBatchSize; testing.slowdown has one
 //     factor >= 1 per worker; a strategy parameter the chosen type does not take is an error
 //     (see StrategyParameters()), as are sgd-only settings with adam and the reverse, schedule
-//     settings of another schedule type, and mlp's `hidden` with another model.
+//     settings of another schedule type, and mlp's `hidden` with another model; ps.shards above
+//     1 with a strategy that has no parameter server (UsesParameterServer()).
 //
 // A parameter counts as "set" when it differs from its unset value in job_spec.h (0, empty,
-// nullopt, or the documented default for the optimizer and schedule fields).
+// nullopt, -1 for staleness, or the documented default for the optimizer and schedule fields).
 #ifndef HPTRAIN_RUNTIME_JOB_JOB_VALIDATE_H_
 #define HPTRAIN_RUNTIME_JOB_JOB_VALIDATE_H_
 
@@ -43,6 +46,16 @@ const std::vector<std::string>& StrategyTypes();
 // The YAML names of the spec.strategy parameters that strategy `type` takes, e.g. topk ->
 // {density, errorFeedback, warmupEpochs, sparseEncoding}; empty for ssgd, ps and unknown types.
 std::vector<std::string> StrategyParameters(absl::string_view type);
+
+// The most parameter-server shards a job may ask for (spec.ps.shards).
+inline constexpr int kMaxPsShards = 64;
+
+// True for the strategies that run a parameter server in the ps processes: ps, hps and mp2.
+bool UsesParameterServer(absl::string_view type);
+
+// The number of ps processes `spec` runs: spec.ps.shards for a parameter-server strategy, else
+// 1 (the coordinator alone). Never below 1.
+int PsShardCount(const JobSpec& spec);
 
 // True if `name` is a DNS-1123 label: 1-63 characters of [a-z0-9-], starting and ending with
 // a letter or digit.

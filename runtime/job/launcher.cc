@@ -150,6 +150,8 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
     rank.group = r.rank() < status.groups_size() ? status.groups(r.rank()) : "";
     rank.bytes_sent = r.bytes_sent();
     rank.bytes_received = r.bytes_received();
+    rank.ps_bytes_sent = r.ps_bytes_sent();
+    rank.ps_bytes_received = r.ps_bytes_received();
     rank.batch_size = r.batch_size();
     rank.compute_seconds = r.compute_seconds();
     rank.comm_seconds = r.comm_seconds();
@@ -230,6 +232,19 @@ int Launch(const LaunchOptions& options) {
                                                     : result.first_failure));
   }
   const std::string address = absl::StrCat(placement.ps.address, ":", *port);
+  // Parameter-server shards beyond the first, on the ps host, registering with ps-0.
+  for (int shard = 1; spec.UsesParameterServer() && shard < spec.ps_shards; ++shard) {
+    std::vector<std::string> argv = command(placement.ps, "ps");
+    argv.insert(argv.end(), {"--shard", std::to_string(shard), "--coordinator", address, "--host",
+                             placement.ps.address, "--port", "0", "--metrics-host",
+                             placement.ps.address, "--metrics-port", "0", "--linger", "0",
+                             "--token-file", token_file});
+    auto pid = supervisor.Spawn(absl::StrCat("ps-", shard), argv, {}, ChildRole::kMustSucceed);
+    if (!pid.ok()) {
+      supervisor.Wait(WaitOptions{absl::Seconds(2)});
+      return ReportError("run", pid.status());
+    }
+  }
   for (int rank = 0; rank < spec.WorldSize(); ++rank) {
     const HostPlacement host =
         placement.workers.empty() ? HostPlacement{} : placement.workers[static_cast<size_t>(rank)];

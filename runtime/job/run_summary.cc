@@ -110,6 +110,10 @@ absl::Status ReadRank(const Json& object, const std::string& where, RankSummary*
   HPTRAIN_RETURN_IF_ERROR(Read(object, "group", where, &out->group));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "bytes_sent", where, &out->bytes_sent));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "bytes_received", where, &out->bytes_received));
+  if (object.contains("ps_bytes_sent")) {  // summaries written before the parameter server
+    HPTRAIN_RETURN_IF_ERROR(Read(object, "ps_bytes_sent", where, &out->ps_bytes_sent));
+    HPTRAIN_RETURN_IF_ERROR(Read(object, "ps_bytes_received", where, &out->ps_bytes_received));
+  }
   HPTRAIN_RETURN_IF_ERROR(Read(object, "batch_size", where, &out->batch_size));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "compute_seconds", where, &out->compute_seconds));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "comm_seconds", where, &out->comm_seconds));
@@ -197,6 +201,8 @@ std::string RunSummaryToJson(const RunSummary& summary) {
                          {"group", r.group},
                          {"bytes_sent", r.bytes_sent},
                          {"bytes_received", r.bytes_received},
+                         {"ps_bytes_sent", r.ps_bytes_sent},
+                         {"ps_bytes_received", r.ps_bytes_received},
                          {"batch_size", r.batch_size},
                          {"compute_seconds", r.compute_seconds},
                          {"comm_seconds", r.comm_seconds}});

@@ -11,6 +11,7 @@
 //     "evaluations": [ { "step": int, "epochs": float, "test_accuracy": float,
 //                        "test_loss": float, "elapsed_seconds": float } ],
 //     "ranks": [ { "rank": int, "group": str, "bytes_sent": int, "bytes_received": int,
+//                  "ps_bytes_sent": int, "ps_bytes_received": int (optional when reading),
 //                  "batch_size": int, "compute_seconds": float, "comm_seconds": float } ] }
 //
 // Fields may be added; existing ones keep their names and meaning. JSON has no NaN or infinity: a
@@ -50,6 +51,8 @@ struct RankSummary {
   int64_t batch_size = 0;  // the rank's batch at the end of the run
   double compute_seconds = 0.0;
   double comm_seconds = 0.0;
+  int64_t ps_bytes_sent = 0;  // of bytes_sent / bytes_received, exchanged with the parameter server
+  int64_t ps_bytes_received = 0;
 };
 
 // One evaluation on the test set: each epoch's end, and every spec.evalEverySteps steps.

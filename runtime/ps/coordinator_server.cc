@@ -4,25 +4,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
+#include "runtime/ps/grpc_server.h"
 
 namespace hptrain::ps {
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
-    const std::string& host, int port, std::unique_ptr<CoordinatorService> service) {
+    const std::string& host, int port, std::unique_ptr<CoordinatorService> service,
+    const std::vector<grpc::Service*>& extra_services) {
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
   server->service_ = std::move(service);
-  grpc::ServerBuilder builder;
-  // Without this gRPC binds with SO_REUSEPORT and silently shares a port that is in use.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(64 << 20);
-  builder.AddListeningPort(absl::StrCat(host, ":", port), grpc::InsecureServerCredentials(),
-                           &server->port_);
-  builder.RegisterService(server->service_.get());
-  server->server_ = builder.BuildAndStart();
-  if (!server->server_ || server->port_ == 0) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("coordinator port ", host, ":", port, " already in use or not bindable"));
-  }
+  std::vector<grpc::Service*> services = {server->service_.get()};
+  services.insert(services.end(), extra_services.begin(), extra_services.end());
+  absl::StatusOr<RunningServer> running = StartGrpcServer(host, port, services, "coordinator");
+  if (!running.ok()) return running.status();
+  server->server_ = std::move(running->server);
+  server->port_ = running->port;
   return server;
 }
 

@@ -4,12 +4,14 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "runtime/ps/coordinator_service.h"
 
 namespace grpc {
 class Server;
+class Service;
 }
 
 namespace hptrain::ps {
@@ -17,9 +19,12 @@ namespace hptrain::ps {
 class CoordinatorServer {
  public:
   // Binds host:port (port 0 picks a free port) and starts serving. AlreadyExists with
-  // "coordinator port HOST:PORT already in use" when the port is taken.
+  // "coordinator port HOST:PORT already in use" when the port is taken. `extra_services` (owned
+  // by the caller, outliving the server) are served on the same port: the ps process's
+  // parameter-server shard 0.
   static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(
-      const std::string& host, int port, std::unique_ptr<CoordinatorService> service);
+      const std::string& host, int port, std::unique_ptr<CoordinatorService> service,
+      const std::vector<grpc::Service*>& extra_services = {});
   ~CoordinatorServer();
 
   int port() const { return port_; }

@@ -22,19 +22,10 @@ CoordinatorService::CoordinatorService(CoordinatorConfig config) : config_(std::
 }
 
 Status CoordinatorService::Authorize(ServerContext* context) {
-  const auto& metadata = context->client_metadata();
-  auto it = metadata.find(kAuthMetadataKey);
-  std::string reason;
-  if (it == metadata.end()) {
-    reason = "missing_token";
-  } else {
-    std::string value(it->second.data(), it->second.size());
-    if (value != "Bearer " + config_.token) reason = "bad_token";
-  }
+  const std::string reason = TokenRejection(*context, config_.token);
   if (reason.empty()) return Status::OK;
   if (on_rejected_) on_rejected_(reason);
-  return Status(StatusCode::UNAUTHENTICATED,
-                reason == "missing_token" ? "job token missing" : "job token does not match");
+  return Unauthenticated(reason);
 }
 
 Status CoordinatorService::CheckRank(int rank) const {
@@ -50,6 +41,14 @@ Status CoordinatorService::CheckRank(int rank) const {
     grpc::Status auth_status = Authorize(context);  \
     if (!auth_status.ok()) return auth_status;      \
   } while (0)
+
+void CoordinatorService::SetKey(const std::string& key, const std::string& value) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    kv_[key] = value;
+  }
+  cv_.notify_all();
+}
 
 Status CoordinatorService::Set(ServerContext* context, const v1::SetRequest* request,
                                v1::SetResponse*) {

@@ -44,6 +44,9 @@ class CoordinatorService final : public hptrain::v1::Coordinator::Service {
   bool shutdown_requested();
   // Asks every worker to stop at its next heartbeat.
   void RequestStop(const std::string& reason);
+  // Sets a key of the rendezvous store from inside the process (the ps registers its own
+  // parameter-server shard's address this way).
+  void SetKey(const std::string& key, const std::string& value);
   hptrain::v1::JobStatus Snapshot();
 
   grpc::Status Set(grpc::ServerContext*, const hptrain::v1::SetRequest*,

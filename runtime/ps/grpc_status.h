@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "grpcpp/server_context.h"
 #include "grpcpp/support/status.h"
 
 namespace hptrain::ps {
@@ -22,6 +23,22 @@ inline grpc::Status ToGrpc(const absl::Status& status) {
 
 // Metadata key that carries the job token: "authorization: Bearer <token>".
 inline constexpr char kAuthMetadataKey[] = "authorization";
+
+// Why a call's token is refused: "missing_token", "bad_token", or "" when it carries `token`.
+inline std::string TokenRejection(const grpc::ServerContext& context, const std::string& token) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(kAuthMetadataKey);
+  if (it == metadata.end()) return "missing_token";
+  if (std::string(it->second.data(), it->second.size()) != "Bearer " + token) return "bad_token";
+  return "";
+}
+
+// The UNAUTHENTICATED status for a TokenRejection reason.
+inline grpc::Status Unauthenticated(const std::string& reason) {
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, reason == "missing_token"
+                                                             ? "job token missing"
+                                                             : "job token does not match");
+}
 
 }  // namespace hptrain::ps
 

@@ -14,11 +14,18 @@
 #include "runtime/job/job_spec.h"
 #include "runtime/sync/strategy.h"
 
+namespace hptrain::ps {
+class PsConnection;
+}
+
 namespace hptrain::sync {
 
 struct StrategyContext {
   const job::JobSpec* job = nullptr;
   comm::Communicator* comm = nullptr;  // owned by the caller, outlives the strategy
+  // The job's parameter-server shards (strategies ps, hps); null for the others. Owned by the
+  // caller, outlives the strategy.
+  ps::PsConnection* ps = nullptr;
 };
 
 using StrategyFactory =

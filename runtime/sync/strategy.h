@@ -8,6 +8,10 @@
 //      the same update as one process with batch B.
 //   2. AfterOptimizerStep, on the trainer thread, with the flat parameters after the local update
 //      (local SGD, gossip and parameter-server strategies act here).
+// A strategy that owns_parameters() (the parameter-server strategies) replaces the local update:
+// the trainer runs no optimizer, and the strategy sets the parameters in AfterOptimizerStep. Such
+// a strategy also takes part in checkpoints (SaveState, and the restored sections in Start) and
+// is asked to Synchronize before every evaluation and checkpoint.
 //
 // Strategies see flat float buffers only, never libtorch. They are created by name through the
 // registry (registry.h) from the job's strategy block.
@@ -16,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +52,10 @@ struct EpochTiming {
 struct StrategyStats {
   double compression_ratio = 1.0;  // uncompressed gradient bytes / bytes put on the wire
   int bits = 32;                   // current bits per gradient element (32 = uncompressed)
+  // Parameter-server strategies: model versions the copy the next step computes on lags behind
+  // that step (0 when synchronous; never above the staleness bound), and the most seen so far.
+  int64_t staleness = 0;
+  int64_t max_staleness = 0;
 };
 
 // Running totals behind StrategyStats::compression_ratio.
@@ -75,7 +84,11 @@ struct StepInfo {
   double epoch_clock = 0;  // epoch + fraction of it done before this step (for schedules)
   int local_batch = 0;     // b_i of this worker in this step
   int global_batch = 0;    // B
+  double lr = 0;           // the learning rate of this step (the same on every worker)
 };
+
+// Checkpoint sections by name (runtime/train/checkpoint.h).
+using CheckpointSections = std::map<std::string, std::vector<float>>;
 
 class Strategy {
  public:
@@ -111,6 +124,35 @@ class Strategy {
   // True when the strategy applies momentum itself (DGC's momentum correction): the optimizer
   // then runs without momentum.
   virtual bool applies_momentum() const { return false; }
+
+  // True when the parameters come from elsewhere (a parameter server): no local optimizer step.
+  virtual bool owns_parameters() const { return false; }
+
+  // Called once after Init (and after a checkpoint was restored), before the first step, on
+  // every rank: the flat parameters (initial, or the checkpoint's), the global step training
+  // starts at, and the restored checkpoint's sections (empty when not resuming).
+  virtual absl::Status Start(absl::Span<float> parameters, int64_t step,
+                             const CheckpointSections& restored) {
+    (void)parameters;
+    (void)step;
+    (void)restored;
+    return absl::OkStatus();
+  }
+
+  // Called on every rank before each evaluation and each checkpoint, after `steps_done` steps:
+  // the parameters must then be the model after exactly that many steps.
+  virtual absl::Status Synchronize(int64_t steps_done, absl::Span<float> parameters) {
+    (void)steps_done;
+    (void)parameters;
+    return absl::OkStatus();
+  }
+
+  // On rank 0, adds the strategy's own state to the checkpoint written after `steps_done` steps.
+  virtual absl::Status SaveState(int64_t steps_done, CheckpointSections* sections) {
+    (void)steps_done;
+    (void)sections;
+    return absl::OkStatus();
+  }
 
   virtual StrategyStats stats() const { return StrategyStats(); }
 };

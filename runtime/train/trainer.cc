@@ -88,6 +88,10 @@ class Trainer::Impl {
   absl::Status AverageBuffers();
   absl::Status Evaluate(double* accuracy, double* loss);
   absl::Status SaveCheckpointIfDue(bool force, int epoch, int64_t next_step_in_epoch);
+  absl::Span<float> FlatParameters() {
+    return absl::MakeSpan(flat_params_.data_ptr<float>(),
+                          static_cast<size_t>(flat_params_.numel()));
+  }
   absl::Status RestoreCheckpoint();
 
   job::JobSpec spec_;
@@ -107,6 +111,7 @@ class Trainer::Impl {
   sync::EpochTiming epoch_timing_;
   Slowdown slowdown_;
 
+  sync::CheckpointSections restored_;  // the sections of the checkpoint resumed from
   int64_t global_step_ = 0;
   int start_epoch_ = 0;
   int64_t start_step_in_epoch_ = 0;
@@ -129,7 +134,7 @@ absl::Status Trainer::Impl::Init() {
 
   std::vector<size_t> sizes;
   for (const auto& p : params_) sizes.push_back(static_cast<size_t>(p.numel()));
-  sync::StrategyContext context{&spec_, comm_};
+  sync::StrategyContext context{&spec_, comm_, options_.ps};
   HPTRAIN_ASSIGN_OR_RETURN(strategy_, sync::CreateStrategy(context));
   reducer_ = std::make_unique<comm::BucketedReducer>(
       sizes, static_cast<size_t>(spec_.bucket_mib) << 20,
@@ -162,6 +167,9 @@ absl::Status Trainer::Impl::Init() {
   if (options_.resume && !spec_.checkpoint.path.empty()) {
     HPTRAIN_RETURN_IF_ERROR(RestoreCheckpoint());
   }
+  HPTRAIN_RETURN_IF_ERROR(strategy_->Start(FlatParameters(), global_step_, restored_),
+                          "strategy ", strategy_->name());
+  restored_.clear();
   return absl::OkStatus();
 }
 
@@ -210,6 +218,9 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   step_info_.epoch_clock = epoch + static_cast<double>(step_in_epoch) / steps_per_epoch;
   step_info_.local_batch = local_batch;
   step_info_.global_batch = spec_.global_batch_size;
+  const double lr = LearningRate(spec_.optimizer, spec_.epochs, epoch, step_in_epoch,
+                                 steps_per_epoch);
+  step_info_.lr = lr;
   // Dropout and other random layers draw from a generator keyed by step and rank, so a resumed
   // run repeats them exactly.
   torch::manual_seed(spec_.seed * 1000003ULL + global_step_ * 131ULL + rank);
@@ -232,14 +243,12 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   const double compute = Since(step_start);
   const double compute_cpu = Slowdown::ThreadCpuSeconds() - cpu_start;
   HPTRAIN_RETURN_IF_ERROR(reducer_->FinishStep(), "step ", global_step_);
-  const double lr = LearningRate(spec_.optimizer, spec_.epochs, epoch, step_in_epoch,
-                                 steps_per_epoch);
-  float* grads = reducer_->data();
-  kernels::Scale(grads, reducer_->size(), 1.0f / static_cast<float>(spec_.global_batch_size));
-  optimizer_->Step(flat_params_.data_ptr<float>(), grads, lr);
-  HPTRAIN_RETURN_IF_ERROR(strategy_->AfterOptimizerStep(
-      step_info_, absl::MakeSpan(flat_params_.data_ptr<float>(),
-                                 static_cast<size_t>(flat_params_.numel()))));
+  if (!strategy_->owns_parameters()) {
+    float* grads = reducer_->data();
+    kernels::Scale(grads, reducer_->size(), 1.0f / static_cast<float>(spec_.global_batch_size));
+    optimizer_->Step(flat_params_.data_ptr<float>(), grads, lr);
+  }
+  HPTRAIN_RETURN_IF_ERROR(strategy_->AfterOptimizerStep(step_info_, FlatParameters()));
 
   // The compute time reported is what the worker really spent: the stretch as slept, since a
   // sleep may end late on a busy machine.
@@ -264,6 +273,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   const sync::StrategyStats strategy_stats = strategy_->stats();
   stats->compression_ratio = strategy_stats.compression_ratio;
   stats->bits = strategy_stats.bits;
+  stats->staleness = strategy_stats.staleness;
   epoch_timing_.compute_seconds += compute_seconds;  // as emulated, like the step stats
   epoch_timing_.comm_seconds += stats->comm_seconds;
   epoch_timing_.exposed_comm_seconds += stats->exposed_comm_seconds;
@@ -327,6 +337,8 @@ absl::Status Trainer::Impl::Evaluate(double* accuracy, double* loss) {
 
 absl::Status Trainer::Impl::Evaluation(int epoch, int64_t steps_done, int64_t steps_per_epoch,
                                        bool interim, double loss_sum, double loss_count) {
+  HPTRAIN_RETURN_IF_ERROR(strategy_->Synchronize(global_step_, FlatParameters()),
+                          "strategy ", strategy_->name(), " before evaluation");
   float train[2] = {static_cast<float>(loss_sum), static_cast<float>(loss_count)};
   HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(train, 2), "epoch loss all-reduce");
   HPTRAIN_RETURN_IF_ERROR(AverageBuffers());
@@ -350,9 +362,13 @@ absl::Status Trainer::Impl::Evaluation(int epoch, int64_t steps_done, int64_t st
 
 absl::Status Trainer::Impl::SaveCheckpointIfDue(bool force, int epoch,
                                                 int64_t next_step_in_epoch) {
-  if (spec_.checkpoint.path.empty() || options_.rank != 0) return absl::OkStatus();
+  if (spec_.checkpoint.path.empty()) return absl::OkStatus();
   const int interval = spec_.checkpoint.interval_steps;
   if (!force && (interval <= 0 || global_step_ % interval != 0)) return absl::OkStatus();
+  // Every rank, so that all continue from the same model.
+  HPTRAIN_RETURN_IF_ERROR(strategy_->Synchronize(global_step_, FlatParameters()),
+                          "strategy ", strategy_->name(), " before a checkpoint");
+  if (options_.rank != 0) return absl::OkStatus();
   Checkpoint checkpoint;
   checkpoint.job = spec_.name;
   checkpoint.step = global_step_;
@@ -367,6 +383,8 @@ absl::Status Trainer::Impl::SaveCheckpointIfDue(bool force, int epoch,
     buffers.insert(buffers.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
   }
   for (const auto& [name, state] : optimizer_->state()) checkpoint.sections[name] = *state;
+  HPTRAIN_RETURN_IF_ERROR(strategy_->SaveState(global_step_, &checkpoint.sections),
+                          "strategy ", strategy_->name());
   return SaveCheckpoint(spec_.checkpoint.path, checkpoint);
 }
 
@@ -404,6 +422,9 @@ absl::Status Trainer::Impl::RestoreCheckpoint() {
     *state = c.sections[name];
   }
   optimizer_->set_steps(c.optimizer_steps);
+  for (auto& [name, values] : c.sections) {
+    if (name.rfind("ps.", 0) == 0) restored_[name] = std::move(values);  // the strategy's
+  }
   global_step_ = c.step;
   start_epoch_ = c.epoch;
   start_step_in_epoch_ = c.step_in_epoch;

@@ -27,6 +27,10 @@
 #include "runtime/comm/communicator.h"
 #include "runtime/job/job_spec.h"
 
+namespace hptrain::ps {
+class PsConnection;
+}
+
 namespace hptrain::train {
 
 struct StepStats {
@@ -43,6 +47,7 @@ struct StepStats {
   double lr = 0;
   double compression_ratio = 1.0;  // from the strategy
   int bits = 32;                   // bits per gradient element on the wire (32 = uncompressed)
+  int64_t staleness = 0;           // parameter-server strategies: versions the copy lags
 };
 
 // One evaluation of the model on the test set: at the end of every epoch and, with
@@ -73,6 +78,7 @@ struct TrainerOptions {
   int rank = 0;
   std::vector<int> allocation;  // batch size of every rank
   bool resume = false;          // continue from spec.checkpoint.path when it exists
+  ps::PsConnection* ps = nullptr;  // the job's parameter server (strategies ps, hps), if any
 };
 
 class Trainer {

@@ -232,6 +232,25 @@ class CrdSchemaTest(unittest.TestCase):
         bits_rule = k8s_schema.schema_at(self.schema, "spec.strategy.bits")[
             "x-kubernetes-validations"][0]["rule"]
         self.assertEqual(re.findall(r"'(\w+)'", bits_rule), lists["kBits"])
+        (hps_bits_rule,) = [r["rule"] for r in k8s_schema.schema_at(self.schema, "spec.strategy")[
+            "x-kubernetes-validations"] if "string(self.bits)" in r["rule"]]
+        self.assertEqual(re.findall(r"'(\w+)'", hps_bits_rule.split(" in ")[-1]),
+                         lists["kHpsBits"])
+
+    def test_ranges_equal_validator(self):
+        shards = k8s_schema.schema_at(self.schema, "spec.ps.shards")
+        self.assertIn("inline constexpr int kMaxPsShards = 64;",
+                      read(os.path.join(REPO, "runtime", "job", "job_validate.h")))
+        self.assertEqual((shards["minimum"], shards["maximum"], shards["default"]), (1, 64, 1))
+        staleness = k8s_schema.schema_at(self.schema, "spec.strategy.staleness")
+        self.assertEqual((staleness["minimum"], staleness["maximum"]), (0, 1))
+        self.assertIn("s.staleness != 0 && s.staleness != 1", self.validate_source)
+        shards_rule = [r["rule"] for r in self.schema["properties"]["spec"][
+            "x-kubernetes-validations"] if "self.ps.shards" in r["rule"]]
+        self.assertEqual(len(shards_rule), 1)
+        self.assertEqual(re.findall(r"'(\w+)'", shards_rule[0]), ["ps", "hps", "mp2"])
+        self.assertIn('return type == "ps" || type == "hps" || type == "mp2";',
+                      self.validate_source)
 
     def test_strategy_parameters_equal_validator(self):
         table = strategy_table(self.validate_source)
@@ -239,6 +258,8 @@ class CrdSchemaTest(unittest.TestCase):
         applies = {}
         for rule in self.schema["properties"]["spec"]["properties"]["strategy"][
                 "x-kubernetes-validations"]:
+            if " applies only to " not in rule["message"]:
+                continue  # a rule on a parameter's value, not on where it applies
             param = re.match(r"!has\(self\.(\w+)\)", rule["rule"]).group(1)
             applies[param] = sorted(re.findall(r"'(\w+)'", rule["rule"].split("has(self.type)")[1]))
         expected = {}
@@ -355,6 +376,15 @@ class CrdSchemaTest(unittest.TestCase):
             "bits string": with_set(quantized, spec__strategy__bits="4"),
             "bits dynamic": with_set(quantized, spec__strategy__bits="dynamic"),
             "hps bits 32": with_set(self.hetero, spec__strategy__bits=32),
+            "hps bits dynamic": with_set(self.hetero, spec__strategy__bits="dynamic"),
+            "quantized bits 1": with_set(quantized, spec__strategy__bits=1),
+            "hps staleness 0": with_set(self.hetero, spec__strategy__staleness=0),
+            "hps ps shards": with_set(self.hetero, spec__ps__shards=4),
+            "ps shards": with_set(self.mlp, spec__strategy={"type": "ps"},
+                                  spec__ps={"shards": 64}),
+            "mp2 shards": with_set(self.mlp, spec__strategy={"type": "mp2", "pushRatio": 0.5},
+                                   spec__ps={"shards": 2}),
+            "one shard with ssgd": with_set(self.mlp, spec__ps={"shards": 1}),
             "null means unset": with_set(self.mlp, spec__epochs=None, spec__strategy__type=None),
             "zero parameter on ssgd": with_set(self.mlp, spec__strategy__bucketSize=0,
                                                spec__strategy__density=0.0),
@@ -432,6 +462,23 @@ class CrdSchemaTest(unittest.TestCase):
              "threshold applies only to strategy gossip"),
             ("pushRatio on hps", with_set(hetero, spec__strategy__pushRatio=0.5),
              "pushRatio applies only to strategy mp2"),
+            ("staleness on ps", with_set(mlp, spec__strategy={"type": "ps", "staleness": 0}),
+             "staleness applies only to strategy hps"),
+            ("staleness 2", with_set(hetero, spec__strategy__staleness=2),
+             "spec.strategy.staleness: 2 is greater than the maximum of 1"),
+            ("bits 1 on hps", with_set(hetero, spec__strategy__bits=1),
+             "bits for strategy hps must be one of 2, 4, 8, 16, 32, dynamic"),
+            ("bits '1' on hps", with_set(hetero, spec__strategy__bits="1"),
+             "bits for strategy hps must be one of 2, 4, 8, 16, 32, dynamic"),
+            ("shards on ssgd", with_set(mlp, spec__ps={"shards": 2}),
+             "spec.ps.shards above 1 needs a parameter-server strategy (ps, hps, mp2)"),
+            ("shards on default strategy", with_set(mlp, spec__strategy=DELETE,
+                                                    spec__ps={"shards": 3}),
+             "spec.ps.shards above 1 needs a parameter-server strategy"),
+            ("zero shards", with_set(hetero, spec__ps__shards=0),
+             "spec.ps.shards: 0 is less than the minimum of 1"),
+            ("65 shards", with_set(hetero, spec__ps__shards=65),
+             "spec.ps.shards: 65 is greater than the maximum of 64"),
             ("unknown spec key", with_set(mlp, spec__learningRate=0.1),
              "'learningRate' was unexpected"),
             ("unknown strategy key", with_set(mlp, spec__strategy__ratio=0.1),

@@ -184,6 +184,11 @@ def _dataset_format(d):
     return "synthetic"
 
 
+def _ps_shards_fit_strategy(spec):
+    shards = spec.get("ps", {}).get("shards", 1)
+    return shards <= 1 or spec.get("strategy", {}).get("type") in ("ps", "hps", "mp2")
+
+
 def _bits_string(value):
     # CEL's string() of an int is its decimal form; booleans never reach here (not int-or-string).
     return str(value)
@@ -195,6 +200,9 @@ CEL_TWINS = {
         lambda s: not ("workers" in s and "workerGroups" in s),
     "has(self.workers) || has(self.workerGroups)":
         lambda s: "workers" in s or "workerGroups" in s,
+    "!has(self.ps) || !has(self.ps.shards) || self.ps.shards <= 1 || (has(self.strategy) && "
+    "has(self.strategy.type) && self.strategy.type in ['ps', 'hps', 'mp2'])":
+        _ps_shards_fit_strategy,
     "has(self.name) != has(self.torchscript)":
         lambda s: ("name" in s) != ("torchscript" in s),
     "!has(self.hidden) || size(self.hidden) == 0 || (has(self.name) && self.name == 'mlp')":
@@ -231,6 +239,12 @@ CEL_TWINS = {
         _applies("threshold", ["gossip"], zero=0),
     "!has(self.pushRatio) || self.pushRatio == 0.0 || (has(self.type) && self.type == 'mp2')":
         _applies("pushRatio", ["mp2"], zero=0),
+    "!has(self.staleness) || (has(self.type) && self.type == 'hps')":
+        _applies("staleness", ["hps"]),
+    "!has(self.type) || self.type != 'hps' || !has(self.bits) || "
+    "string(self.bits) in ['2', '4', '8', '16', '32', 'dynamic']":
+        lambda s: s.get("type") != "hps" or "bits" not in s
+        or _bits_string(s["bits"]) in ("2", "4", "8", "16", "32", "dynamic"),
     "string(self) in ['1', '2', '4', '8', '16', '32', 'dynamic']":
         lambda s: _bits_string(s) in ("1", "2", "4", "8", "16", "32", "dynamic"),
     "!has(self.type) || self.type != 'step' || (has(self.stepSize) && self.stepSize >= 1)":

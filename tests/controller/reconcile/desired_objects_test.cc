@@ -266,6 +266,102 @@ TEST(DesiredObjectsTest, MalformedTemplate) {
               HasSubstr("spec.workerGroups[1].template.spec.containers: must be a list"));
 }
 
+TEST(DesiredObjectsTest, PsShardsMakeOnePodAndServiceEach) {
+  DesiredObjects d = Build(testing::ShardedJob("hps", 2));
+  std::vector<std::string> names;
+  for (const Json& pod : d.pods) names.push_back(Name(pod));
+  EXPECT_THAT(names, ElementsAre("mlp-ps-0", "mlp-ps-1", "mlp-worker-0", "mlp-worker-1"));
+  EXPECT_EQ(Label(d.pods[1], "hptrain.io/role"), "ps");
+  EXPECT_EQ(Label(d.pods[1], "hptrain.io/rank"), "1");
+  EXPECT_EQ(d.pods[1]["spec"]["hostname"], "mlp-ps-1");
+
+  const std::map<std::string, std::string> worker = EnvOf(Container(d.pods[2], "worker"));
+  for (int shard = 0; shard < 2; ++shard) {
+    SCOPED_TRACE(shard);
+    const Json& c = Container(d.pods[shard], "ps");
+    std::map<std::string, std::string> env = EnvOf(c);
+    EXPECT_EQ(env["HPTRAIN_PS_SHARD"], std::to_string(shard));
+    EXPECT_EQ(env["HPTRAIN_PS_ADVERTISE"], "mlp-ps-" + std::to_string(shard) + ".team-a.svc:29400");
+    EXPECT_EQ(env["HPTRAIN_RANK"], std::to_string(shard));
+    // Every shard finds the coordinator (in ps-0) the way the workers do.
+    EXPECT_EQ(env["HPTRAIN_COORDINATOR"], worker.at("HPTRAIN_COORDINATOR"));
+    EXPECT_EQ(c["command"], Json::array({"hptrain", "ps"}));
+    EXPECT_EQ(c["ports"][0]["containerPort"], 29400);
+    EXPECT_EQ(c["readinessProbe"], Json::parse(R"({"httpGet": {"path": "/readyz",
+                                                    "port": "metrics"}, "periodSeconds": 5})"));
+  }
+  EXPECT_EQ(EnvOf(Container(d.pods[2], "worker")).count("HPTRAIN_PS_SHARD"), 0u);
+  EXPECT_FALSE(Container(d.pods[2], "worker").contains("readinessProbe"));
+
+  ASSERT_EQ(d.ps_services.size(), 2u);
+  Json owner = OwnerReference("mlp", testing::kJobUid);
+  for (int shard = 0; shard < 2; ++shard) {
+    const Json& service = d.ps_services[shard];
+    EXPECT_EQ(Name(service), "mlp-ps-" + std::to_string(shard));
+    EXPECT_EQ(Namespace(service), "team-a");
+    EXPECT_EQ(service["metadata"]["ownerReferences"], Json::array({owner}));
+    EXPECT_EQ(service["metadata"]["labels"], JobLabels("mlp"));
+  }
+  EXPECT_EQ(d.ps_services[1]["spec"], Json::parse(R"({
+    "type": "ClusterIP",
+    "selector": {"hptrain.io/job": "mlp", "hptrain.io/role": "ps", "hptrain.io/rank": "1"},
+    "ports": [{"name": "grpc", "port": 29400, "targetPort": 29400, "protocol": "TCP"}]})"));
+  // The headless Service is the same as without shards.
+  EXPECT_EQ(d.service, Build(ShorthandJob(2)).service);
+}
+
+TEST(DesiredObjectsTest, EveryPsShardComesFromThePsTemplate) {
+  Json job = HeteroJob();
+  job["spec"]["ps"]["shards"] = 3;
+  job["spec"]["ps"]["template"]["spec"]["nodeSelector"] = {{"pool", "cpu"}};
+  DesiredObjects d = Build(job);
+  ASSERT_EQ(d.pods.size(), 6u);
+  ASSERT_EQ(d.ps_services.size(), 3u);
+  for (int shard = 0; shard < 3; ++shard) {
+    SCOPED_TRACE(shard);
+    const Json& pod = d.pods[shard];
+    EXPECT_EQ(Name(pod), "hetero-ps-" + std::to_string(shard));
+    EXPECT_EQ(Container(pod, "ps")["resources"]["requests"]["cpu"], "4");
+    EXPECT_EQ(pod["spec"]["nodeSelector"], (Json{{"pool", "cpu"}}));
+    EXPECT_EQ(EnvOf(Container(pod, "ps"))["HPTRAIN_PS_ADVERTISE"],
+              "hetero-ps-" + std::to_string(shard) + ".training.svc:29400");
+  }
+  EXPECT_EQ(Name(d.pods[3]), "hetero-worker-0");
+}
+
+TEST(DesiredObjectsTest, PsStrategyWithOneShardGetsItsService) {
+  for (const char* type : {"ps", "hps", "mp2"}) {
+    SCOPED_TRACE(type);
+    Json job = ShorthandJob(2);
+    job["spec"]["strategy"] = {{"type", type}};
+    DesiredObjects d = Build(job);
+    ASSERT_EQ(d.pods.size(), 3u);
+    ASSERT_EQ(d.ps_services.size(), 1u);
+    EXPECT_EQ(Name(d.ps_services[0]), "mlp-ps-0");
+    EXPECT_EQ(EnvOf(Container(d.pods[0], "ps"))["HPTRAIN_PS_SHARD"], "0");
+  }
+}
+
+TEST(DesiredObjectsTest, WithoutParameterServerNothingChanges) {
+  DesiredObjects d = Build(ShorthandJob(2));
+  EXPECT_TRUE(d.ps_services.empty());
+  ASSERT_EQ(d.pods.size(), 3u);
+  const Json& c = Container(d.pods[0], "ps");
+  EXPECT_EQ(EnvOf(c).count("HPTRAIN_PS_SHARD"), 0u);
+  EXPECT_EQ(EnvOf(c).count("HPTRAIN_PS_ADVERTISE"), 0u);
+  EXPECT_FALSE(c.contains("readinessProbe"));
+}
+
+TEST(DesiredObjectsTest, PsTemplateReadinessProbeIsKept) {
+  Json job = testing::ShardedJob("ps", 2);
+  Json probe = {{"httpGet", {{"path", "/readyz"}, {"port", 9090}}}, {"periodSeconds", 30}};
+  job["spec"]["ps"]["template"] =
+      Json::parse(R"({"spec": {"containers": [{"name": "ps", "image": "x"}]}})");
+  job["spec"]["ps"]["template"]["spec"]["containers"][0]["readinessProbe"] = probe;
+  DesiredObjects d = Build(job);
+  EXPECT_EQ(Container(d.pods[1], "ps")["readinessProbe"], probe);
+}
+
 TEST(DesiredObjectsTest, Deterministic) {
   EXPECT_EQ(DumpJson(Build(HeteroJob()).pods[2]), DumpJson(Build(HeteroJob()).pods[2]));
 }

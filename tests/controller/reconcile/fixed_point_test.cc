@@ -20,6 +20,7 @@
 #include "controller/reconcile/observed_objects.h"
 #include "controller/reconcile/parsed_job.h"
 #include "controller/reconcile/reconciler.h"
+#include "runtime/job/job_validate.h"
 #include "tests/controller/reconcile/testing/cluster.h"
 #include "tests/controller/reconcile/testing/jobs.h"
 
@@ -49,10 +50,16 @@ struct Scenario {
 };
 
 // A random but plausible world: a job part-way through its life, its objects in any state.
-Scenario MakeScenario(Random& r) {
+// `sharded`: a parameter-server strategy with 1 to 3 ps shards (draws nothing more otherwise, so
+// the unsharded scenarios stay what they were).
+Scenario MakeScenario(Random& r, bool sharded = false) {
   Scenario s;
   int replicas = r.Int(1, 3);
   Json job = testing::ShorthandJob(replicas);
+  if (sharded) {
+    std::string type = r.Pick<std::string>({"ps", "hps", "mp2"});
+    job = testing::ShardedJob(type, r.Int(1, 3), replicas);
+  }
   job["spec"]["runPolicy"] = {{"backoffLimit", r.Int(0, 3)}};
   if (r.Chance(0.2)) job["spec"]["runPolicy"]["suspend"] = true;
   if (r.Chance(0.2)) job["spec"]["runPolicy"]["activeDeadlineSeconds"] = r.Pick<int>({60, 7200});
@@ -85,6 +92,7 @@ Scenario MakeScenario(Random& r) {
   Json made_from = job;
   bool old_spec = r.Chance(0.2);
   if (old_spec) made_from["spec"]["workers"]["replicas"] = r.Int(1, 3);
+  if (sharded && r.Chance(0.2)) made_from["spec"]["ps"]["shards"] = r.Int(1, 3);
   absl::StatusOr<ParsedJob> parsed = ParseTrainingJob(made_from);
   if (parsed.ok()) {
     int64_t generation = r.Int(0, 3);
@@ -113,6 +121,9 @@ Scenario MakeScenario(Random& r) {
     }
     if (r.Chance(0.8)) s.observed.secrets.push_back(place(objects.secret));
     if (r.Chance(0.8)) s.observed.services.push_back(place(objects.service));
+    for (const Json& service : objects.ps_services) {
+      if (r.Chance(0.8)) s.observed.services.push_back(place(service));
+    }
   }
   if (r.Chance(0.05)) {  // left over from an earlier job of the same name
     s.observed.pods.push_back(
@@ -145,7 +156,8 @@ bool CurrentFailure(const Observed& o) {
   absl::StatusOr<ParsedJob> job = ParseTrainingJob(o.job);
   if (!job.ok()) return false;
   ObservedPods pods = ObservePods(o.pods, o.job);
-  std::vector<std::string> names = {PsPodName("mlp")};
+  std::vector<std::string> names;
+  for (int i = 0; i < job::PsShardCount(job->spec); ++i) names.push_back(PsPodName("mlp", i));
   for (int i = 0; i < job->spec.WorldSize(); ++i) names.push_back(WorkerPodName("mlp", i));
   return AssessGang(RecordedRestarts(o.job), pods, names, job->spec_hash).failed != nullptr;
 }
@@ -163,28 +175,29 @@ void CheckCreatesAreFree(const Observed& o, const Plan& plan) {
 
 constexpr int kScenarios = 400;
 
-TEST(FixedPointTest, DeterministicAndOrderIndependent) {
-  Random r(20270115);
+void CheckDeterministicAndOrderIndependent(uint32_t seed, bool sharded) {
+  Random r(seed);
   for (int i = 0; i < kScenarios; ++i) {
     SCOPED_TRACE(::testing::Message() << "scenario " << i);
-    Scenario s = MakeScenario(r);
+    Scenario s = MakeScenario(r, sharded);
     Options options;
     Plan plan = Reconcile(s.observed, options, testing::StartTime());
     EXPECT_EQ(Reconcile(s.observed, options, testing::StartTime()), plan);
     Observed shuffled = s.observed;
     std::shuffle(shuffled.pods.begin(), shuffled.pods.end(), r.engine());
+    if (sharded) std::shuffle(shuffled.services.begin(), shuffled.services.end(), r.engine());
     EXPECT_EQ(Reconcile(shuffled, options, testing::StartTime()), plan) << plan.DebugString();
     CheckCreatesAreFree(s.observed, plan);
   }
 }
 
-TEST(FixedPointTest, ConvergesAndCountsEachFailureOnce) {
-  Random r(7);
+void CheckConvergesAndCountsEachFailureOnce(uint32_t seed, bool sharded) {
+  Random r(seed);
   // How many scenarios reached each kind of outcome: the generator must exercise them all.
   std::map<std::string, int> outcomes;
   for (int i = 0; i < kScenarios; ++i) {
     SCOPED_TRACE(::testing::Message() << "scenario " << i);
-    Scenario s = MakeScenario(r);
+    Scenario s = MakeScenario(r, sharded);
     Cluster c = ClusterFor(s);
     const int64_t before = RestartsInForce(RecordedRestarts(s.observed.job),
                                            ObservePods(s.observed.pods, s.observed.job));
@@ -252,7 +265,8 @@ TEST(FixedPointTest, ConvergesAndCountsEachFailureOnce) {
     if (foreign) continue;
     absl::StatusOr<ParsedJob> job = ParseTrainingJob(c.job());
     ASSERT_TRUE(job.ok());
-    EXPECT_EQ(c.PodNames().size(), static_cast<size_t>(job->spec.WorldSize() + 1));
+    const int shards = job::PsShardCount(job->spec);
+    EXPECT_EQ(c.PodNames().size(), static_cast<size_t>(job->spec.WorldSize() + shards));
     for (const std::string& name : c.PodNames()) {
       const Json& pod = *c.Pod(name);
       EXPECT_EQ(Annotation(pod, kRestartGenerationAnnotation), absl::StrCat(after)) << name;
@@ -261,6 +275,12 @@ TEST(FixedPointTest, ConvergesAndCountsEachFailureOnce) {
     EXPECT_EQ(Annotation(*c.Object("Secret", SecretName("mlp")), kSpecHashAnnotation),
               job->spec_hash);
     EXPECT_NE(c.Object("Service", "mlp"), nullptr);
+    // One Service per shard with a parameter server, and no Service of a shard no longer wanted.
+    const bool ps = job::UsesParameterServer(job->spec.strategy.type);
+    EXPECT_EQ(c.observed().services.size(), static_cast<size_t>(ps ? shards + 1 : 1));
+    for (int shard = 0; ps && shard < shards; ++shard) {
+      EXPECT_NE(c.Object("Service", PsServiceName("mlp", shard)), nullptr) << shard;
+    }
   }
   for (const char* outcome : {"restart counted", "failure preempted", "Pending", "Failed",
                               "Succeeded", "Suspended", "foreign"}) {
@@ -268,11 +288,11 @@ TEST(FixedPointTest, ConvergesAndCountsEachFailureOnce) {
   }
 }
 
-TEST(FixedPointTest, ControllerKilledMidPlanEndsTheSame) {
-  Random r(99);
+void CheckControllerKilledMidPlanEndsTheSame(uint32_t seed, bool sharded) {
+  Random r(seed);
   for (int i = 0; i < kScenarios; ++i) {
     SCOPED_TRACE(::testing::Message() << "scenario " << i);
-    Scenario s = MakeScenario(r);
+    Scenario s = MakeScenario(r, sharded);
     Cluster full = ClusterFor(s);
     full.Settle(10);
 
@@ -292,6 +312,31 @@ TEST(FixedPointTest, ControllerKilledMidPlanEndsTheSame) {
     EXPECT_EQ(killed.PodNames(), full.PodNames());
     EXPECT_EQ(killed.RestartGenerations(), full.RestartGenerations());
   }
+}
+
+TEST(FixedPointTest, DeterministicAndOrderIndependent) {
+  CheckDeterministicAndOrderIndependent(20270115, /*sharded=*/false);
+}
+
+TEST(FixedPointTest, ConvergesAndCountsEachFailureOnce) {
+  CheckConvergesAndCountsEachFailureOnce(7, /*sharded=*/false);
+}
+
+TEST(FixedPointTest, ControllerKilledMidPlanEndsTheSame) {
+  CheckControllerKilledMidPlanEndsTheSame(99, /*sharded=*/false);
+}
+
+// The same properties for jobs with 1 to 3 parameter-server shards and their Services.
+TEST(FixedPointTest, ShardedDeterministicAndOrderIndependent) {
+  CheckDeterministicAndOrderIndependent(20270116, /*sharded=*/true);
+}
+
+TEST(FixedPointTest, ShardedConvergesAndCountsEachFailureOnce) {
+  CheckConvergesAndCountsEachFailureOnce(9, /*sharded=*/true);
+}
+
+TEST(FixedPointTest, ShardedControllerKilledMidPlanEndsTheSame) {
+  CheckControllerKilledMidPlanEndsTheSame(100, /*sharded=*/true);
 }
 
 }  // namespace

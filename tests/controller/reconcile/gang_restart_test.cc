@@ -67,6 +67,26 @@ TEST(GangRestartTest, OneFailedPodRestartsTheWholeGang) {
   EXPECT_EQ(Restarts(c), 1);
 }
 
+TEST(GangRestartTest, FailedPsShardRestartsEveryShard) {
+  Cluster c(testing::ShardedJob("mp2", 2));
+  c.Settle();
+  c.SetAllPods("Running");
+  c.Settle();
+  c.FailPod("mlp-ps-1");
+  Plan plan = c.Reconcile();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["restarts"], 1);
+  std::vector<std::string> deleted;
+  for (const ObjectRef& ref : plan.deletes) deleted.push_back(ref.kind + "/" + ref.name);
+  EXPECT_THAT(deleted,
+              ElementsAre("Pod/mlp-ps-0", "Pod/mlp-ps-1", "Pod/mlp-worker-0", "Pod/mlp-worker-1"));
+  c.Apply(plan);
+  c.Settle();
+  EXPECT_THAT(c.PodNames(), ElementsAre("mlp-ps-0", "mlp-ps-1", "mlp-worker-0", "mlp-worker-1"));
+  EXPECT_THAT(c.RestartGenerations(), ElementsAre("1", "1", "1", "1"));
+  EXPECT_NE(c.Object("Service", "mlp-ps-1"), nullptr);  // Services outlive a gang restart
+}
+
 TEST(GangRestartTest, SeveralFailuresInOneGenerationCountOnce) {
   Cluster c = RunningJob();
   c.FailPod("mlp-worker-0");

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/kube_time.h"
 #include "controller/reconcile/labels.h"
@@ -371,6 +373,102 @@ TEST(ReconcilerTest, HeterogeneousWorkersReportGroupAndDevice) {
   EXPECT_EQ(workers[2]["batchSize"], 170);  // 512 split 171/171/170
   EXPECT_EQ((*plan.status)["strategy"], "hps");
   EXPECT_EQ((*plan.status)["observedGeneration"], 3);
+}
+
+std::vector<std::string> ServiceNames(Cluster& c) {
+  std::vector<std::string> out;
+  for (const Json& service : c.observed().services) out.push_back(Name(service));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(ReconcilerTest, PsShardsGetTheirPodsAndServices) {
+  Cluster c(testing::ShardedJob("hps", 2));
+  Plan plan = c.Reconcile();
+  EXPECT_THAT(
+      CreatedNames(plan),
+      ElementsAre("Secret/mlp-hptrain", "Service/mlp", "Service/mlp-ps-0", "Service/mlp-ps-1",
+                  "Pod/mlp-ps-0", "Pod/mlp-ps-1", "Pod/mlp-worker-0", "Pod/mlp-worker-1"));
+  ASSERT_EQ(plan.events.size(), 1u);
+  EXPECT_EQ(plan.events[0].message,
+            "created 2 ps pods, 2 worker pods, Services mlp, mlp-ps-0, mlp-ps-1 and Secret "
+            "mlp-hptrain");
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["desiredWorkers"], 2);
+  EXPECT_EQ((*plan.status)["workers"].size(), 2u);
+  c.Apply(plan);
+  EXPECT_TRUE(c.Reconcile().NoWrites()) << c.Reconcile().DebugString();
+
+  // Running only once both shards run too.
+  c.SetPodPhase("mlp-ps-0", "Running");
+  c.SetPodPhase("mlp-worker-0", "Running");
+  c.SetPodPhase("mlp-worker-1", "Running");
+  c.Settle();
+  EXPECT_EQ(c.status()["phase"], "Pending");
+  c.SetPodPhase("mlp-ps-1", "Running");
+  c.Settle();
+  EXPECT_EQ(c.status()["phase"], "Running");
+
+  // The workers' success is the job's; every shard is then deleted, the Services stay.
+  c.SetPodPhase("mlp-worker-0", "Succeeded");
+  c.SetPodPhase("mlp-worker-1", "Succeeded");
+  plan = c.Reconcile();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Succeeded");
+  EXPECT_THAT(DeletedNames(plan), ElementsAre("Pod/mlp-ps-0", "Pod/mlp-ps-1"));
+  c.Apply(plan);
+  c.FinishDeletions();
+  EXPECT_THAT(c.PodNames(), ElementsAre("mlp-worker-0", "mlp-worker-1"));
+  EXPECT_THAT(ServiceNames(c), ElementsAre("mlp", "mlp-ps-0", "mlp-ps-1"));
+}
+
+TEST(ReconcilerTest, SsgdGetsNoShardServices) {
+  Cluster c(ShorthandJob(2));
+  c.Settle();
+  EXPECT_THAT(ServiceNames(c), ElementsAre("mlp"));
+  EXPECT_THAT(c.PodNames(), ElementsAre("mlp-ps-0", "mlp-worker-0", "mlp-worker-1"));
+  EXPECT_EQ(c.events()[0].message,
+            "created the ps pod, 2 worker pods, Service mlp and Secret mlp-hptrain");
+}
+
+TEST(ReconcilerTest, FewerShardsDeleteTheirPodAndService) {
+  Cluster c(testing::ShardedJob("ps", 3));
+  c.Settle();
+  c.SetAllPods("Running");
+  c.Settle();
+  EXPECT_THAT(ServiceNames(c), ElementsAre("mlp", "mlp-ps-0", "mlp-ps-1", "mlp-ps-2"));
+
+  c.job()["spec"]["ps"]["shards"] = 2;
+  c.job()["metadata"]["generation"] = 2;
+  Plan plan = c.Reconcile();
+  EXPECT_THAT(DeletedNames(plan),
+              ElementsAre("Pod/mlp-ps-0", "Pod/mlp-ps-1", "Pod/mlp-ps-2", "Pod/mlp-worker-0",
+                          "Pod/mlp-worker-1", "Secret/mlp-hptrain", "Service/mlp-ps-2"));
+  EXPECT_EQ((*plan.status)["restarts"], 0);
+  c.Apply(plan);
+  c.Settle();
+  EXPECT_THAT(c.PodNames(), ElementsAre("mlp-ps-0", "mlp-ps-1", "mlp-worker-0", "mlp-worker-1"));
+  EXPECT_THAT(ServiceNames(c), ElementsAre("mlp", "mlp-ps-0", "mlp-ps-1"));
+
+  // A strategy without a parameter server keeps the coordinator's pod and no shard Service.
+  c.job()["spec"]["strategy"] = {{"type", "ssgd"}};
+  c.job()["spec"].erase("ps");
+  c.job()["metadata"]["generation"] = 3;
+  c.Settle();
+  EXPECT_THAT(c.PodNames(), ElementsAre("mlp-ps-0", "mlp-worker-0", "mlp-worker-1"));
+  EXPECT_THAT(ServiceNames(c), ElementsAre("mlp"));
+}
+
+TEST(ReconcilerTest, ShardsAboveOneNeedAParameterServerStrategy) {
+  Json job = ShorthandJob(2);
+  job["spec"]["ps"] = {{"shards", 2}};
+  Cluster c(job);
+  Plan plan = c.Reconcile();
+  EXPECT_THAT(plan.creates, IsEmpty());
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Failed");
+  EXPECT_EQ(ConditionOf(*plan.status, "Failed")["message"],
+            "spec.ps.shards: 2 needs a parameter-server strategy (ps, hps, mp2), not ssgd");
 }
 
 }  // namespace

@@ -187,6 +187,34 @@ TEST(JobParserTest, SparseEncoding) {
               HasSubstr("spec.strategy.sparseEncoding: does not apply to strategy fp16"));
 }
 
+TEST(JobParserTest, PsShardsAndStaleness) {
+  absl::StatusOr<JobSpec> spec = Parse(kMinimal);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->ps_shards, 1);
+  EXPECT_EQ(spec->strategy.staleness, -1);  // unset: 1
+
+  spec =
+      Parse(kMinimal, {"spec.strategy.type=hps", "spec.strategy.staleness=0", "spec.ps.shards=4"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->ps_shards, 4);
+  EXPECT_EQ(spec->strategy.staleness, 0);
+
+  EXPECT_EQ(SetError({"spec.ps.shards=two"}),
+            "job.yaml: spec.ps.shards: must be an integer, got \"two\"");
+  EXPECT_EQ(SetError({"spec.strategy.type=hps", "spec.strategy.staleness=0.5"}),
+            "job.yaml: spec.strategy.staleness: must be an integer, got \"0.5\"");
+  EXPECT_EQ(
+      SetError({"spec.ps.shards=2"}),
+      "job.yaml: spec.ps.shards: 2 needs a parameter-server strategy (ps, hps, mp2), not ssgd");
+  EXPECT_EQ(SetError({"spec.strategy.type=hps", "spec.strategy.staleness=3"}),
+            "job.yaml: spec.strategy.staleness: must be 0 or 1, got 3");
+  EXPECT_THAT(SetError({"spec.strategy.type=mp2", "spec.strategy.staleness=1"}),
+              HasSubstr("spec.strategy.staleness: does not apply to strategy mp2"));
+  EXPECT_THAT(SetError({"spec.ps.replicas=2"}),
+              StartsWith("job.yaml: spec.ps.replicas: unknown field (expected one of shards, "
+                         "template)"));
+}
+
 TEST(JobParserTest, AllFieldsRoundTrip) {
   absl::StatusOr<JobSpec> spec = Parse(R"(apiVersion: hptrain.io/v1alpha1
 kind: TrainingJob

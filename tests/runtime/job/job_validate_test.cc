@@ -171,6 +171,33 @@ INSTANTIATE_TEST_SUITE_P(
                s.strategy.bits = "3";
              },
              "spec.strategy.bits: must be one of 1, 2, 4, 8, 16, 32, dynamic, got \"3\""},
+        Case{"HpsBitsOne",
+             [](JobSpec& s) {
+               s.strategy.type = "hps";
+               s.strategy.bits = "1";
+             },
+             "spec.strategy.bits: strategy hps takes 2, 4, 8, 16, 32 or dynamic, got \"1\""},
+        Case{"StalenessWithSsgd", [](JobSpec& s) { s.strategy.staleness = 0; },
+             "spec.strategy.staleness: does not apply to strategy ssgd (ssgd takes no "
+             "parameters)"},
+        Case{"StalenessWithPs",
+             [](JobSpec& s) {
+               s.strategy.type = "ps";
+               s.strategy.staleness = 1;
+             },
+             "spec.strategy.staleness: does not apply to strategy ps (ps takes no parameters)"},
+        Case{"StalenessTwo",
+             [](JobSpec& s) {
+               s.strategy.type = "hps";
+               s.strategy.staleness = 2;
+             },
+             "spec.strategy.staleness: must be 0 or 1, got 2"},
+        Case{"NegativeStaleness",
+             [](JobSpec& s) {
+               s.strategy.type = "hps";
+               s.strategy.staleness = -2;
+             },
+             "spec.strategy.staleness: must be 0 or 1, got -2"},
         Case{"DensityTooHigh",
              [](JobSpec& s) {
                s.strategy.type = "topk";
@@ -201,6 +228,23 @@ INSTANTIATE_TEST_SUITE_P(
                s.strategy.push_ratio = 2;
              },
              "spec.strategy.pushRatio: must be in (0, 1]"},
+        // ps
+        Case{"ZeroPsShards", [](JobSpec& s) { s.ps_shards = 0; },
+             "spec.ps.shards: must be between 1 and 64, got 0"},
+        Case{"TooManyPsShards",
+             [](JobSpec& s) {
+               s.strategy.type = "ps";
+               s.ps_shards = 65;
+             },
+             "spec.ps.shards: must be between 1 and 64, got 65"},
+        Case{"PsShardsWithSsgd", [](JobSpec& s) { s.ps_shards = 2; },
+             "spec.ps.shards: 2 needs a parameter-server strategy (ps, hps, mp2), not ssgd"},
+        Case{"PsShardsWithGossip",
+             [](JobSpec& s) {
+               s.strategy.type = "gossip";
+               s.ps_shards = 4;
+             },
+             "spec.ps.shards: 4 needs a parameter-server strategy (ps, hps, mp2), not gossip"},
         // optimizer
         Case{"UnknownOptimizer", [](JobSpec& s) { s.optimizer.type = "lamb"; },
              "spec.optimizer.type: unknown optimizer \"lamb\""},
@@ -348,6 +392,7 @@ TEST(ValidateJobTest, EveryStrategyAcceptsItsOwnParameters) {
       if (key == "clipNorm") spec.strategy.clip_norm = 5;
       if (key == "momentumMasking") spec.strategy.momentum_masking = false;
       if (key == "sparseEncoding") spec.strategy.sparse_encoding = "compact";
+      if (key == "staleness") spec.strategy.staleness = 0;
     }
     EXPECT_TRUE(ValidateJob(spec).ok()) << type << ": " << ValidateJob(spec);
   }
@@ -360,7 +405,46 @@ TEST(ValidateJobTest, StrategyTable) {
   EXPECT_THAT(StrategyParameters("ps"), IsEmpty());
   EXPECT_THAT(StrategyParameters("quantized"), ElementsAre("bits", "bucketSize", "errorFeedback"));
   EXPECT_THAT(StrategyParameters("gossip"), ElementsAre("threshold", "interval"));
+  EXPECT_THAT(StrategyParameters("hps"), ElementsAre("bits", "staleness"));
   EXPECT_THAT(StrategyParameters("nope"), IsEmpty());
+}
+
+TEST(ValidateJobTest, HpsBitsAndStaleness) {
+  JobSpec spec = ValidSpec();
+  spec.strategy.type = "hps";
+  for (const char* bits : {"2", "4", "8", "16", "32", "dynamic"}) {
+    spec.strategy.bits = bits;
+    EXPECT_TRUE(ValidateJob(spec).ok()) << bits << ": " << ValidateJob(spec);
+  }
+  for (int staleness : {0, 1}) {
+    spec.strategy.staleness = staleness;
+    EXPECT_TRUE(ValidateJob(spec).ok()) << staleness << ": " << ValidateJob(spec);
+  }
+  // 1 bit stays valid for the quantized strategy.
+  spec = ValidSpec();
+  spec.strategy.type = "quantized";
+  spec.strategy.bits = "1";
+  EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
+}
+
+TEST(ValidateJobTest, PsShardsWithParameterServerStrategies) {
+  for (const char* type : {"ps", "hps", "mp2"}) {
+    JobSpec spec = ValidSpec();
+    spec.strategy.type = type;
+    for (int shards : {1, 2, 64}) {
+      spec.ps_shards = shards;
+      EXPECT_TRUE(ValidateJob(spec).ok()) << type << " x" << shards << ": " << ValidateJob(spec);
+      EXPECT_EQ(PsShardCount(spec), shards) << type;
+    }
+    EXPECT_TRUE(UsesParameterServer(type));
+  }
+  JobSpec spec = ValidSpec();
+  EXPECT_TRUE(ValidateJob(spec).ok());  // shards 1 (the default) with any strategy
+  EXPECT_EQ(PsShardCount(spec), 1);
+  spec.ps_shards = 3;  // invalid, and never more than the coordinator alone
+  EXPECT_EQ(PsShardCount(spec), 1);
+  EXPECT_FALSE(UsesParameterServer("ssgd"));
+  EXPECT_FALSE(UsesParameterServer("gossip"));
 }
 
 TEST(ValidateJobTest, GroupBatchSizesThatAddUpPass) {

@@ -32,6 +32,7 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
   SimResult result;
   result.params.resize(world);
   result.bytes_sent.resize(world);
+  result.max_staleness.resize(world);
   std::mutex mu;
   auto gradient = options.gradient ? options.gradient : [](int rank, int step, size_t i) {
     return std::sin(0.001f * static_cast<float>(i) + 0.3f * rank + 0.7f * step) * 0.5f +
@@ -46,7 +47,7 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
         result.error = std::string(status.message());
       };
       comm::TransportCommunicator comm(std::make_unique<comm::LoopbackTransport>(hub, rank));
-      StrategyContext context{&spec, &comm};
+      StrategyContext context{&spec, &comm, options.ps.empty() ? nullptr : options.ps[rank]};
       auto strategy = CreateStrategy(context);
       if (!strategy.ok()) return fail(strategy.status());
       StepInfo info;
@@ -68,6 +69,7 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
       train::Optimizer optimizer(optimizer_spec, reducer.size());
       std::vector<float> params(reducer.size());
       for (size_t i = 0; i < params.size(); ++i) params[i] = 0.01f * std::cos(0.01f * i);
+      if (auto s = (*strategy)->Start(absl::MakeSpan(params), 0, {}); !s.ok()) return fail(s);
       for (int step = 0; step < options.steps; ++step) {
         info.step = step;
         info.epoch = options.steps_per_epoch > 0 ? step / options.steps_per_epoch : 0;
@@ -75,7 +77,9 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
                                ? static_cast<double>(step) / options.steps_per_epoch
                                : 0.0;
         info.global_batch = options.global_batch;
-        info.local_batch = options.global_batch / world;
+        info.local_batch = options.local_batches.empty() ? options.global_batch / world
+                                                         : options.local_batches[rank];
+        info.lr = spec.optimizer.lr;
         reducer.BeginStep();
         for (int t = reducer.num_tensors() - 1; t >= 0; --t) {
           float* g = reducer.data_for(t);
@@ -85,11 +89,14 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
           reducer.MarkReady(t);
         }
         if (auto s = reducer.FinishStep(); !s.ok()) return fail(s);
-        kernels::Scale(reducer.data(), reducer.size(), 1.0f / options.global_batch);
-        optimizer.Step(params.data(), reducer.data(), spec.optimizer.lr);
+        if (!(*strategy)->owns_parameters()) {
+          kernels::Scale(reducer.data(), reducer.size(), 1.0f / options.global_batch);
+          optimizer.Step(params.data(), reducer.data(), spec.optimizer.lr);
+        }
         if (auto s = (*strategy)->AfterOptimizerStep(info, absl::MakeSpan(params)); !s.ok()) {
           return fail(s);
         }
+        if (options.after_step) options.after_step(rank, step, params);
         if (options.steps_per_epoch > 0 && (step + 1) % options.steps_per_epoch == 0) {
           EpochTiming timing;
           timing.epoch = (step + 1) / options.steps_per_epoch - 1;
@@ -101,7 +108,11 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
           if (rank == 0) result.bits.push_back((*strategy)->stats().bits);
         }
       }
+      if (auto s = (*strategy)->Synchronize(options.steps, absl::MakeSpan(params)); !s.ok()) {
+        return fail(s);
+      }
       std::lock_guard<std::mutex> lock(mu);
+      result.max_staleness[rank] = (*strategy)->stats().max_staleness;
       result.params[rank] = params;
       result.bytes_sent[rank] = comm.bytes_sent();
     });

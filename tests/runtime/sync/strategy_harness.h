@@ -1,6 +1,8 @@
 // A libtorch-free training simulation for strategy tests: N ranks as threads over the loopback
 // transport, each with a flat parameter vector, synthetic per-rank gradients and the real
-// BucketedReducer + Strategy + Optimizer path of the trainer (sum of gradients, reduce, / B, step).
+// BucketedReducer + Strategy + Optimizer path of the trainer (sum of gradients, reduce, / B, step),
+// including the parameter-server hooks (Start, no local step when the strategy owns the
+// parameters, Synchronize after the last step).
 #ifndef HPTRAIN_TESTS_RUNTIME_SYNC_STRATEGY_HARNESS_H_
 #define HPTRAIN_TESTS_RUNTIME_SYNC_STRATEGY_HARNESS_H_
 
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "runtime/job/job_spec.h"
+#include "runtime/ps/ps_connection.h"
 #include "runtime/sync/strategy.h"
 
 namespace hptrain::sync::testing {
@@ -25,12 +28,19 @@ struct SimOptions {
   int steps_per_epoch = 0;  // > 0: call OnEpochEnd every this many steps
   // Times handed to OnEpochEnd (default: compute 1 s, the reducer's measured communication).
   std::function<EpochTiming(int epoch)> epoch_timing;
+  // Parameter-server strategies: each rank's connection to the shards (index = rank).
+  std::vector<ps::PsConnection*> ps;
+  // Per-rank batch sizes b_i (default B / world each); they must add up to global_batch.
+  std::vector<int> local_batches;
+  // Called on each rank after every step's AfterOptimizerStep with that rank's parameters.
+  std::function<void(int rank, int step, const std::vector<float>& params)> after_step;
 };
 
 struct SimResult {
   std::vector<std::vector<float>> params;  // per rank, after the last step
   std::vector<int64_t> bytes_sent;         // per rank
   std::vector<int> bits;                   // rank 0's StrategyStats::bits after each epoch
+  std::vector<int64_t> max_staleness;      // per rank, StrategyStats::max_staleness at the end
   bool ok = true;
   std::string error;
 };

@@ -83,6 +83,13 @@ Json HeteroJob() {
   })");
 }
 
+Json ShardedJob(const std::string& type, int shards, int replicas) {
+  Json job = ShorthandJob(replicas);
+  job["spec"]["strategy"] = {{"type", type}};
+  job["spec"]["ps"] = {{"shards", shards}};
+  return job;
+}
+
 void SetRunPolicy(Json* job, const std::string& key, const Json& value) {
   (*job)["spec"]["runPolicy"][key] = value;
   (*job)["metadata"]["generation"] = (*job)["metadata"]["generation"].get<int64_t>() + 1;

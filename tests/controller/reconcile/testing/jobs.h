@@ -23,6 +23,10 @@ Json ShorthandJob(int replicas = 2);
 // name "hetero".
 Json HeteroJob();
 
+// ShorthandJob(replicas) with strategy `type` (a parameter-server strategy: ps, hps, mp2) and
+// spec.ps.shards = `shards`.
+Json ShardedJob(const std::string& type, int shards, int replicas = 2);
+
 // spec.runPolicy[key] = value.
 void SetRunPolicy(Json* job, const std::string& key, const Json& value);
 

@@ -1,0 +1,308 @@
+#include "runtime/ps/param_store.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/update/update.h"
+#include "runtime/base/status.h"
+#include "runtime/comm/encoded_tensor.h"
+#include "runtime/ps/ps_codec.h"
+
+namespace hptrain::ps {
+
+using Clock = std::chrono::steady_clock;
+
+ParamStore::ParamStore(ParamStoreConfig config) : config_(std::move(config)) {}
+
+absl::Status ParamStore::Reject(const std::string& reason, absl::Status status) {
+  if (on_rejected_) on_rejected_(reason);
+  return status;
+}
+
+absl::Status ParamStore::Init(int rank, const ShardLayoutInfo& layout, const ShardState& state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto bad = [&](const std::string& why) {
+    return Reject("layout", absl::InvalidArgumentError(absl::StrCat(
+                                "init of parameter-server shard ", config_.shard, " by rank ",
+                                rank, ": ", why)));
+  };
+  if (layout.shard != config_.shard) {
+    return bad(absl::StrCat("the layout is for shard ", layout.shard));
+  }
+  if (layout.world_size != config_.world_size) {
+    return bad(absl::StrCat("the layout is for ", layout.world_size, " workers, the job has ",
+                            config_.world_size));
+  }
+  int64_t total = 0;
+  for (int64_t n : layout.tensor_sizes) {
+    if (n < 1) return bad("a tensor has no elements");
+    total += n;
+  }
+  if (layout.begin < 0 || layout.end - layout.begin != total || total == 0) {
+    return bad(absl::StrCat("range [", layout.begin, ", ", layout.end, ") does not hold its ",
+                            layout.tensor_sizes.size(), " tensors of ", total, " elements"));
+  }
+  if (state.version < 0 || state.optimizer_steps < 0) return bad("negative version");
+  auto params = state.sections.find("params");
+  if (params == state.sections.end() || static_cast<int64_t>(params->second.size()) != total) {
+    return bad(absl::StrCat("\"params\" must hold ", total, " values"));
+  }
+  auto optimizer = std::make_unique<train::Optimizer>(config_.optimizer, total);
+  for (const auto& [name, values] : state.sections) {
+    if (name == "params") continue;
+    auto slots = optimizer->state();
+    auto slot = slots.find(name);
+    if (slot == slots.end()) {
+      return bad(absl::StrCat("section \"", name, "\" is not state of the job's optimizer"));
+    }
+    if (static_cast<int64_t>(values.size()) != total) {
+      return bad(absl::StrCat("section \"", name, "\" has ", values.size(), " values, expected ",
+                              total));
+    }
+    *slot->second = values;
+  }
+  optimizer->set_steps(state.optimizer_steps);
+  layout_ = layout;
+  tensor_offsets_.assign(1, 0);
+  for (int64_t n : layout.tensor_sizes) tensor_offsets_.push_back(tensor_offsets_.back() + n);
+  params_ = params->second;
+  previous_params_.clear();
+  optimizer_ = std::move(optimizer);
+  version_ = state.version;
+  rounds_.clear();
+  mirrors_.assign(config_.world_size, {});
+  initialised_ = true;
+  cv_.notify_all();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> ParamStore::Push(const PushInfo& push,
+                                         const std::vector<std::vector<uint8_t>>& tensors) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!initialised_) {
+    return Reject("uninitialised",
+                  absl::FailedPreconditionError(absl::StrCat(
+                      "push to parameter-server shard ", config_.shard,
+                      " before rank 0 initialised it")));
+  }
+  const std::string who = absl::StrCat("push of rank ", push.rank, " for step ", push.step);
+  if (push.rank < 0 || push.rank >= config_.world_size) {
+    return Reject("rank", absl::InvalidArgumentError(absl::StrCat(
+                              who, ": rank out of range, the job has ", config_.world_size,
+                              " workers")));
+  }
+  if (push.step < version_) {
+    return Reject("stale_step", absl::FailedPreconditionError(absl::StrCat(
+                                    "stale ", who, ": shard ", config_.shard,
+                                    " is at model version ", version_)));
+  }
+  if (push.step > version_ + config_.max_lead) {
+    return Reject("future_step",
+                  absl::FailedPreconditionError(absl::StrCat(
+                      "future ", who, ": shard ", config_.shard, " is at model version ",
+                      version_, " and the staleness bound is ", config_.max_lead)));
+  }
+  if (push.batch_size < 0) {
+    return Reject("size", absl::InvalidArgumentError(
+                              absl::StrCat(who, ": negative batch size ", push.batch_size)));
+  }
+  // The range must be whole tensors of this shard.
+  auto find = [&](int64_t offset) -> int {
+    auto it = std::lower_bound(tensor_offsets_.begin(), tensor_offsets_.end(),
+                               offset - layout_.begin);
+    if (it == tensor_offsets_.end() || *it != offset - layout_.begin) return -1;
+    return static_cast<int>(it - tensor_offsets_.begin());
+  };
+  const int first = find(push.begin);
+  const int last = find(push.end);
+  if (first < 0 || last < 0 || last <= first) {
+    return Reject("size", absl::InvalidArgumentError(absl::StrCat(
+                              who, ": range [", push.begin, ", ", push.end,
+                              ") is not whole tensors of shard ", config_.shard, " [",
+                              layout_.begin, ", ", layout_.end, ")")));
+  }
+  if (static_cast<int>(tensors.size()) != last - first) {
+    return Reject("size", absl::InvalidArgumentError(
+                              absl::StrCat(who, ": ", tensors.size(), " tensors for [", push.begin,
+                                           ", ", push.end, "), which holds ", last - first)));
+  }
+  std::vector<comm::EncodedView> views;
+  int64_t payload = 0;
+  for (int k = 0; k < last - first; ++k) {
+    const std::string what = absl::StrCat(who, ", tensor ", first + k);
+    absl::StatusOr<comm::EncodedView> view =
+        DecodePsTensor(tensors[k], layout_.tensor_sizes[first + k], what.c_str());
+    if (!view.ok()) return Reject("size", view.status());
+    payload += static_cast<int64_t>(view->payload_bytes);
+    views.push_back(*view);
+  }
+  auto existing = rounds_.find(push.step);
+  if (existing != rounds_.end()) {
+    const Round& round = existing->second;
+    if (!round.covered[push.rank].empty()) {
+      for (int t = first; t < last; ++t) {
+        if (round.covered[push.rank][t]) {
+          return Reject("duplicate", absl::AlreadyExistsError(absl::StrCat(
+                                         "duplicate ", who, ": tensor ", t, " of shard ",
+                                         config_.shard, " was already pushed")));
+        }
+      }
+    }
+    if (round.have_lr && round.lr != push.lr) {
+      return Reject("lr", absl::InvalidArgumentError(absl::StrCat(
+                              who, ": learning rate ", push.lr, " differs from the round's ",
+                              round.lr)));
+    }
+  }
+  // Accepted: from here on nothing fails.
+  Round& round = rounds_[push.step];
+  if (round.sums.empty()) {
+    round.sums.resize(config_.world_size);
+    round.covered.resize(config_.world_size);
+    round.tensors_covered.assign(config_.world_size, 0);
+    round.first_push = Clock::now();
+  }
+  round.lr = push.lr;
+  round.have_lr = true;
+  std::vector<float>& sum = round.sums[push.rank];
+  if (sum.empty()) sum.assign(params_.size(), 0.0f);
+  std::vector<char>& covered = round.covered[push.rank];
+  if (covered.empty()) covered.assign(layout_.tensor_sizes.size(), 0);
+  for (int k = 0; k < last - first; ++k) {
+    DecodeInto(views[k], sum.data() + tensor_offsets_[first + k]);
+    covered[first + k] = 1;
+  }
+  round.tensors_covered[push.rank] += last - first;
+  if (round.tensors_covered[push.rank] == static_cast<int>(layout_.tensor_sizes.size())) {
+    ++round.ranks_complete;
+  }
+  push_bytes_ += payload;
+  ApplyReadyRounds();
+  return version_;
+}
+
+void ParamStore::ApplyReadyRounds() {
+  bool applied = false;
+  for (auto it = rounds_.find(version_);
+       it != rounds_.end() && it->second.ranks_complete == config_.world_size;
+       it = rounds_.find(version_)) {
+    Round& round = it->second;
+    std::vector<float>& g = round.sums[0];
+    for (int r = 1; r < config_.world_size; ++r) {
+      const std::vector<float>& other = round.sums[r];
+      for (size_t i = 0; i < g.size(); ++i) g[i] += other[i];
+    }
+    kernels::Scale(g.data(), g.size(), 1.0f / static_cast<float>(config_.global_batch));
+    if (config_.max_lead > 0) previous_params_ = params_;
+    optimizer_->Step(params_.data(), g.data(), round.lr);
+    const double wait = std::chrono::duration<double>(Clock::now() - round.first_push).count();
+    rounds_.erase(it);
+    ++version_;
+    applied = true;
+    if (on_round_) on_round_(wait);
+  }
+  if (applied) cv_.notify_all();
+}
+
+absl::Status ParamStore::WaitForVersion(std::unique_lock<std::mutex>& lock, int64_t version,
+                                        std::chrono::milliseconds timeout, const char* what) {
+  const bool reached = cv_.wait_for(lock, timeout, [&] {
+    return shutdown_ || (initialised_ && version_ >= version);
+  });
+  if (shutdown_) return absl::CancelledError("the parameter server is shutting down");
+  if (!reached) {
+    if (!initialised_) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          what, ": parameter-server shard ", config_.shard, " was not initialised within ",
+          timeout.count() / 1000.0, " s"));
+    }
+    return absl::DeadlineExceededError(absl::StrCat(
+        what, ": parameter-server shard ", config_.shard, " did not reach model version ",
+        version, " within ", timeout.count() / 1000.0, " s (it is at ", version_,
+        "; a worker has not pushed)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PullResult> ParamStore::Pull(int rank, int64_t min_version, int bits,
+                                            std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const std::string who = absl::StrCat("pull of rank ", rank);
+  if (rank < 0 || rank >= config_.world_size) {
+    return Reject("rank", absl::InvalidArgumentError(absl::StrCat(
+                              who, ": rank out of range, the job has ", config_.world_size,
+                              " workers")));
+  }
+  if (!ValidPsBits(bits)) {
+    return Reject("size", absl::InvalidArgumentError(
+                              absl::StrCat(who, ": bits ", bits, " is not 2, 4, 8, 16 or 32")));
+  }
+  HPTRAIN_RETURN_IF_ERROR(WaitForVersion(lock, min_version, timeout, who.c_str()));
+  std::vector<float>& mirror = mirrors_[rank];
+  if (mirror.empty()) {
+    if (bits != 32) {
+      return Reject("uninitialised", absl::FailedPreconditionError(absl::StrCat(
+                                         who, ": a delta needs a full pull (bits 32) first")));
+    }
+    mirror.assign(params_.size(), 0.0f);
+  }
+  PullResult result;
+  result.version = version_;
+  const float* params = params_.data();
+  if (version_ == min_version + 1 && !previous_params_.empty()) {
+    result.version = min_version;  // the version asked for, not whichever is newest
+    params = previous_params_.data();
+  }
+  int64_t payload = 0;
+  for (size_t t = 0; t < layout_.tensor_sizes.size(); ++t) {
+    const int64_t n = layout_.tensor_sizes[t];
+    absl::StatusOr<std::vector<uint8_t>> bytes =
+        EncodeForPull(params + tensor_offsets_[t], mirror.data() + tensor_offsets_[t], n, bits);
+    HPTRAIN_RETURN_IF_ERROR(bytes.status(), who, ", tensor ", t);
+    payload += static_cast<int64_t>(bytes->size() - comm::kEncodedHeaderBytes);
+    result.tensors.push_back(*std::move(bytes));
+  }
+  pull_bytes_ += payload;
+  return result;
+}
+
+absl::StatusOr<ShardState> ParamStore::GetState(int64_t version,
+                                                std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  HPTRAIN_RETURN_IF_ERROR(WaitForVersion(lock, version, timeout, "state"));
+  if (version_ != version) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "state of model version ", version, ": shard ", config_.shard, " is already at ",
+        version_));
+  }
+  ShardState state;
+  state.version = version_;
+  state.optimizer_steps = optimizer_->steps();
+  state.sections["params"] = params_;
+  for (const auto& [name, values] : optimizer_->state()) state.sections[name] = *values;
+  return state;
+}
+
+void ParamStore::Shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutdown_ = true;
+  cv_.notify_all();
+}
+
+int64_t ParamStore::version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return version_;
+}
+
+std::vector<float> ParamStore::Mirror(int rank) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (rank < 0 || rank >= static_cast<int>(mirrors_.size())) return {};
+  return mirrors_[rank];
+}
+
+bool ParamStore::initialised() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return initialised_;
+}
+
+}  // namespace hptrain::ps

@@ -1,0 +1,163 @@
+// ParamStore: the state of one parameter-server shard (algorithms.md §5b): the parameters of its
+// range, the job's optimizer over them, the model version, the rounds being aggregated and a
+// mirror of every worker's copy. No gRPC here: the service (ps_service.h) and in-process tests
+// call it directly.
+//
+// Rounds: version v means v optimizer steps applied. A push belongs to round t and is accepted
+// while v ≤ t ≤ v + max_lead (the staleness bound). Each rank's pushes of a round must cover the
+// shard's range exactly once, in whole tensors. When every rank has covered it, the pushes are
+// summed in rank order (rank 0's values, then + rank 1's, ...), multiplied by 1/B, and the
+// optimizer steps once with the round's learning rate: version v+1 is published and waiting pulls
+// wake. Round v+1 may already be complete then; it is applied next.
+//
+// A pull is served at exactly min_version when the model has moved one version past it (the shard
+// keeps the version before the current one while pushes may run ahead), so what a worker gets
+// does not depend on how its pull and the other workers' pushes interleave.
+//
+// Every rejection leaves the parameters, the version and the round's accumulated pushes as they
+// were, and its message names what was wrong in one line.
+//
+// Thread-safety: all methods may be called concurrently; one mutex guards the state, and Pull and
+// GetState wait on a condition variable outside it.
+#ifndef HPTRAIN_RUNTIME_PS_PARAM_STORE_H_
+#define HPTRAIN_RUNTIME_PS_PARAM_STORE_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/job/job_spec.h"
+#include "runtime/train/optimizer.h"
+
+namespace hptrain::ps {
+
+struct ParamStoreConfig {
+  int shard = 0;
+  int world_size = 1;
+  int global_batch = 1;  // B: the aggregate is Σ pushes / B
+  job::OptimizerSpec optimizer;
+  int max_lead = 0;  // the staleness bound s: rounds up to version + s are accepted
+};
+
+struct ShardLayoutInfo {
+  int shard = 0;
+  int shards = 1;
+  int64_t begin = 0;
+  int64_t end = 0;
+  std::vector<int64_t> tensor_sizes;  // sum = end − begin
+  int world_size = 0;
+};
+
+struct PushInfo {
+  int rank = 0;
+  int64_t step = 0;
+  int64_t version = 0;  // the version the gradient was computed on
+  int batch_size = 0;
+  double lr = 0;
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+// A shard's parameters and optimizer state: "params", "momentum", "adam.m", "adam.v".
+struct ShardState {
+  int64_t version = 0;
+  int64_t optimizer_steps = 0;
+  std::map<std::string, std::vector<float>> sections;
+};
+
+struct PullResult {
+  int64_t version = 0;
+  std::vector<std::vector<uint8_t>> tensors;  // encoded, one per tensor of the shard
+};
+
+class ParamStore {
+ public:
+  // Called for every refused call with a short reason ("stale_step", "future_step", "size",
+  // "duplicate", "rank", "lr", "uninitialised", "layout"), for a metric.
+  using RejectObserver = std::function<void(const std::string& reason)>;
+  // Called when a round is applied, with the seconds from its first push to its last.
+  using RoundObserver = std::function<void(double aggregation_wait_seconds)>;
+
+  explicit ParamStore(ParamStoreConfig config);
+
+  void set_on_rejected(RejectObserver fn) { on_rejected_ = std::move(fn); }
+  void set_on_round(RoundObserver fn) { on_round_ = std::move(fn); }
+
+  // Sets the layout and the state (sections["params"], plus the optimizer's sections when
+  // resuming) at `state.version`; clears pending rounds and mirrors. Errors: InvalidArgument when
+  // the layout is not this shard's or disagrees with the job, or a section has the wrong size.
+  absl::Status Init(int rank, const ShardLayoutInfo& layout, const ShardState& state);
+
+  // Takes one push (see the class comment). Returns the version after it (which may have moved on
+  // if the push completed a round).
+  absl::StatusOr<int64_t> Push(const PushInfo& push,
+                               const std::vector<std::vector<uint8_t>>& tensors);
+
+  // Waits until initialised and the version is ≥ min_version (DeadlineExceeded after `timeout`,
+  // Cancelled on Shutdown), then encodes the shard for `rank` at `bits` (ps_codec.h), updating its
+  // mirror. A delta (bits < 32) needs an earlier full pull by the same rank.
+  absl::StatusOr<PullResult> Pull(int rank, int64_t min_version, int bits,
+                                  std::chrono::milliseconds timeout);
+
+  // Waits for version `version` (as Pull) and returns the state at it; FailedPrecondition once
+  // the model has moved past it.
+  absl::StatusOr<ShardState> GetState(int64_t version, std::chrono::milliseconds timeout);
+
+  // Wakes every waiting call with Cancelled; later waits fail at once.
+  void Shutdown();
+
+  int64_t version() const;
+  bool initialised() const;
+  // The PS's mirror of `rank`'s copy (empty before its first pull); for tests and diagnostics.
+  std::vector<float> Mirror(int rank) const;
+  int64_t push_bytes() const { return push_bytes_.load(); }  // payload bytes taken in pushes
+  int64_t pull_bytes() const { return pull_bytes_.load(); }  // payload bytes sent in pulls
+
+ private:
+  struct Round {
+    double lr = 0;
+    bool have_lr = false;
+    std::vector<std::vector<float>> sums;     // per rank, the shard's range (allocated lazily)
+    std::vector<std::vector<char>> covered;   // per rank, per tensor
+    std::vector<int> tensors_covered;         // per rank
+    int ranks_complete = 0;
+    std::chrono::steady_clock::time_point first_push;
+  };
+
+  absl::Status Reject(const std::string& reason, absl::Status status);
+  // Applies complete rounds in order. Called with mu_ held.
+  void ApplyReadyRounds();
+  absl::Status WaitForVersion(std::unique_lock<std::mutex>& lock, int64_t version,
+                              std::chrono::milliseconds timeout, const char* what);
+
+  const ParamStoreConfig config_;
+  RejectObserver on_rejected_;
+  RoundObserver on_round_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool initialised_ = false;
+  bool shutdown_ = false;
+  ShardLayoutInfo layout_;
+  std::vector<int64_t> tensor_offsets_;  // offset of each tensor within the shard
+  std::vector<float> params_;
+  std::vector<float> previous_params_;  // version_ − 1's, kept when max_lead > 0
+  std::unique_ptr<train::Optimizer> optimizer_;
+  int64_t version_ = 0;
+  std::map<int64_t, Round> rounds_;
+  std::vector<std::vector<float>> mirrors_;  // per rank; empty before its first full pull
+  std::atomic<int64_t> push_bytes_{0};
+  std::atomic<int64_t> pull_bytes_{0};
+};
+
+}  // namespace hptrain::ps
+
+#endif  // HPTRAIN_RUNTIME_PS_PARAM_STORE_H_

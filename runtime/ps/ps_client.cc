@@ -1,0 +1,149 @@
+#include "runtime/ps/ps_client.h"
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/grpcpp.h"
+#include "runtime/base/status.h"
+#include "runtime/ps/grpc_status.h"
+#include "runtime/ps/ps_wire.h"
+
+namespace hptrain::ps {
+
+std::string ShardAddressKey(int shard) { return absl::StrCat("ps/shard/", shard); }
+
+PsClient::PsClient(std::vector<std::string> addresses, std::string token,
+                   std::chrono::milliseconds timeout)
+    : addresses_(std::move(addresses)), token_(std::move(token)), timeout_(timeout) {
+  for (const std::string& address : addresses_) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(64 << 20);
+    stubs_.push_back(v1::ParameterServer::NewStub(
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Discover(comm::KeyValueStore& store,
+                                                             int shards, std::string token,
+                                                             std::chrono::milliseconds timeout) {
+  std::vector<std::string> addresses;
+  for (int s = 0; s < shards; ++s) {
+    absl::StatusOr<std::string> address = store.Get(ShardAddressKey(s), timeout);
+    if (!address.ok()) {
+      return absl::Status(address.status().code(),
+                          absl::StrCat("parameter server shard ", s, " did not register: ",
+                                       address.status().message()));
+    }
+    addresses.push_back(*address);
+  }
+  return std::make_unique<PsClient>(std::move(addresses), std::move(token), timeout);
+}
+
+void PsClient::Prepare(grpc::ClientContext* context) const {
+  context->set_deadline(std::chrono::system_clock::now() + timeout_);
+  context->AddMetadata(kAuthMetadataKey, "Bearer " + token_);
+}
+
+absl::Status PsClient::Failed(int shard, const char* call, const absl::Status& status) const {
+  const char* unreachable = absl::IsUnavailable(status) ? " unreachable" : "";
+  return absl::Status(status.code(),
+                      absl::StrCat("parameter server shard ", shard, " (", addresses_[shard], ")",
+                                   unreachable, " ", call, ": ", status.message()));
+}
+
+absl::Status PsClient::Init(int shard, int rank, const ShardLayoutInfo& layout,
+                            const ShardState& state) {
+  v1::InitHeader header;
+  header.set_rank(rank);
+  v1::ShardLayout* l = header.mutable_layout();
+  l->set_shard(layout.shard);
+  l->set_shards(layout.shards);
+  l->set_begin(layout.begin);
+  l->set_end(layout.end);
+  for (int64_t n : layout.tensor_sizes) l->add_tensor_sizes(n);
+  l->set_world_size(layout.world_size);
+  header.set_version(state.version);
+  header.set_optimizer_steps(state.optimizer_steps);
+  HPTRAIN_ASSIGN_OR_RETURN(std::string bytes, SerializeSections(state.sections));
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::InitResponse response;
+  auto writer = stubs_[shard]->Init(&context, &response);
+  absl::Status sent = WriteChunked<v1::InitRequest>(writer.get(), header, bytes, "init");
+  writer->WritesDone();
+  absl::Status status = FromGrpc(writer->Finish());
+  if (status.ok() && !sent.ok()) status = sent;
+  if (!status.ok()) return Failed(shard, "Init", status);
+  CountSent(StateBytes(state));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> PsClient::Push(int shard, const PushInfo& push,
+                                       const std::vector<std::vector<uint8_t>>& tensors) {
+  v1::PushHeader header;
+  header.set_rank(push.rank);
+  header.set_step(push.step);
+  header.set_version(push.version);
+  header.set_batch_size(push.batch_size);
+  header.set_lr(push.lr);
+  header.set_begin(push.begin);
+  header.set_end(push.end);
+  HPTRAIN_ASSIGN_OR_RETURN(std::string bytes, SerializeTensors(tensors));
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::PushResponse response;
+  auto writer = stubs_[shard]->Push(&context, &response);
+  absl::Status sent = WriteChunked<v1::PushRequest>(writer.get(), header, bytes, "push");
+  writer->WritesDone();
+  absl::Status status = FromGrpc(writer->Finish());
+  if (status.ok() && !sent.ok()) status = sent;
+  if (!status.ok()) return Failed(shard, "Push", status);
+  CountSent(PayloadBytes(tensors));
+  return response.version();
+}
+
+absl::StatusOr<PullResult> PsClient::Pull(int shard, int rank, int64_t min_version, int bits) {
+  v1::PullRequest request;
+  request.set_rank(rank);
+  request.set_min_version(min_version);
+  request.set_bits(bits);
+  grpc::ClientContext context;
+  Prepare(&context);
+  auto reader = stubs_[shard]->Pull(&context, request);
+  v1::PullHeader header;
+  std::string bytes;
+  absl::Status read = ReadChunked<v1::PullResponse>(reader.get(), &header, &bytes, "pull");
+  absl::Status status = FromGrpc(reader->Finish());
+  if (status.ok() && !read.ok()) status = read;
+  if (!status.ok()) return Failed(shard, "Pull", status);
+  PullResult result;
+  result.version = header.version();
+  absl::StatusOr<std::vector<std::vector<uint8_t>>> tensors = ParseTensors(bytes, "pull");
+  if (!tensors.ok()) return Failed(shard, "Pull", tensors.status());
+  result.tensors = *std::move(tensors);
+  CountReceived(PayloadBytes(result.tensors));
+  return result;
+}
+
+absl::StatusOr<ShardState> PsClient::GetState(int shard, int64_t version) {
+  v1::GetStateRequest request;
+  request.set_version(version);
+  grpc::ClientContext context;
+  Prepare(&context);
+  auto reader = stubs_[shard]->GetState(&context, request);
+  v1::PullHeader header;
+  std::string bytes;
+  absl::Status read = ReadChunked<v1::GetStateResponse>(reader.get(), &header, &bytes, "state");
+  absl::Status status = FromGrpc(reader->Finish());
+  if (status.ok() && !read.ok()) status = read;
+  if (!status.ok()) return Failed(shard, "GetState", status);
+  ShardState state;
+  state.version = header.version();
+  state.optimizer_steps = header.version();
+  absl::StatusOr<std::map<std::string, std::vector<float>>> sections =
+      ParseSections(bytes, "state");
+  if (!sections.ok()) return Failed(shard, "GetState", sections.status());
+  state.sections = *std::move(sections);
+  CountReceived(StateBytes(state));
+  return state;
+}
+
+}  // namespace hptrain::ps

@@ -1,0 +1,474 @@
+// ps and hps: training through the parameter server (algorithms.md §5; runtime/ps).
+//
+// Every step each worker pushes its summed gradient (Σ over its b_i samples) for each bucket as
+// soon as backward produced it, split by shard and by tensor; the shards sum the N pushes in rank
+// order, divide by B and step the job's optimizer, and the worker pulls the new parameters. The
+// trainer runs no optimizer of its own (owns_parameters).
+//
+//   ps   BSP: fp32 pushes and pulls, the pull of version t+1 at the end of step t (staleness 0).
+//   hps  H-PS: (b) staleness s (0 or 1, default 1): pushes leave asynchronously and the pull of
+//        version t+1 runs in the background during step t+1, so step t+1 computes on version
+//        ≥ t = (t+1) − s; (c) flexible quantization, `bits` (default 8; 2, 4, 8, 16, 32 or
+//        dynamic): pushes are stochastically quantized with error feedback, pulls are deltas
+//        against the PS's mirror of this worker's copy (ps_codec.h); with `dynamic` the bits are
+//        chosen after every epoch from this worker's measured times (§5b (3)). (a) H-PS batch
+//        allocation is spec.rebalance, as for every strategy.
+//   hps with staleness 0 and bits 32 is ps, bit for bit.
+//
+// Before every evaluation and checkpoint (Synchronize) the copy is brought to the model of
+// exactly the steps done, in fp32; the checkpoint of rank 0 also carries every shard's
+// parameters and optimizer state ("ps.params", "ps.momentum", ...), from which Start
+// re-initialises the shards on --resume.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <type_traits>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/base/status.h"
+#include "runtime/ps/ps_codec.h"
+#include "runtime/ps/ps_connection.h"
+#include "runtime/ps/shard_plan.h"
+#include "runtime/sync/registry.h"
+
+namespace hptrain::sync {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using PullFuture = std::future<absl::StatusOr<ps::PullResult>>;
+
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct PsOptions {
+  std::string name;
+  int staleness = 0;
+  int bits = 32;
+  bool dynamic_bits = false;
+};
+
+// Adds seconds to a total that several threads add to.
+void AddSeconds(std::atomic<double>& total, double seconds) {
+  double current = total.load();
+  while (!total.compare_exchange_weak(current, current + seconds)) {
+  }
+}
+
+// Waits for every future, returning the first error; the futures are consumed.
+absl::Status WaitAll(std::vector<std::future<absl::Status>>& futures) {
+  absl::Status first;
+  for (auto& f : futures) {
+    absl::Status s = f.get();
+    if (first.ok() && !s.ok()) first = s;
+  }
+  futures.clear();
+  return first;
+}
+
+class ParameterServerStrategy : public Strategy {
+ public:
+  ParameterServerStrategy(const StrategyContext& context, PsOptions options)
+      : job_(*context.job),
+        rank_(context.comm->rank()),
+        world_(context.comm->size()),
+        ps_(context.ps),
+        options_(std::move(options)),
+        bits_(options_.bits) {}
+
+  ~ParameterServerStrategy() override {
+    // Background calls end before the strategy does; their results no longer matter.
+    (void)WaitAll(pushes_);
+    (void)WaitAll(previous_pushes_);
+    for (auto& f : pending_pull_) f.wait();
+  }
+
+  std::string name() const override { return options_.name; }
+  bool owns_parameters() const override { return true; }
+
+  absl::Status Init(const GradientLayout& layout) override;
+  absl::Status Start(absl::Span<float> parameters, int64_t step,
+                     const CheckpointSections& restored) override;
+  absl::Status ReduceGradients(const StepInfo& step, int bucket,
+                               absl::Span<float> gradients) override;
+  absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) override;
+  absl::Status Synchronize(int64_t steps_done, absl::Span<float> parameters) override;
+  absl::Status SaveState(int64_t steps_done, CheckpointSections* sections) override;
+  absl::Status OnEpochEnd(const EpochTiming& timing) override;
+
+  StrategyStats stats() const override {
+    StrategyStats s;
+    s.compression_ratio = tally_.ratio();
+    s.bits = bits_;
+    s.staleness = staleness_;
+    s.max_staleness = max_staleness_;
+    return s;
+  }
+
+ private:
+  // The tensors (flat order) of [begin, end), which holds whole tensors.
+  std::pair<int, int> TensorsOf(int64_t begin, int64_t end) const;
+  absl::Status InitShard(int s, int64_t step, absl::Span<float> parameters,
+                         const CheckpointSections& restored);
+  // Encodes the tensors of [begin, end) (inside one shard) from the bucket `gradients`, which
+  // starts at flat offset `base`, and starts their push.
+  absl::Status StartPush(const StepInfo& step, int shard, int64_t begin, int64_t end,
+                         const float* gradients, int64_t base);
+  std::vector<PullFuture> StartPulls(int64_t min_version, int bits);
+  // Waits for `pulls`, applies them to `parameters` and sets local_version_.
+  absl::Status ApplyPulls(std::vector<PullFuture>& pulls, absl::Span<float> parameters,
+                          int bits);
+  absl::Status PullAll(int64_t min_version, int bits, absl::Span<float> parameters) {
+    std::vector<PullFuture> pulls = StartPulls(min_version, bits);
+    return ApplyPulls(pulls, parameters, bits);
+  }
+  // Times a wait of the trainer thread on communication.
+  template <typename Fn>
+  absl::Status Exposed(Fn&& fn) {
+    const auto start = Clock::now();
+    absl::Status s = fn();
+    exposed_seconds_ += Since(start);
+    return s;
+  }
+
+  const job::JobSpec& job_;
+  const int rank_;
+  const int world_;
+  ps::PsConnection* ps_;
+  const PsOptions options_;
+  int bits_;
+
+  ps::ShardPlan plan_;
+  std::vector<GradientLayout::Range> buckets_;
+  std::vector<int64_t> sizes_;    // tensor sizes in flat order
+  std::vector<int64_t> offsets_;  // tensor offsets in flat order (size + 1)
+  std::vector<float> residual_;   // error feedback of quantized pushes, flat
+  CompressionTally tally_;
+
+  int64_t local_version_ = 0;  // the model version of this worker's copy
+  bool exact_ = true;          // the copy is that version's parameters, not a delta's rounding
+  int64_t staleness_ = 0;
+  int64_t max_staleness_ = 0;
+
+  std::vector<std::future<absl::Status>> pushes_;           // this step's pushes
+  std::vector<std::future<absl::Status>> previous_pushes_;  // the step before's (staleness 1)
+  std::vector<PullFuture> pending_pull_;                    // the next version, in flight
+  int pending_pull_bits_ = 32;
+
+  // This epoch's times, for bits: dynamic.
+  std::atomic<double> comm_seconds_{0};  // inside push and pull calls (overlapped or not)
+  double exposed_seconds_ = 0;           // the trainer thread waited for them
+};
+
+absl::Status ParameterServerStrategy::Init(const GradientLayout& layout) {
+  if (ps_ == nullptr) {
+    return absl::FailedPreconditionError("no parameter-server connection for this worker");
+  }
+  std::vector<GradientLayout::Range> tensors = layout.tensors;
+  std::sort(tensors.begin(), tensors.end(),
+            [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  offsets_.assign(1, 0);
+  for (const auto& t : tensors) {
+    if (static_cast<int64_t>(t.begin) != offsets_.back() || t.end <= t.begin) {
+      return absl::InternalError("gradient tensors are not contiguous");
+    }
+    sizes_.push_back(static_cast<int64_t>(t.end - t.begin));
+    offsets_.push_back(static_cast<int64_t>(t.end));
+  }
+  HPTRAIN_ASSIGN_OR_RETURN(plan_, ps::PlanShards(sizes_, ps_->shards()));
+  buckets_ = layout.buckets;
+  if (bits_ < 32 || options_.dynamic_bits) residual_.assign(plan_.total, 0.0f);
+  return absl::OkStatus();
+}
+
+std::pair<int, int> ParameterServerStrategy::TensorsOf(int64_t begin, int64_t end) const {
+  auto first = std::lower_bound(offsets_.begin(), offsets_.end(), begin);
+  auto last = std::lower_bound(offsets_.begin(), offsets_.end(), end);
+  return {static_cast<int>(first - offsets_.begin()), static_cast<int>(last - offsets_.begin())};
+}
+
+absl::Status ParameterServerStrategy::InitShard(int s, int64_t step,
+                                                absl::Span<float> parameters,
+                                                const CheckpointSections& restored) {
+  const ps::ShardRange& range = plan_.shards[s];
+  ps::ShardLayoutInfo layout;
+  layout.shard = s;
+  layout.shards = ps_->shards();
+  layout.begin = range.begin;
+  layout.end = range.end;
+  layout.tensor_sizes = range.tensor_sizes;
+  layout.world_size = world_;
+  ps::ShardState state;
+  state.version = step;
+  state.optimizer_steps = step;
+  auto slice = [&](const std::vector<float>& all) {
+    return std::vector<float>(all.begin() + range.begin, all.begin() + range.end);
+  };
+  auto saved = restored.find("ps.params");
+  if (saved != restored.end()) {
+    // Resuming: the shards' parameters and optimizer state as the checkpoint recorded them.
+    for (const auto& [name, values] : restored) {
+      if (name.rfind("ps.", 0) != 0) continue;
+      if (static_cast<int64_t>(values.size()) != plan_.total) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "checkpoint section ", name, " has ", values.size(), " values, the model ",
+            plan_.total));
+      }
+      state.sections[name.substr(3)] = slice(values);
+    }
+  } else {
+    state.sections["params"] =
+        std::vector<float>(parameters.begin() + range.begin, parameters.begin() + range.end);
+  }
+  return ps_->Init(s, rank_, layout, state);
+}
+
+absl::Status ParameterServerStrategy::Start(absl::Span<float> parameters, int64_t step,
+                                            const CheckpointSections& restored) {
+  if (static_cast<int64_t>(parameters.size()) != plan_.total) {
+    return absl::InternalError("the parameters differ from the gradient layout");
+  }
+  if (rank_ == 0) {
+    std::vector<std::future<absl::Status>> inits;
+    for (int s = 0; s < ps_->shards(); ++s) {
+      inits.push_back(std::async(std::launch::async, [this, s, step, parameters, &restored] {
+        return InitShard(s, step, parameters, restored);
+      }));
+    }
+    HPTRAIN_RETURN_IF_ERROR(WaitAll(inits));
+  }
+  // Every worker starts from the shards' parameters (the mirrors start from the same copy).
+  HPTRAIN_RETURN_IF_ERROR(PullAll(step, 32, parameters), "initial pull");
+  if (local_version_ != step) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the parameter server is at model version ", local_version_, ", this worker at step ",
+        step));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServerStrategy::StartPush(const StepInfo& step, int shard, int64_t begin,
+                                                int64_t end, const float* gradients,
+                                                int64_t base) {
+  auto [first, last] = TensorsOf(begin, end);
+  std::vector<std::vector<uint8_t>> tensors;
+  const uint64_t seed = job_.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(rank_) + 1;
+  for (int t = first; t < last; ++t) {
+    const int64_t n = sizes_[t];
+    float* residual = residual_.empty() ? nullptr : residual_.data() + offsets_[t];
+    absl::StatusOr<std::vector<uint8_t>> bytes =
+        ps::EncodeGradient(gradients + (offsets_[t] - base), residual, n, bits_, seed,
+                           static_cast<uint64_t>(step.step) * 4096 + static_cast<uint64_t>(t));
+    HPTRAIN_RETURN_IF_ERROR(bytes.status(), "encoding the gradient of tensor ", t);
+    tally_.Add(4.0 * n, static_cast<double>(ps::PsPayloadBytes(n, bits_)));
+    tensors.push_back(*std::move(bytes));
+  }
+  ps::PushInfo push;
+  push.rank = rank_;
+  push.step = step.step;
+  push.version = local_version_;
+  push.batch_size = step.local_batch;
+  push.lr = step.lr;
+  push.begin = begin;
+  push.end = end;
+  pushes_.push_back(std::async(std::launch::async, [this, shard, push,
+                                                    tensors = std::move(tensors)] {
+    const auto start = Clock::now();
+    absl::Status s = ps_->Push(shard, push, tensors).status();
+    AddSeconds(comm_seconds_, Since(start));
+    return s;
+  }));
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServerStrategy::ReduceGradients(const StepInfo& step, int bucket,
+                                                      absl::Span<float> gradients) {
+  const int64_t base = static_cast<int64_t>(buckets_[bucket].begin);
+  const int64_t end = static_cast<int64_t>(buckets_[bucket].end);
+  for (int s = 0; s < ps_->shards(); ++s) {
+    const int64_t b = std::max(base, plan_.shards[s].begin);
+    const int64_t e = std::min(end, plan_.shards[s].end);
+    if (b < e) HPTRAIN_RETURN_IF_ERROR(StartPush(step, s, b, e, gradients.data(), base));
+  }
+  // Synchronous: the bucket's pushes are done when backward's exchange is (as an all-reduce's
+  // would be). Pipelined: they complete while the next step computes.
+  if (options_.staleness == 0) return WaitAll(pushes_);
+  return absl::OkStatus();
+}
+
+std::vector<PullFuture> ParameterServerStrategy::StartPulls(int64_t min_version, int bits) {
+  std::vector<PullFuture> pulls;
+  for (int s = 0; s < ps_->shards(); ++s) {
+    pulls.push_back(std::async(std::launch::async, [this, s, min_version, bits] {
+      const auto start = Clock::now();
+      absl::StatusOr<ps::PullResult> r = ps_->Pull(s, rank_, min_version, bits);
+      AddSeconds(comm_seconds_, Since(start));
+      return r;
+    }));
+  }
+  return pulls;
+}
+
+absl::Status ParameterServerStrategy::ApplyPulls(std::vector<PullFuture>& pulls,
+                                                 absl::Span<float> parameters, int bits) {
+  std::vector<absl::StatusOr<ps::PullResult>> results;
+  for (auto& f : pulls) results.push_back(f.get());
+  pulls.clear();
+  int64_t version = -1;
+  for (int s = 0; s < static_cast<int>(results.size()); ++s) {
+    HPTRAIN_RETURN_IF_ERROR(results[s].status());
+    const ps::ShardRange& range = plan_.shards[s];
+    if (static_cast<int>(results[s]->tensors.size()) != range.last_tensor - range.first_tensor) {
+      return absl::DataLossError(absl::StrCat("pull from parameter-server shard ", s, ": ",
+                                              results[s]->tensors.size(), " tensors, expected ",
+                                              range.last_tensor - range.first_tensor));
+    }
+    for (int t = range.first_tensor; t < range.last_tensor; ++t) {
+      const std::string what = absl::StrCat("pull from parameter-server shard ", s, ", tensor ", t);
+      HPTRAIN_ASSIGN_OR_RETURN(
+          comm::EncodedView view,
+          ps::DecodePsTensor(results[s]->tensors[t - range.first_tensor], sizes_[t],
+                             what.c_str()));
+      ps::ApplyPulled(view, parameters.data() + offsets_[t]);
+    }
+    version = version < 0 ? results[s]->version : std::min(version, results[s]->version);
+  }
+  local_version_ = version;
+  exact_ = bits == 32;
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServerStrategy::AfterOptimizerStep(const StepInfo& step,
+                                                         absl::Span<float> parameters) {
+  const int64_t next = step.step + 1;  // the step the copy is for
+  if (options_.staleness == 0) {
+    HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return WaitAll(pushes_); }));
+    HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return PullAll(next, bits_, parameters); }),
+                            "pull after step ", step.step);
+  } else {
+    // The pushes of the step before must have arrived (this step's may still be on their way).
+    HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return WaitAll(previous_pushes_); }));
+    previous_pushes_ = std::move(pushes_);
+    pushes_.clear();
+    if (!pending_pull_.empty()) {
+      HPTRAIN_RETURN_IF_ERROR(
+          Exposed([&] { return ApplyPulls(pending_pull_, parameters, pending_pull_bits_); }),
+          "pull after step ", step.step);
+    }
+    if (local_version_ < next - options_.staleness) {
+      HPTRAIN_RETURN_IF_ERROR(
+          Exposed([&] { return PullAll(next - options_.staleness, bits_, parameters); }),
+          "pull after step ", step.step);
+    }
+    // The next version arrives in the background while step `next` computes.
+    pending_pull_ = StartPulls(next, bits_);
+    pending_pull_bits_ = bits_;
+  }
+  staleness_ = next - local_version_;
+  max_staleness_ = std::max(max_staleness_, staleness_);
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServerStrategy::Synchronize(int64_t steps_done,
+                                                  absl::Span<float> parameters) {
+  HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return WaitAll(previous_pushes_); }));
+  HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return WaitAll(pushes_); }));
+  if (!pending_pull_.empty()) {
+    HPTRAIN_RETURN_IF_ERROR(
+        Exposed([&] { return ApplyPulls(pending_pull_, parameters, pending_pull_bits_); }));
+  }
+  if (local_version_ != steps_done || !exact_) {
+    HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return PullAll(steps_done, 32, parameters); }),
+                            "synchronizing after step ", steps_done);
+  }
+  if (local_version_ != steps_done) {
+    return absl::InternalError(absl::StrCat("after ", steps_done,
+                                            " steps the parameter server is at model version ",
+                                            local_version_));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServerStrategy::SaveState(int64_t steps_done,
+                                                CheckpointSections* sections) {
+  for (int s = 0; s < ps_->shards(); ++s) {
+    absl::StatusOr<ps::ShardState> state = ps_->GetState(s, steps_done);
+    HPTRAIN_RETURN_IF_ERROR(state.status(), "checkpoint state");
+    const ps::ShardRange& range = plan_.shards[s];
+    for (const auto& [name, values] : state->sections) {
+      std::vector<float>& all = (*sections)["ps." + name];
+      all.resize(plan_.total);
+      if (static_cast<int64_t>(values.size()) != range.size()) {
+        return absl::DataLossError(absl::StrCat("parameter-server shard ", s, " state \"", name,
+                                                "\" has ", values.size(), " values, expected ",
+                                                range.size()));
+      }
+      std::copy(values.begin(), values.end(), all.begin() + range.begin);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServerStrategy::OnEpochEnd(const EpochTiming& timing) {
+  const double comp = timing.compute_seconds;
+  const double comm = comm_seconds_;
+  const double exposed = exposed_seconds_ + timing.exposed_comm_seconds;
+  comm_seconds_ = 0;
+  exposed_seconds_ = 0;
+  if (!options_.dynamic_bits) return absl::OkStatus();
+  // algorithms.md §5b (3): halve when communication shows, double when it is well hidden.
+  if (exposed > 0.1 * comp && bits_ > 2) {
+    bits_ /= 2;
+  } else if (comm < 0.5 * comp && bits_ < 16) {
+    bits_ *= 2;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Strategy>> Create(const StrategyContext& context,
+                                                 PsOptions options) {
+  if (context.ps == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "strategy ", options.name, " needs the job's parameter server (none connected)"));
+  }
+  return std::make_unique<ParameterServerStrategy>(context, std::move(options));
+}
+
+}  // namespace
+
+// Registered at start-up; hptrain_sync is linked whole-archive so this object is kept.
+bool ps_registered = RegisterStrategy(
+    "ps", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
+      PsOptions options;
+      options.name = "ps";
+      return Create(context, options);
+    });
+
+bool hps_registered = RegisterStrategy(
+    "hps", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
+      const job::StrategySpec& spec = context.job->strategy;
+      PsOptions options;
+      options.name = "hps";
+      options.staleness = spec.staleness < 0 ? 1 : spec.staleness;
+      if (spec.bits.empty()) {
+        options.bits = 8;
+      } else if (spec.bits == "dynamic") {
+        options.bits = 8;
+        options.dynamic_bits = true;
+      } else {
+        options.bits = std::atoi(spec.bits.c_str());
+      }
+      if (!ps::ValidPsBits(options.bits)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "spec.strategy.bits: hps takes 2, 4, 8, 16, 32 or dynamic, got ", spec.bits));
+      }
+      if (options.staleness != 0 && options.staleness != 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("spec.strategy.staleness: must be 0 or 1, got ", options.staleness));
+      }
+      return Create(context, options);
+    });
+
+}  // namespace hptrain::sync
