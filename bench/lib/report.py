@@ -3,6 +3,7 @@ import json
 import os
 
 import runner
+import systems
 from files import write_atomically
 
 
@@ -19,7 +20,10 @@ def write(out_dir, header, suites):
     report's path."""
     lines = [f"# hptrain benchmark — {header['started']}", ""]
     lines += [f"- command: `{header['command']}`", f"- machine: {header['machine']}",
-              f"- network: {header['network']}", ""]
+              f"- network: {header['network']}"]
+    if header.get("heterogeneity"):
+        lines += [f"- heterogeneity: {header['heterogeneity']}"]
+    lines += [""]
     for title, settings, rows in suites:
         lines += _table(title, settings, rows, out_dir)
     lines += ["Time to target is the wall time from launch (process start-up included) to the end of",
@@ -35,9 +39,13 @@ def write(out_dir, header, suites):
               "(above 1 = faster than DDP); where either did not reach the target it compares",
               "samples/s. CPU steal is the share of the machine's CPU time that the hypervisor",
               "gave to other guests while the system ran (/proc/stat): above a few percent, the",
-              "machine was shared and its times are slower than they would be alone.", ""]
+              "machine was shared and its times are slower than they would be alone. CPU others",
+              "is the share of the machine's CPU capacity (cores × wall time) that processes",
+              "outside the run used meanwhile (/proc/stat's busy time less the CPU time of the",
+              "run's processes): another build or test on the same host.", ""]
     results = [{"suite": title, "model": settings.model, "workers": settings.workers,
-                "target": settings.target, "rows": [row for row, _ in rows]}
+                "target": settings.target, "slowdown": settings.slowdown,
+                "rows": [row for row, _ in rows]}
                for title, settings, rows in suites]
     write_atomically(os.path.join(out_dir, "results.json"),
                      json.dumps({"header": header, "suites": results}, indent=1))
@@ -56,13 +64,13 @@ def _table(title, settings, rows, out_dir):
            + "at each epoch's end", "",
            "| system | time to target (s) | final acc. | KiB/worker/step (interfaces) | "
            "KiB/worker/step (runtime) | compute s/step | comm s/step | samples/s | vs DDP | "
-           "wall (s) | CPU steal |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "wall (s) | CPU steal | CPU others |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row, _ in rows:
         if not row["ok"]:
             why = "time cap" if row["capped"] else row["error"]
             out.append(f"| {row['name']} | failed: {why} | | | | | | | | "
-                       f"{row['wall_seconds']:.1f} | |")
+                       f"{row['wall_seconds']:.1f} | | |")
             continue
         ratio = None
         if ddp and ddp["ok"]:
@@ -79,12 +87,119 @@ def _table(title, settings, rows, out_dir):
             f"{_fmt(row.get('comm_seconds_per_step'), '.3f')} | "
             f"{_fmt(row['samples_per_second'], '.0f')} | {_fmt(ratio, '.2f')} | "
             f"{row['wall_seconds']:.1f} | "
-            f"{_fmt(None if row.get('cpu_steal') is None else 100 * row['cpu_steal'], '.1f')} % |")
+            f"{_fmt(None if row.get('cpu_steal') is None else 100 * row['cpu_steal'], '.1f')} % | "
+            f"{_fmt(None if row.get('cpu_others') is None else 100 * row['cpu_others'], '.0f')} % |")
     out.append("")
+    out += _traffic(rows)
+    out += _per_worker(settings, rows)
     out += _speed_against_bytes(rows)
-    plots = _plots(title, rows, out_dir)
+    out += _against_ps(rows)
+    plots = _plots(title, settings, rows, out_dir)
     out += [f"![{p}]({p})" for p in plots] + [""]
     return out
+
+
+def _traffic(rows):
+    """Both directions of every system's traffic per step: the workers' interfaces, the ps
+    host's, and hptrain's own counters with the share exchanged with the parameter server. Shown
+    when a parameter-server system ran, where the pulls leave from the ps host."""
+    if not any(systems.uses_ps(r["name"]) for r, _ in rows):
+        return []
+    out = ["Traffic per step in KiB. Interfaces: transmitted (tx) and received (rx) per worker, "
+           "and the ps host's (all shards and the coordinator; for the collective strategies "
+           "only the coordinator's RPCs). Runtime: hptrain's counters per worker, sent / "
+           "received, and of that the bytes exchanged with the parameter server.", "",
+           "| system | worker tx | worker rx | ps host tx | ps host rx | runtime sent | "
+           "runtime received | of which PS sent | of which PS received |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row, _ in rows:
+        if not row["ok"]:
+            continue
+        cells = [row.get(k) for k in (
+            "interface_bytes_per_worker_step", "interface_rx_bytes_per_worker_step",
+            "ps_host_tx_bytes_per_step", "ps_host_rx_bytes_per_step",
+            "runtime_bytes_per_worker_step", "runtime_rx_bytes_per_worker_step",
+            "runtime_ps_bytes_per_worker_step", "runtime_ps_rx_bytes_per_worker_step")]
+        out.append(f"| {row['name']} | " + " | ".join(_fmt(_kib(c), ".1f") for c in cells) + " |")
+    return out + [""]
+
+
+def _ranks(values, spec):
+    return " / ".join(_fmt(v, spec) for v in values) if values else "—"
+
+
+def _per_worker(settings, rows):
+    """Each worker's compute, communication and idle seconds per step (hptrain systems), when the
+    workers are heterogeneous or a system allocates batches."""
+    if not settings.slowdown and not any(
+            "spec.rebalance.enabled" in systems.HPTRAIN.get(r["name"], {}) for r, _ in rows):
+        return []
+    ranks = " / ".join(f"r{i}" for i in range(settings.workers))
+    out = ["Per worker (" + ranks + (", slowdown factors " + " / ".join(
+               f"{f:g}" for f in settings.slowdown) if settings.slowdown else "") + "), "
+           "seconds per step: compute (data + forward + backward, the emulated slowdown "
+           "included), communication (inside the exchange, overlapped or not), and idle = the "
+           "step's wall time (time inside training steps over the steps, which all ranks share) "
+           "less the rank's compute: waiting for slower workers and for the exchange. Batch: "
+           "each worker's batch size at the end of the run. The DDP peer does not report them.",
+           "",
+           "| system | step s | batch | compute s/step | comm s/step | idle s/step | "
+           "idle share of the step |",
+           "|---|---:|---|---|---|---|---|"]
+    for row, _ in rows:
+        if not row["ok"] or not row.get("rank_compute_seconds_per_step"):
+            continue
+        step = row.get("step_seconds")
+        idle = row.get("rank_idle_seconds_per_step")
+        share = [i / step for i in idle] if idle and step else None
+        out.append(f"| {row['name']} | {_fmt(step, '.3f')} | "
+                   f"{_ranks(row.get('rank_batch_sizes'), 'd')} | "
+                   f"{_ranks(row['rank_compute_seconds_per_step'], '.3f')} | "
+                   f"{_ranks(row.get('rank_comm_seconds_per_step'), '.3f')} | "
+                   f"{_ranks(idle, '.3f')} | {_ranks(share and [100 * x for x in share], '.0f')} % |")
+    return out + [""]
+
+
+def _time_to(run, accuracy):
+    """Seconds from launch to the end of the first evaluation at or above `accuracy`."""
+    for e in runner.evaluations(run["result"] or {}):
+        if e["test_accuracy"] >= accuracy and e.get("elapsed_seconds") is not None:
+            return e["elapsed_seconds"]
+    return None
+
+
+def _best(run):
+    return max((e["test_accuracy"] for e in runner.evaluations(run["result"] or {})), default=None)
+
+
+def _against_ps(rows):
+    """Every other parameter-server system against hptrain-ps (BSP): speed-up in time to the
+    target, in time to the best accuracy both reached (equal accuracy), and in samples/s."""
+    base = next(((r, run) for r, run in rows if r["name"] == "hptrain-ps" and r["ok"]), None)
+    others = [(r, run) for r, run in rows
+              if r["ok"] and systems.uses_ps(r["name"]) and r["name"] != "hptrain-ps"]
+    if not base or not others:
+        return []
+    row0, run0 = base
+    out = ["Against hptrain-ps (BSP parameter server): speed-up = hptrain-ps's time over the "
+           "system's. Equal accuracy: the best test accuracy both runs reached at some "
+           "evaluation, and the time each took to first reach it.", "",
+           "| system | time to target vs ps | equal accuracy | time (s), system / ps | "
+           "speed-up at equal accuracy | samples/s vs ps |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for row, run in others:
+        ttt = (row0["time_to_target"] / row["time_to_target"]
+               if row0["time_to_target"] and row["time_to_target"] else None)
+        common = min(filter(None, [_best(run0), _best(run)]), default=None)
+        mine = _time_to(run, common) if common else None
+        theirs = _time_to(run0, common) if common else None
+        sps = (row["samples_per_second"] / row0["samples_per_second"]
+               if row["samples_per_second"] and row0["samples_per_second"] else None)
+        out.append(f"| {row['name']} | {_fmt(ttt, '.2f')} | "
+                   f"{_fmt(common and 100 * common, '.2f')} % | "
+                   f"{_fmt(mine, '.1f')} / {_fmt(theirs, '.1f')} | "
+                   f"{_fmt(mine and theirs and theirs / mine, '.2f')} | {_fmt(sps, '.2f')} |")
+    return out + [""]
 
 
 def _speed_against_bytes(rows):
@@ -106,7 +221,7 @@ def _speed_against_bytes(rows):
            "|---|---:|---:|---:|---:|---:|---:|"]
     for row, _ in rows:
         if (not row["ok"] or not row["name"].startswith("hptrain-") or row is ssgd
-                or not row["runtime_bytes_per_worker_step"]):
+                or systems.uses_ps(row["name"]) or not row["runtime_bytes_per_worker_step"]):
             continue
         ratio = row["runtime_bytes_per_worker_step"] / ssgd["runtime_bytes_per_worker_step"]
         predicted = (compute + comm) / (compute + comm * ratio)
@@ -121,7 +236,7 @@ def _speed_against_bytes(rows):
     return out + [""]
 
 
-def _plots(title, rows, out_dir):
+def _plots(title, settings, rows, out_dir):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -167,4 +282,30 @@ def _plots(title, rows, out_dir):
     fig.savefig(os.path.join(out_dir, name), dpi=110, bbox_inches="tight")
     plt.close(fig)
     made.append(name)
+
+    # Per worker: compute and idle seconds per step, one group of bars per hptrain system.
+    timed = [row for row, _ in rows if row["ok"] and row.get("rank_idle_seconds_per_step")]
+    if timed and settings.slowdown:
+        fig, ax = plt.subplots(figsize=(max(8, 1.2 * len(timed) + 2), 5))
+        n = len(timed[0]["rank_compute_seconds_per_step"])
+        width = 0.8 / n
+        for s, row in enumerate(timed):
+            for r, (c, i) in enumerate(zip(row["rank_compute_seconds_per_step"],
+                                           row["rank_idle_seconds_per_step"])):
+                x = s + (r - (n - 1) / 2) * width
+                ax.bar(x, 1000 * c, width * 0.9, color="tab:blue",
+                       label="compute" if s == 0 and r == 0 else None)
+                ax.bar(x, 1000 * i, width * 0.9, bottom=1000 * c, color="tab:orange",
+                       label="idle" if s == 0 and r == 0 else None)
+        ax.set_xticks(range(len(timed)))
+        ax.set_xticklabels([row["name"] for row in timed], rotation=20, fontsize="small")
+        ax.set_ylabel("ms per step (bars: workers 0..N-1)")
+        ax.set_title(f"{title}: compute and idle time per worker and step")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize="small")
+        name = f"{slug}-workers.png"
+        fig.savefig(os.path.join(out_dir, name), dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        made.append(name)
     return made
+

@@ -1,6 +1,7 @@
 """Runs one system of a suite on the emulated cluster and measures it: the interface byte counters
 of every host before, during (sampled every 0.5 s, for the bytes-over-time plot) and after, and
-the system's own result file (hptrain's run summary, or the DDP peer's JSON)."""
+the system's own result file (hptrain's run summary, or the DDP peer's JSON), and how much of the
+machine's CPU the hypervisor and other processes took meanwhile."""
 import json
 import os
 import subprocess
@@ -31,6 +32,26 @@ def _worker_tx(cluster, baseline, workers):
     return sum(counters[h]["tx_bytes"] - baseline[h]["tx_bytes"] for h in range(1, workers + 1))
 
 
+def busy_seconds():
+    """(CPU seconds all CPUs spent busy, CPU seconds this process's reaped children used): the
+    first from /proc/stat (user + nice + system + irq + softirq), the second from os.times()."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    busy = sum(fields[i] for i in (0, 1, 2, 5, 6) if i < len(fields))
+    t = os.times()
+    return busy / os.sysconf("SC_CLK_TCK"), t.children_user + t.children_system
+
+
+def others_since(busy0, wall):
+    """Share of the machine's CPU capacity over the last `wall` seconds that processes other
+    than this run's used (another build or test on the same host): busy CPU time less what the
+    run's processes used, over cores x wall. Only meaningful once the run's processes are
+    reaped (their CPU time reaches os.times() then)."""
+    busy1 = busy_seconds()
+    others = (busy1[0] - busy0[0]) - (busy1[1] - busy0[1])
+    return max(0.0, others) / ((os.cpu_count() or 1) * wall) if wall > 0 else None
+
+
 def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
     """Runs system `name` to completion or for at most `cap_seconds`. Returns a result dict:
     name, ok, capped, error, wall_seconds, result (the system's JSON), interface (per host byte
@@ -38,6 +59,7 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
     the hypervisor took while it ran)."""
     t0 = time.time()
     cpu0 = cpu_times()
+    busy0 = busy_seconds()
     baseline = cluster.all_counters()
     logs = []
     procs = []
@@ -81,6 +103,7 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
             f.close()
     wall = time.time() - t0
     steal = steal_since(cpu0)
+    others = others_since(busy0, wall)
     after = cluster.all_counters()
     timeline.append((wall, _worker_tx(cluster, baseline, settings.workers)))
     interface = [{k: after[h][k] - baseline[h][k] for k in after[h]} for h in range(cluster.hosts)]
@@ -94,7 +117,7 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
         error = f"exit codes {codes}; see {name}*.log"
     return {"name": name, "ok": result is not None, "capped": capped, "error": error,
             "wall_seconds": wall, "result": result, "interface": interface, "timeline": timeline,
-            "cpu_steal": steal}
+            "cpu_steal": steal, "cpu_others": others}
 
 
 def evaluations(result):
@@ -115,16 +138,49 @@ def summarize(run, settings):
            "final_accuracy": (r.get("final") or {}).get("test_accuracy"),
            "interface_bytes_per_worker_step": tx / workers / steps if steps else None,
            "runtime_bytes_per_worker_step": None, "time_to_target": None,
-           "wall_seconds": run["wall_seconds"], "cpu_steal": run.get("cpu_steal")}
+           "wall_seconds": run["wall_seconds"], "cpu_steal": run.get("cpu_steal"),
+           "cpu_others": run.get("cpu_others")}
     for e in evaluations(r):
         if e["test_accuracy"] >= settings.target and e.get("elapsed_seconds") is not None:
             row["time_to_target"] = e["elapsed_seconds"]
             break
+    if steps:
+        # What the workers took in, and the ps host's own traffic: for the parameter-server
+        # strategies the pulls leave from there (for the others it carries only the
+        # coordinator's RPCs).
+        rx = sum(h["rx_bytes"] for h in worker_hosts)
+        ps_host = run["interface"][0]
+        row["interface_rx_bytes_per_worker_step"] = rx / workers / steps
+        row["ps_host_tx_bytes_per_step"] = ps_host["tx_bytes"] / steps
+        row["ps_host_rx_bytes_per_step"] = ps_host["rx_bytes"] / steps
     if r.get("ranks") and steps:
-        sent = sum(rank["bytes_sent"] for rank in r["ranks"])
-        row["runtime_bytes_per_worker_step"] = sent / workers / steps
-        row["interface_over_runtime"] = tx / sent if sent else None
         ranks = r["ranks"]
+        sent = sum(rank["bytes_sent"] for rank in ranks)
+        received = sum(rank["bytes_received"] for rank in ranks)
+        row["runtime_bytes_per_worker_step"] = sent / workers / steps
+        row["runtime_rx_bytes_per_worker_step"] = received / workers / steps
+        # Of those, exchanged with the parameter server (0 for the collective strategies).
+        row["runtime_ps_bytes_per_worker_step"] = (
+            sum(k.get("ps_bytes_sent", 0) for k in ranks) / workers / steps)
+        row["runtime_ps_rx_bytes_per_worker_step"] = (
+            sum(k.get("ps_bytes_received", 0) for k in ranks) / workers / steps)
+        row["interface_over_runtime"] = tx / sent if sent else None
         row["compute_seconds_per_step"] = sum(k["compute_seconds"] for k in ranks) / len(ranks) / steps
         row["comm_seconds_per_step"] = sum(k["comm_seconds"] for k in ranks) / len(ranks) / steps
+        # Per worker: compute (slowdown included) and communication seconds per step, and idle:
+        # the step's wall time (the run's time inside training steps over its steps, which every
+        # rank shares, since each global step waits for all of them) less the rank's compute, i.e.
+        # waiting for slower ranks and for the exchange to show. The allocation at the end too.
+        order = sorted(ranks, key=lambda k: k["rank"])
+        row["rank_batch_sizes"] = [k.get("batch_size") for k in order]
+        row["rank_compute_seconds_per_step"] = [k["compute_seconds"] / steps for k in order]
+        row["rank_comm_seconds_per_step"] = [k["comm_seconds"] / steps for k in order]
+        sps = r.get("samples_per_second")
+        if sps:
+            step_seconds = settings.m["batch"] / sps
+            row["step_seconds"] = step_seconds
+            row["rank_idle_seconds_per_step"] = [max(0.0, step_seconds - c)
+                                                 for c in row["rank_compute_seconds_per_step"]]
+    elif r.get("samples_per_second"):
+        row["step_seconds"] = settings.m["batch"] / r["samples_per_second"]
     return row

@@ -24,7 +24,8 @@ MODELS = {
             "batch": 512, "lr": 0.1, "epochs": 2, "target": 0.84},
 }
 
-# hptrain systems: name -> spec.strategy overrides.
+# hptrain systems: name -> job overrides. A key without a dot is a field of spec.strategy; a key
+# that starts with "spec." is a job path of its own (e.g. spec.ps.shards).
 HPTRAIN = {
     "hptrain-ssgd": {"type": "ssgd"},
     "hptrain-fp16": {"type": "fp16"},
@@ -33,7 +34,18 @@ HPTRAIN = {
     "hptrain-qdyn": {"type": "quantized", "bits": "dynamic"},
     "hptrain-topk": {"type": "topk", "density": "0.01"},
     "hptrain-dgc": {"type": "dgc", "density": "0.01"},
+    # Parameter server (algorithms.md §5): BSP, then H-PS with everything on (8-bit pushes and
+    # deltas, staleness 1, batch allocation) and its ablations, each with one part of H-PS.
+    "hptrain-ps": {"type": "ps"},
+    "hptrain-hps": {"type": "hps", "bits": "8", "staleness": "1", "spec.rebalance.enabled": "true"},
+    "hptrain-hps-a": {"type": "ps", "spec.rebalance.enabled": "true"},  # allocation only
+    "hptrain-hps-b": {"type": "hps", "bits": "32", "staleness": "1"},   # pipelining only
+    "hptrain-hps-c": {"type": "hps", "bits": "8", "staleness": "0"},    # quantization only
+    "hptrain-ps2": {"type": "ps", "spec.ps.shards": "2"},  # both shards on the ps host
 }
+
+# The strategies whose workers exchange with parameter-server processes on the ps host.
+PS_STRATEGIES = ("ps", "hps", "mp2")
 
 # PyTorch DDP systems: name -> ddp_peer.py flags.
 DDP = {
@@ -52,6 +64,11 @@ def all_systems(built_strategies):
 
 def is_ddp(name):
     return name in DDP
+
+
+def uses_ps(name):
+    """Whether hptrain system `name` sends its gradients through the ps host."""
+    return name in HPTRAIN and HPTRAIN[name]["type"] in PS_STRATEGIES
 
 
 TRAIN_SAMPLES = 60000  # Fashion-MNIST
@@ -74,7 +91,7 @@ class Settings:
     """What one suite run shares across systems."""
 
     def __init__(self, model, workers, epochs, max_steps, target, threads, evals_per_epoch=1,
-                 hptrain_sets=()):
+                 hptrain_sets=(), slowdown=()):
         self.model = model
         self.m = MODELS[model]
         self.workers = workers
@@ -85,6 +102,9 @@ class Settings:
         # Every system also evaluates every `eval_every` global steps (0: at epoch ends only).
         self.eval_every = eval_interval(TRAIN_SAMPLES // self.m["batch"], evals_per_epoch)
         self.hptrain_sets = list(hptrain_sets)  # "path=value" for every hptrain system
+        # One slowdown factor per worker (emulated heterogeneity; empty: none), given to hptrain
+        # as spec.testing.slowdown and to the DDP peer as --slowdown.
+        self.slowdown = [float(f) for f in slowdown]
 
 
 def hptrain_command(name, settings, cluster, binary, out_dir):
@@ -103,8 +123,10 @@ def hptrain_command(name, settings, cluster, binary, out_dir):
         sets["spec.maxSteps"] = settings.max_steps
     if settings.eval_every:
         sets["spec.evalEverySteps"] = settings.eval_every
+    if settings.slowdown:
+        sets["spec.testing.slowdown"] = "[" + ",".join(f"{f:g}" for f in settings.slowdown) + "]"
     for key, value in HPTRAIN[name].items():
-        sets[f"spec.strategy.{key}"] = value
+        sets[key if key.startswith("spec.") else f"spec.strategy.{key}"] = value
     summary = os.path.join(out_dir, f"{name}.json")
     argv = [binary, "run", os.path.join(ROOT, "examples", "fashion-mnist.yaml"), "--quiet",
             "--placement", placement_file, "--output-json", summary]
@@ -127,6 +149,8 @@ def ddp_commands(name, settings, cluster, t0, out_dir):
         common += ["--max-steps", str(settings.max_steps)]
     if settings.eval_every:
         common += ["--eval-every", str(settings.eval_every)]
+    if settings.slowdown:
+        common += ["--slowdown", ",".join(f"{f:g}" for f in settings.slowdown)]
     commands = []
     for r in range(settings.workers):
         argv = common + ["--rank", str(r)]

@@ -15,6 +15,13 @@
 //        allocation is spec.rebalance, as for every strategy.
 //   hps with staleness 0 and bits 32 is ps, bit for bit.
 //
+// With staleness 1 and SGD the worker does not compute step t+1 on the model of step t as
+// pulled, w_t: a gradient one step late with momentum 0.9 does not train (LeNet-5 at the demo's
+// lr 0.05 stays at chance, as it does in PyTorch with the same delay). It computes on the OD-SGD
+// estimate of w_{t+1}: w_t + m·(lr_t/lr_{t−1})·(w_t − w_{t−1}) − lr_t·(g_i + wd·w_t), the global
+// momentum step (exact, from the last two versions) plus its own mean gradient g_i = G_i/b_i of
+// round t in place of the global one. The pulled copy w_t itself (base_) is what the PS mirrors.
+//
 // Before every evaluation and checkpoint (Synchronize) the copy is brought to the model of
 // exactly the steps done, in fp32; the checkpoint of rank 0 also carries every shard's
 // parameters and optimizer state ("ps.params", "ps.momentum", ...), from which Start
@@ -133,6 +140,9 @@ class ParameterServerStrategy : public Strategy {
     return s;
   }
 
+  // parameters := base_, or with compensation the estimate of the next model (see the top).
+  void SetParameters(const StepInfo* step, absl::Span<float> parameters);
+
   const job::JobSpec& job_;
   const int rank_;
   const int world_;
@@ -146,6 +156,15 @@ class ParameterServerStrategy : public Strategy {
   std::vector<int64_t> offsets_;  // tensor offsets in flat order (size + 1)
   std::vector<float> residual_;   // error feedback of quantized pushes, flat
   CompressionTally tally_;
+
+  std::vector<float> base_;       // the copy as pulled: what the PS's mirror of this worker holds
+  // Compensation (staleness 1, SGD): the copy of the version before base_'s, the learning rate
+  // of the round before, and this round's summed gradient.
+  bool compensate_ = false;
+  std::vector<float> previous_base_;
+  int64_t previous_version_ = -1;
+  double previous_lr_ = 0;
+  std::vector<float> own_gradient_;
 
   int64_t local_version_ = 0;  // the model version of this worker's copy
   bool exact_ = true;          // the copy is that version's parameters, not a delta's rounding
@@ -180,6 +199,9 @@ absl::Status ParameterServerStrategy::Init(const GradientLayout& layout) {
   HPTRAIN_ASSIGN_OR_RETURN(plan_, ps::PlanShards(sizes_, ps_->shards()));
   buckets_ = layout.buckets;
   if (bits_ < 32 || options_.dynamic_bits) residual_.assign(plan_.total, 0.0f);
+  base_.assign(plan_.total, 0.0f);
+  compensate_ = options_.staleness > 0 && job_.optimizer.type == "sgd" && !job_.optimizer.nesterov;
+  if (compensate_) own_gradient_.assign(plan_.total, 0.0f);
   return absl::OkStatus();
 }
 
@@ -240,7 +262,8 @@ absl::Status ParameterServerStrategy::Start(absl::Span<float> parameters, int64_
     HPTRAIN_RETURN_IF_ERROR(WaitAll(inits));
   }
   // Every worker starts from the shards' parameters (the mirrors start from the same copy).
-  HPTRAIN_RETURN_IF_ERROR(PullAll(step, 32, parameters), "initial pull");
+  HPTRAIN_RETURN_IF_ERROR(PullAll(step, 32, absl::MakeSpan(base_)), "initial pull");
+  SetParameters(nullptr, parameters);
   if (local_version_ != step) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the parameter server is at model version ", local_version_, ", this worker at step ",
@@ -287,6 +310,7 @@ absl::Status ParameterServerStrategy::ReduceGradients(const StepInfo& step, int 
                                                       absl::Span<float> gradients) {
   const int64_t base = static_cast<int64_t>(buckets_[bucket].begin);
   const int64_t end = static_cast<int64_t>(buckets_[bucket].end);
+  if (compensate_) std::copy(gradients.begin(), gradients.end(), own_gradient_.begin() + base);
   for (int s = 0; s < ps_->shards(); ++s) {
     const int64_t b = std::max(base, plan_.shards[s].begin);
     const int64_t e = std::min(end, plan_.shards[s].end);
@@ -343,29 +367,35 @@ absl::Status ParameterServerStrategy::ApplyPulls(std::vector<PullFuture>& pulls,
 absl::Status ParameterServerStrategy::AfterOptimizerStep(const StepInfo& step,
                                                          absl::Span<float> parameters) {
   const int64_t next = step.step + 1;  // the step the copy is for
+  absl::Span<float> base = absl::MakeSpan(base_);
   if (options_.staleness == 0) {
     HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return WaitAll(pushes_); }));
-    HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return PullAll(next, bits_, parameters); }),
+    HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return PullAll(next, bits_, base); }),
                             "pull after step ", step.step);
   } else {
     // The pushes of the step before must have arrived (this step's may still be on their way).
     HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return WaitAll(previous_pushes_); }));
     previous_pushes_ = std::move(pushes_);
     pushes_.clear();
+    if (compensate_) {
+      previous_base_ = base_;
+      previous_version_ = local_version_;
+    }
     if (!pending_pull_.empty()) {
       HPTRAIN_RETURN_IF_ERROR(
-          Exposed([&] { return ApplyPulls(pending_pull_, parameters, pending_pull_bits_); }),
+          Exposed([&] { return ApplyPulls(pending_pull_, base, pending_pull_bits_); }),
           "pull after step ", step.step);
     }
     if (local_version_ < next - options_.staleness) {
       HPTRAIN_RETURN_IF_ERROR(
-          Exposed([&] { return PullAll(next - options_.staleness, bits_, parameters); }),
+          Exposed([&] { return PullAll(next - options_.staleness, bits_, base); }),
           "pull after step ", step.step);
     }
     // The next version arrives in the background while step `next` computes.
     pending_pull_ = StartPulls(next, bits_);
     pending_pull_bits_ = bits_;
   }
+  SetParameters(&step, parameters);
   staleness_ = next - local_version_;
   max_staleness_ = std::max(max_staleness_, staleness_);
   return absl::OkStatus();
@@ -375,20 +405,45 @@ absl::Status ParameterServerStrategy::Synchronize(int64_t steps_done,
                                                   absl::Span<float> parameters) {
   HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return WaitAll(previous_pushes_); }));
   HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return WaitAll(pushes_); }));
+  absl::Span<float> base = absl::MakeSpan(base_);
   if (!pending_pull_.empty()) {
     HPTRAIN_RETURN_IF_ERROR(
-        Exposed([&] { return ApplyPulls(pending_pull_, parameters, pending_pull_bits_); }));
+        Exposed([&] { return ApplyPulls(pending_pull_, base, pending_pull_bits_); }));
   }
   if (local_version_ != steps_done || !exact_) {
-    HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return PullAll(steps_done, 32, parameters); }),
+    HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return PullAll(steps_done, 32, base); }),
                             "synchronizing after step ", steps_done);
   }
+  previous_version_ = -1;  // the next estimate starts afresh from this exact model
+  SetParameters(nullptr, parameters);
   if (local_version_ != steps_done) {
     return absl::InternalError(absl::StrCat("after ", steps_done,
                                             " steps the parameter server is at model version ",
                                             local_version_));
   }
   return absl::OkStatus();
+}
+
+void ParameterServerStrategy::SetParameters(const StepInfo* step, absl::Span<float> parameters) {
+  if (!compensate_ || step == nullptr) {
+    std::copy(base_.begin(), base_.end(), parameters.begin());
+    return;
+  }
+  const float m = static_cast<float>(job_.optimizer.momentum);
+  const float wd = static_cast<float>(job_.optimizer.weight_decay);
+  const float lr = static_cast<float>(step->lr);
+  const float inverse_batch = step->local_batch > 0 ? 1.0f / step->local_batch : 0.0f;
+  // The global momentum step w_t − w_{t−1}, when base_ and previous_base_ are consecutive.
+  const bool momentum = m != 0 && previous_version_ >= 0 &&
+                        previous_version_ + 1 == local_version_ && previous_lr_ > 0;
+  const float velocity = momentum ? m * static_cast<float>(step->lr / previous_lr_) : 0.0f;
+  for (size_t i = 0; i < base_.size(); ++i) {
+    const float w = base_[i];
+    float estimate = w - lr * (own_gradient_[i] * inverse_batch + wd * w);
+    if (momentum) estimate += velocity * (w - previous_base_[i]);
+    parameters[i] = estimate;
+  }
+  previous_lr_ = step->lr;
 }
 
 absl::Status ParameterServerStrategy::SaveState(int64_t steps_done,

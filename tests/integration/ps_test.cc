@@ -200,5 +200,34 @@ TEST(ParameterServer, KilledPsFailsTheWorkersAndResumeEndsAsAnUninterruptedRun) 
   EXPECT_EQ(ca->sections["ps.momentum"].size(), static_cast<size_t>(kLeNetParams));
 }
 
+// One epoch of the demo job (4 workers, global batch 128, seed 42, cosine schedule as in
+// compression_test.cc): ps within 0.3 points of ssgd's test accuracy, hps (8 bits, staleness 1)
+// within 1.0.
+TEST(ParameterServer, OneEpochAccuracyAgainstSsgd) {
+  if (!HaveData()) GTEST_SKIP() << "Fashion-MNIST not installed at /usr/share/datasets";
+  TempDir dir;
+  auto accuracy = [&](const std::string& tag, const std::vector<std::string>& sets) {
+    const std::string json = dir.path() + "/" + tag + ".json";
+    std::vector<std::string> argv = {HptrainBinary(), "run", "examples/fashion-mnist.yaml",
+                                     "--quiet", "--output-json", json, "--set", "spec.epochs=1",
+                                     "--set", "spec.optimizer.schedule.type=cosine"};
+    for (const auto& set : sets) argv.insert(argv.end(), {"--set", set});
+    ProcessResult r = RunProcess(argv, 900);
+    EXPECT_EQ(r.exit_code, 0) << tag << ": " << r.err;
+    nlohmann::json summary = nlohmann::json::parse(ReadFile(json), nullptr, false);
+    if (summary.is_discarded()) return 0.0;
+    const double a = 100 * summary["final"]["test_accuracy"].get<double>();
+    std::cout << tag << ": test accuracy " << a << " %\n";
+    return a;
+  };
+  const double ssgd = accuracy("ssgd", {});
+  const double ps = accuracy("ps", {"spec.strategy.type=ps"});
+  const double hps = accuracy("hps", {"spec.strategy.type=hps", "spec.strategy.bits=8",
+                                      "spec.strategy.staleness=1"});
+  EXPECT_GT(ssgd, 80.0);
+  EXPECT_GE(ps, ssgd - 0.3);
+  EXPECT_GE(hps, ssgd - 1.0);
+}
+
 }  // namespace
 }  // namespace hptrain::testing
