@@ -201,11 +201,11 @@ std::string RunSummaryToJson(const RunSummary& summary) {
                          {"group", r.group},
                          {"bytes_sent", r.bytes_sent},
                          {"bytes_received", r.bytes_received},
-                         {"ps_bytes_sent", r.ps_bytes_sent},
-                         {"ps_bytes_received", r.ps_bytes_received},
                          {"batch_size", r.batch_size},
                          {"compute_seconds", r.compute_seconds},
-                         {"comm_seconds", r.comm_seconds}});
+                         {"comm_seconds", r.comm_seconds},
+                         {"ps_bytes_sent", r.ps_bytes_sent},
+                         {"ps_bytes_received", r.ps_bytes_received}});
   }
   root["ranks"] = std::move(ranks);
   if (!summary.timeline.empty()) {

@@ -49,6 +49,31 @@ absl::Status PsClient::Failed(int shard, const char* call, const absl::Status& s
                                    unreachable, " ", call, ": ", status.message()));
 }
 
+namespace {
+
+// Streams `header` and `bytes` through a client-streaming call's writer and finishes the call;
+// the call's own error comes first (a refused stream breaks the writes too).
+template <typename Request, typename Header, typename Writer>
+absl::Status SendAndFinish(Writer* writer, const Header& header, const std::string& bytes,
+                           const char* what) {
+  absl::Status sent = WriteChunked<Request>(writer, header, bytes, what);
+  writer->WritesDone();
+  absl::Status status = FromGrpc(writer->Finish());
+  return status.ok() ? sent : status;
+}
+
+// Reads a server-streaming call's header and bytes and finishes the call; the call's own error
+// comes first.
+template <typename Response, typename Reader>
+absl::Status ReceiveAndFinish(Reader* reader, v1::PullHeader* header, std::string* bytes,
+                              const char* what) {
+  absl::Status read = ReadChunked<Response>(reader, header, bytes, what);
+  absl::Status status = FromGrpc(reader->Finish());
+  return status.ok() ? read : status;
+}
+
+}  // namespace
+
 absl::Status PsClient::Init(int shard, int rank, const ShardLayoutInfo& layout,
                             const ShardState& state) {
   v1::InitHeader header;
@@ -67,10 +92,7 @@ absl::Status PsClient::Init(int shard, int rank, const ShardLayoutInfo& layout,
   Prepare(&context);
   v1::InitResponse response;
   auto writer = stubs_[shard]->Init(&context, &response);
-  absl::Status sent = WriteChunked<v1::InitRequest>(writer.get(), header, bytes, "init");
-  writer->WritesDone();
-  absl::Status status = FromGrpc(writer->Finish());
-  if (status.ok() && !sent.ok()) status = sent;
+  absl::Status status = SendAndFinish<v1::InitRequest>(writer.get(), header, bytes, "init");
   if (!status.ok()) return Failed(shard, "Init", status);
   CountSent(StateBytes(state));
   return absl::OkStatus();
@@ -91,10 +113,7 @@ absl::StatusOr<int64_t> PsClient::Push(int shard, const PushInfo& push,
   Prepare(&context);
   v1::PushResponse response;
   auto writer = stubs_[shard]->Push(&context, &response);
-  absl::Status sent = WriteChunked<v1::PushRequest>(writer.get(), header, bytes, "push");
-  writer->WritesDone();
-  absl::Status status = FromGrpc(writer->Finish());
-  if (status.ok() && !sent.ok()) status = sent;
+  absl::Status status = SendAndFinish<v1::PushRequest>(writer.get(), header, bytes, "push");
   if (!status.ok()) return Failed(shard, "Push", status);
   CountSent(PayloadBytes(tensors));
   return response.version();
@@ -110,9 +129,8 @@ absl::StatusOr<PullResult> PsClient::Pull(int shard, int rank, int64_t min_versi
   auto reader = stubs_[shard]->Pull(&context, request);
   v1::PullHeader header;
   std::string bytes;
-  absl::Status read = ReadChunked<v1::PullResponse>(reader.get(), &header, &bytes, "pull");
-  absl::Status status = FromGrpc(reader->Finish());
-  if (status.ok() && !read.ok()) status = read;
+  absl::Status status =
+      ReceiveAndFinish<v1::PullResponse>(reader.get(), &header, &bytes, "pull");
   if (!status.ok()) return Failed(shard, "Pull", status);
   PullResult result;
   result.version = header.version();
@@ -131,9 +149,8 @@ absl::StatusOr<ShardState> PsClient::GetState(int shard, int64_t version) {
   auto reader = stubs_[shard]->GetState(&context, request);
   v1::PullHeader header;
   std::string bytes;
-  absl::Status read = ReadChunked<v1::GetStateResponse>(reader.get(), &header, &bytes, "state");
-  absl::Status status = FromGrpc(reader->Finish());
-  if (status.ok() && !read.ok()) status = read;
+  absl::Status status =
+      ReceiveAndFinish<v1::GetStateResponse>(reader.get(), &header, &bytes, "state");
   if (!status.ok()) return Failed(shard, "GetState", status);
   ShardState state;
   state.version = header.version();

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "runtime/ps/coordinator_client.h"
+#include "runtime/ps/ps_client.h"
 #include "tests/integration/hptrain_process.h"
 
 namespace hptrain::testing {
@@ -110,23 +111,32 @@ class LiveEndpoints : public ::testing::Test {
 
   // Starts the ps; fills ps_port_ and ps_metrics_port_ from its port file.
   void StartPs(const std::string& job, const std::string& token) {
-    const std::string port_file = dir_.path() + "/ps.port";
-    ps_ = Spawn({HptrainBinary(), "ps", "--job", job, "--token-file", token, "--port", "0",
-                 "--port-file", port_file, "--metrics-port", "0", "--linger", "5"},
-                dir_.path() + "/ps.out", dir_.path() + "/ps.err");
-    ASSERT_GT(ps_, 0);
+    StartPsProcess("ps", {"--job", job, "--token-file", token}, &ps_, &ps_port_,
+                   &ps_metrics_port_);
+  }
+
+  // Starts `hptrain ps ARGS --port 0 ...` and reads its two ports from its port file; its output
+  // goes to NAME.out and NAME.err.
+  void StartPsProcess(const std::string& name, const std::vector<std::string>& args, pid_t* pid,
+                      int* port, int* metrics_port) {
+    const std::string port_file = dir_.path() + "/" + name + ".port";
+    std::vector<std::string> argv = {HptrainBinary(), "ps"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--port", "0", "--port-file", port_file, "--metrics-port", "0",
+                             "--linger", "5"});
+    *pid = Spawn(argv, dir_.path() + "/" + name + ".out", dir_.path() + "/" + name + ".err");
+    ASSERT_GT(*pid, 0);
     int exit_code = 0;
     ASSERT_TRUE(WaitFor(
         [&] {
           std::istringstream ports(ReadFile(port_file));
-          return static_cast<bool>(ports >> ps_port_ >> ps_metrics_port_) ||
-                 Exited(ps_, &exit_code);
+          return static_cast<bool>(ports >> *port >> *metrics_port) || Exited(*pid, &exit_code);
         },
         std::chrono::seconds(60)))
-        << "no port file; ps stderr: " << ReadFile(dir_.path() + "/ps.err");
-    ASSERT_GT(ps_port_, 0) << "ps exited with " << exit_code << ": "
-                           << ReadFile(dir_.path() + "/ps.err");
-    ASSERT_GT(ps_metrics_port_, 0);
+        << "no port file; " << name << " stderr: " << ReadFile(dir_.path() + "/" + name + ".err");
+    ASSERT_GT(*port, 0) << name << " exited with " << exit_code << ": "
+                        << ReadFile(dir_.path() + "/" + name + ".err");
+    ASSERT_GT(*metrics_port, 0);
   }
 
   TempDir dir_;
@@ -236,6 +246,89 @@ TEST_F(LiveEndpoints, PsAndWorkerServeValidMetricsAndCountRefusedTokens) {
   EXPECT_EQ(worker_exit, 0) << ReadFile(dir_.path() + "/worker.err");
   EXPECT_EQ(Terminate(ps_), 0) << ReadFile(dir_.path() + "/ps.err");
   ps_reaped_ = true;
+}
+
+// A parameter-server job as on Kubernetes: ps-0 (coordinator and shard 0), a second shard started
+// with --shard 1 --coordinator, one worker. Both shards serve valid /metrics with the PS metrics
+// the dashboards use, and a shard refuses and counts a call with the wrong token.
+TEST_F(LiveEndpoints, ParameterServerShardsServeValidMetrics) {
+  if (access(kPromtool, X_OK) != 0) {
+    GTEST_SKIP() << kPromtool << " not installed (Debian package prometheus); needed to check "
+                 << "the exposition format";
+  }
+  std::string text = SyntheticJob("metrics-ps", 1,
+                                  "  maxSteps: 30\n  ps: {shards: 2}\n  testing: {slowdown: [10]}\n");
+  const std::string ssgd = "strategy: {type: ssgd}";
+  ASSERT_NE(text.find(ssgd), std::string::npos);
+  text.replace(text.find(ssgd), ssgd.size(), "strategy: {type: hps, bits: 8}");
+  const std::string job = dir_.Write("job.yaml", text);
+  const std::string token = dir_.Write("token", "the-right-token\n");
+  ASSERT_NO_FATAL_FAILURE(StartPs(job, token));
+  pid_t shard = -1;
+  int shard_port = 0, shard_metrics_port = 0;
+  ASSERT_NO_FATAL_FAILURE(StartPsProcess(
+      "shard1",
+      {"--job", job, "--token-file", token, "--shard", "1", "--coordinator",
+       "127.0.0.1:" + std::to_string(ps_port_)},
+      &shard, &shard_port, &shard_metrics_port));
+  worker_ = Spawn({HptrainBinary(), "worker", "--job", job, "--coordinator",
+                   "127.0.0.1:" + std::to_string(ps_port_), "--rank", "0", "--token-file", token,
+                   "--metrics-port", "0"},
+                  dir_.path() + "/worker.out", dir_.path() + "/worker.err");
+  ASSERT_GT(worker_, 0);
+  // A stranger's call on shard 1 is refused and counted there.
+  {
+    ps::PsClient intruder({"127.0.0.1:" + std::to_string(shard_port)}, "a-wrong-token",
+                          std::chrono::seconds(5));
+    auto state = intruder.GetState(0, 0);
+    ASSERT_FALSE(state.ok());
+    EXPECT_EQ(state.status().code(), absl::StatusCode::kUnauthenticated) << state.status();
+  }
+  int worker_exit = -1;
+  std::string shard_body, ps_body;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        if (Exited(worker_, &worker_exit)) {
+          worker_reaped_ = true;
+          return true;
+        }
+        HttpResult s = Get(shard_metrics_port, "/metrics");
+        HttpResult p = Get(ps_metrics_port_, "/metrics");
+        if (s.status != 200 || p.status != 200) return false;
+        shard_body = s.body;
+        ps_body = p.body;
+        auto version = Sample(shard_body, "hptrain_ps_model_version");
+        return version && *version >= 5;
+      },
+      std::chrono::seconds(120)));
+  ASSERT_FALSE(worker_reaped_ && worker_exit != 0) << ReadFile(dir_.path() + "/worker.err");
+  for (const auto& [name, body] : {std::pair<std::string, std::string>{"ps0.prom", ps_body},
+                                   std::pair<std::string, std::string>{"ps1.prom", shard_body}}) {
+    auto [code, output] = Promtool(dir_, name, body);
+    EXPECT_EQ(code, 0) << name << ": " << output << "\n" << body;
+    EXPECT_EQ(output, "") << name << ":\n" << body;
+    EXPECT_GT(Sample(body, "hptrain_ps_push_bytes_total").value_or(0), 0.0) << name << body;
+    EXPECT_GT(Sample(body, "hptrain_ps_pull_bytes_total").value_or(0), 0.0) << name << body;
+    EXPECT_GE(Sample(body, "hptrain_ps_aggregation_wait_seconds_count").value_or(0), 5.0)
+        << name << body;
+    EXPECT_EQ(Sample(body, "hptrain_ps_pushes_rejected_total"), std::nullopt) << name << body;
+  }
+  EXPECT_TRUE(Sample(shard_body, "hptrain_ps_model_version", {"role=\"ps\"", "rank=\"1\""}))
+      << shard_body;
+  EXPECT_EQ(Sample(shard_body, "hptrain_rpc_rejected_total", {"reason=\"bad_token\""}), 1.0)
+      << shard_body;
+  ASSERT_TRUE(WaitFor(
+      [&] { return worker_reaped_ || (worker_reaped_ = Exited(worker_, &worker_exit)); },
+      std::chrono::seconds(120)));
+  EXPECT_EQ(worker_exit, 0) << ReadFile(dir_.path() + "/worker.err");
+  EXPECT_EQ(Terminate(ps_), 0) << ReadFile(dir_.path() + "/ps.err");
+  ps_reaped_ = true;
+  // Shard 1 ends on its own once the coordinator is gone.
+  int shard_exit = -1;
+  EXPECT_TRUE(WaitFor([&] { return Exited(shard, &shard_exit); }, std::chrono::seconds(30)))
+      << ReadFile(dir_.path() + "/shard1.err");
+  EXPECT_EQ(shard_exit, 0) << ReadFile(dir_.path() + "/shard1.err");
+  if (shard_exit < 0) Terminate(shard);
 }
 
 }  // namespace
