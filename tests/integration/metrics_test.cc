@@ -331,5 +331,44 @@ TEST_F(LiveEndpoints, ParameterServerShardsServeValidMetrics) {
   if (shard_exit < 0) Terminate(shard);
 }
 
+// The parameter server killed mid-run, as a pod would lose it: the worker exits 1 within its
+// timeout with an error naming the shard and its address, never hangs.
+TEST_F(LiveEndpoints, AWorkerWhoseParameterServerDiesExitsOneNamingIt) {
+  std::string text =
+      SyntheticJob("ps-dies", 1, "  maxSteps: 2000\n  testing: {slowdown: [5]}\n");
+  const std::string ssgd = "strategy: {type: ssgd}";
+  ASSERT_NE(text.find(ssgd), std::string::npos);
+  text.replace(text.find(ssgd), ssgd.size(), "strategy: {type: ps}");
+  const std::string job = dir_.Write("job.yaml", text);
+  const std::string token = dir_.Write("token", "the-right-token\n");
+  ASSERT_NO_FATAL_FAILURE(StartPs(job, token));
+  worker_ = Spawn({HptrainBinary(), "worker", "--job", job, "--coordinator",
+                   "127.0.0.1:" + std::to_string(ps_port_), "--rank", "0", "--token-file", token,
+                   "--metrics-port", "0", "--rendezvous-timeout", "20"},
+                  dir_.path() + "/worker.out", dir_.path() + "/worker.err");
+  ASSERT_GT(worker_, 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        HttpResult m = Get(ps_metrics_port_, "/metrics");
+        auto version = Sample(m.body, "hptrain_ps_model_version");
+        return m.status == 200 && version && *version >= 3;
+      },
+      std::chrono::seconds(60)));
+  kill(ps_, SIGKILL);
+  int ps_exit = -1;
+  ASSERT_TRUE(WaitFor([&] { return Exited(ps_, &ps_exit); }, std::chrono::seconds(10)));
+  ps_reaped_ = true;
+  int worker_exit = -1;
+  ASSERT_TRUE(WaitFor([&] { return Exited(worker_, &worker_exit); }, std::chrono::seconds(60)))
+      << "the worker did not exit after its parameter server died";
+  worker_reaped_ = true;
+  const std::string err = ReadFile(dir_.path() + "/worker.err");
+  EXPECT_EQ(worker_exit, 1) << err;
+  EXPECT_NE(err.find("parameter server shard 0 (127.0.0.1:" + std::to_string(ps_port_) +
+                     ") unreachable"),
+            std::string::npos)
+      << err;
+}
+
 }  // namespace
 }  // namespace hptrain::testing
