@@ -88,7 +88,7 @@ def _table(title, settings, rows, out_dir):
             f"{_fmt(row['samples_per_second'], '.0f')} | {_fmt(ratio, '.2f')} | "
             f"{row['wall_seconds']:.1f} | "
             f"{_fmt(None if row.get('cpu_steal') is None else 100 * row['cpu_steal'], '.1f')} % | "
-            f"{_fmt(None if row.get('cpu_others') is None else 100 * row['cpu_others'], '.0f')} % |")
+            f"{_fmt(row.get('cpu_others') and 100 * row['cpu_others'], '.0f')} % |")
     out.append("")
     out += _traffic(rows)
     out += _per_worker(settings, rows)
@@ -156,7 +156,8 @@ def _per_worker(settings, rows):
                    f"{_ranks(row.get('rank_batch_sizes'), 'd')} | "
                    f"{_ranks(row['rank_compute_seconds_per_step'], '.3f')} | "
                    f"{_ranks(row.get('rank_comm_seconds_per_step'), '.3f')} | "
-                   f"{_ranks(idle, '.3f')} | {_ranks(share and [100 * x for x in share], '.0f')} % |")
+                   f"{_ranks(idle, '.3f')} | "
+                   f"{_ranks(share and [100 * x for x in share], '.0f')} % |")
     return out + [""]
 
 
@@ -183,20 +184,28 @@ def _against_ps(rows):
     row0, run0 = base
     out = ["Against hptrain-ps (BSP parameter server): speed-up = hptrain-ps's time over the "
            "system's. Equal accuracy: the best test accuracy both runs reached at some "
-           "evaluation, and the time each took to first reach it.", "",
+           "evaluation, and the time each took to first reach it; only where both reached the "
+           "target or their best accuracies are within 1 point of each other (otherwise `—`, "
+           "with the system's best).",
+           "",
            "| system | time to target vs ps | equal accuracy | time (s), system / ps | "
            "speed-up at equal accuracy | samples/s vs ps |",
            "|---|---:|---:|---:|---:|---:|"]
     for row, run in others:
         ttt = (row0["time_to_target"] / row["time_to_target"]
                if row0["time_to_target"] and row["time_to_target"] else None)
-        common = min(filter(None, [_best(run0), _best(run)]), default=None)
+        best0, best = _best(run0), _best(run)
+        comparable = (best0 is not None and best is not None
+                      and (abs(best - best0) <= 0.01 or (row0["time_to_target"]
+                                                         and row["time_to_target"])))
+        common = min(best0, best) if comparable else None
         mine = _time_to(run, common) if common else None
         theirs = _time_to(run0, common) if common else None
         sps = (row["samples_per_second"] / row0["samples_per_second"]
                if row["samples_per_second"] and row0["samples_per_second"] else None)
         out.append(f"| {row['name']} | {_fmt(ttt, '.2f')} | "
-                   f"{_fmt(common and 100 * common, '.2f')} % | "
+                   + (f"{100 * common:.2f} % | " if common else
+                      f"— (best {_fmt(best and 100 * best, '.2f')} %) | ") +
                    f"{_fmt(mine, '.1f')} / {_fmt(theirs, '.1f')} | "
                    f"{_fmt(mine and theirs and theirs / mine, '.2f')} | {_fmt(sps, '.2f')} |")
     return out + [""]
@@ -212,6 +221,11 @@ def _speed_against_bytes(rows):
             or not ssgd["runtime_bytes_per_worker_step"]):
         return []
     compute, comm = ssgd["compute_seconds_per_step"], ssgd["comm_seconds_per_step"]
+    compared = [row for row, _ in rows
+                if row["ok"] and row["name"].startswith("hptrain-") and row is not ssgd
+                and not systems.uses_ps(row["name"]) and row["runtime_bytes_per_worker_step"]]
+    if not compared:
+        return []
     out = ["Speed against bytes: hptrain-ssgd spends "
            f"{comm:.3f} s of each {compute + comm:.3f} s step (per worker) exchanging gradients. "
            "Predicted speed-up = (compute + comm) / (compute + comm × bytes ratio) with ssgd's "
@@ -219,10 +233,7 @@ def _speed_against_bytes(rows):
            "| system | bytes vs ssgd (runtime) | comm s/step vs ssgd | predicted speed-up | "
            "measured speed-up | measured / predicted | time to target vs ssgd |",
            "|---|---:|---:|---:|---:|---:|---:|"]
-    for row, _ in rows:
-        if (not row["ok"] or not row["name"].startswith("hptrain-") or row is ssgd
-                or systems.uses_ps(row["name"]) or not row["runtime_bytes_per_worker_step"]):
-            continue
+    for row in compared:
         ratio = row["runtime_bytes_per_worker_step"] / ssgd["runtime_bytes_per_worker_step"]
         predicted = (compute + comm) / (compute + comm * ratio)
         measured = (row["samples_per_second"] / ssgd["samples_per_second"]
