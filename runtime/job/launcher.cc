@@ -183,7 +183,8 @@ int Launch(const LaunchOptions& options) {
   }
   Placement placement;
   if (!options.placement_file.empty()) {
-    auto read = ReadPlacementFile(options.placement_file, spec.WorldSize());
+    auto read = ReadPlacementFile(options.placement_file, spec.WorldSize(),
+                                  spec.UsesParameterServer() ? spec.ps_shards : 1);
     if (!read.ok()) return ReportError("run", read.status());
     placement = *std::move(read);
   }
@@ -232,13 +233,16 @@ int Launch(const LaunchOptions& options) {
                                                     : result.first_failure));
   }
   const std::string address = absl::StrCat(placement.ps.address, ":", *port);
-  // Parameter-server shards beyond the first, on the ps host, registering with ps-0.
+  // Parameter-server shards beyond the first, on their hosts (the ps host by default),
+  // registering with ps-0.
   for (int shard = 1; spec.UsesParameterServer() && shard < spec.ps_shards; ++shard) {
-    std::vector<std::string> argv = command(placement.ps, "ps");
+    const HostPlacement& host = placement.ps_shards.empty()
+                                    ? placement.ps
+                                    : placement.ps_shards[static_cast<size_t>(shard - 1)];
+    std::vector<std::string> argv = command(host, "ps");
     argv.insert(argv.end(), {"--shard", std::to_string(shard), "--coordinator", address, "--host",
-                             placement.ps.address, "--port", "0", "--metrics-host",
-                             placement.ps.address, "--metrics-port", "0", "--linger", "0",
-                             "--token-file", token_file});
+                             host.address, "--port", "0", "--metrics-host", host.address,
+                             "--metrics-port", "0", "--linger", "0", "--token-file", token_file});
     auto pid = supervisor.Spawn(absl::StrCat("ps-", shard), argv, {}, ChildRole::kMustSucceed);
     if (!pid.ok()) {
       supervisor.Wait(WaitOptions{absl::Seconds(2)});

@@ -33,7 +33,8 @@ absl::StatusOr<HostPlacement> ReadHost(const YAML::Node& node, const std::string
 
 }  // namespace
 
-absl::StatusOr<Placement> ReadPlacementFile(const std::string& path, int world_size) {
+absl::StatusOr<Placement> ReadPlacementFile(const std::string& path, int world_size,
+                                            int ps_shards) {
   if (!std::filesystem::exists(path)) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
   try {
     YAML::Node root = YAML::LoadFile(path);
@@ -45,21 +46,29 @@ absl::StatusOr<Placement> ReadPlacementFile(const std::string& path, int world_s
         auto ps = ReadHost(kv.second, path, "ps");
         if (!ps.ok()) return ps.status();
         placement.ps = *ps;
-      } else if (key == "workers") {
-        if (!kv.second.IsSequence()) return Invalid(path, "workers", "must be a list");
+      } else if (key == "workers" || key == "psShards") {
+        if (!kv.second.IsSequence()) return Invalid(path, key, "must be a list");
+        std::vector<HostPlacement>& hosts =
+            key == "workers" ? placement.workers : placement.ps_shards;
         for (size_t i = 0; i < kv.second.size(); ++i) {
-          auto w = ReadHost(kv.second[i], path, absl::StrCat("workers[", i, "]"));
-          if (!w.ok()) return w.status();
-          placement.workers.push_back(*w);
+          auto h = ReadHost(kv.second[i], path, absl::StrCat(key, "[", i, "]"));
+          if (!h.ok()) return h.status();
+          hosts.push_back(*h);
         }
       } else {
-        return Invalid(path, key, "unknown field (known: ps, workers)");
+        return Invalid(path, key, "unknown field (known: ps, psShards, workers)");
       }
     }
     if (!placement.workers.empty() && static_cast<int>(placement.workers.size()) != world_size) {
       return Invalid(path, "workers",
                      absl::StrCat("has ", placement.workers.size(), " entries, the job has ",
                                   world_size, " workers"));
+    }
+    if (!placement.ps_shards.empty() &&
+        static_cast<int>(placement.ps_shards.size()) != ps_shards - 1) {
+      return Invalid(path, "psShards",
+                     absl::StrCat("has ", placement.ps_shards.size(), " entries, the job has ",
+                                  ps_shards - 1, " parameter-server shards beyond the first"));
     }
     return placement;
   } catch (const YAML::Exception& e) {

@@ -8,8 +8,11 @@
 //   workers:                                   # one entry per rank, in rank order
 //     - {exec: [ip, netns, exec, hpb-h1], address: 10.90.0.2}
 //     - {exec: [ip, netns, exec, hpb-h2], address: 10.90.0.3}
+//   psShards:                                  # optional: parameter-server shards 1..S-1
+//     - {exec: [ip, netns, exec, hpb-h5], address: 10.90.0.6}
 //
-// The ps serves its coordinator on its address; each worker binds its collectives (Gloo) and its
+// Without psShards, shards 1..S-1 (spec.ps.shards) run on the ps host. The ps serves its
+// coordinator on its address; each worker binds its collectives (Gloo) and its
 // metrics endpoint to its own. The launcher itself polls the coordinator, so it must run where
 // the ps address is reachable (the harness runs it on the ps host). JSON works too (it is YAML).
 #ifndef HPTRAIN_RUNTIME_JOB_PLACEMENT_H_
@@ -30,12 +33,15 @@ struct HostPlacement {
 struct Placement {
   HostPlacement ps;
   std::vector<HostPlacement> workers;  // empty = every worker on 127.0.0.1, no prefix
+  std::vector<HostPlacement> ps_shards;  // shards 1..S-1; empty = on the ps host
 };
 
-// Reads a placement file for a job of `world_size` workers. Errors (InvalidArgument, one line,
-// naming the file and the field): malformed YAML, unknown keys, a worker count other than
-// `world_size`, an empty address; NotFound for a missing file.
-absl::StatusOr<Placement> ReadPlacementFile(const std::string& path, int world_size);
+// Reads a placement file for a job of `world_size` workers and `ps_shards` parameter-server
+// shards. Errors (InvalidArgument, one line, naming the file and the field): malformed YAML,
+// unknown keys, a worker count other than `world_size`, a psShards count other than
+// ps_shards − 1, an empty address; NotFound for a missing file.
+absl::StatusOr<Placement> ReadPlacementFile(const std::string& path, int world_size,
+                                            int ps_shards = 1);
 
 }  // namespace hptrain::job
 

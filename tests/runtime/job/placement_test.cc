@@ -24,6 +24,26 @@ workers:
   EXPECT_TRUE(placement->workers[1].exec.empty());
 }
 
+TEST(Placement, ReadsParameterServerShardHosts) {
+  testing::TempDir dir;
+  const std::string path = dir.Write("p.yaml", R"(
+ps: {address: 10.90.0.1}
+psShards:
+  - {exec: [ip, netns, exec, h5], address: 10.90.0.6}
+  - {address: 10.90.0.7}
+)");
+  auto placement = ReadPlacementFile(path, 2, 3);
+  ASSERT_TRUE(placement.ok()) << placement.status();
+  ASSERT_EQ(placement->ps_shards.size(), 2u);
+  EXPECT_EQ(placement->ps_shards[0].exec, (std::vector<std::string>{"ip", "netns", "exec", "h5"}));
+  EXPECT_EQ(placement->ps_shards[1].address, "10.90.0.7");
+  auto wrong = ReadPlacementFile(path, 2, 2);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("psShards: has 2 entries, the job has 1"),
+            std::string::npos)
+      << wrong.status();
+}
+
 TEST(Placement, RejectsBadFilesWithTheFieldNamed) {
   testing::TempDir dir;
   struct Case {
@@ -35,6 +55,7 @@ TEST(Placement, RejectsBadFilesWithTheFieldNamed) {
       {"ps: {address: ''}\n", "ps.address: must not be empty"},
       {"ps: {exec: ip}\n", "ps.exec: must be a list"},
       {"hosts: []\n", "hosts: unknown field"},
+      {"psShards: {address: a}\n", "psShards: must be a list"},
       {"ps: [\n", "malformed placement"},
   };
   for (const Case& c : cases) {
