@@ -106,8 +106,10 @@ def _traffic(rows):
     if not any(systems.uses_ps(r["name"]) for r, _ in rows):
         return []
     out = ["Traffic per step in KiB. Interfaces: transmitted (tx) and received (rx) per worker, "
-           "and the ps host's (all shards and the coordinator; for the collective strategies "
-           "only the coordinator's RPCs). Runtime: hptrain's counters per worker, sent / "
+           "and the ps host's (the coordinator and every parameter-server shard; for a system "
+           "whose shards 1..S-1 run on hosts of their own, the sum over the ps host and those "
+           "hosts, each listed below the table; for the collective strategies only the "
+           "coordinator's RPCs). Runtime: hptrain's counters per worker, sent / "
            "received, and of that the bytes exchanged with the parameter server.", "",
            "| system | worker tx | worker rx | ps host tx | ps host rx | runtime sent | "
            "runtime received | of which PS sent | of which PS received |",
@@ -121,7 +123,15 @@ def _traffic(rows):
             "runtime_bytes_per_worker_step", "runtime_rx_bytes_per_worker_step",
             "runtime_ps_bytes_per_worker_step", "runtime_ps_rx_bytes_per_worker_step")]
         out.append(f"| {row['name']} | " + " | ".join(_fmt(_kib(c), ".1f") for c in cells) + " |")
-    return out + [""]
+    out.append("")
+    for row, _ in rows:
+        hosts = row.get("ps_hosts_bytes_per_step") if row["ok"] else None
+        if hosts:
+            parts = [f"{'ps host (coordinator, shard 0)' if i == 0 else f'shard {i} host'} "
+                     f"tx {_fmt(_kib(h['tx']), '.1f')} / rx {_fmt(_kib(h['rx']), '.1f')}"
+                     for i, h in enumerate(hosts)]
+            out += [f"{row['name']}, per host: " + "; ".join(parts) + ".", ""]
+    return out
 
 
 def _ranks(values, spec):

@@ -117,7 +117,8 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
         error = f"exit codes {codes}; see {name}*.log"
     return {"name": name, "ok": result is not None, "capped": capped, "error": error,
             "wall_seconds": wall, "result": result, "interface": interface, "timeline": timeline,
-            "cpu_steal": steal, "cpu_others": others}
+            "cpu_steal": steal, "cpu_others": others,
+            "ps_hosts": systems.ps_hosts(name, settings) if not systems.is_ddp(name) else [0]}
 
 
 def evaluations(result):
@@ -147,12 +148,17 @@ def summarize(run, settings):
     if steps:
         # What the workers took in, and the ps host's own traffic: for the parameter-server
         # strategies the pulls leave from there (for the others it carries only the
-        # coordinator's RPCs).
+        # coordinator's RPCs). A system whose shards 1..S-1 run on hosts of their own counts
+        # theirs in too (the sum over its shard hosts), and lists each host apart.
         rx = sum(h["rx_bytes"] for h in worker_hosts)
-        ps_host = run["interface"][0]
+        hosts = run.get("ps_hosts") or [0]
         row["interface_rx_bytes_per_worker_step"] = rx / workers / steps
-        row["ps_host_tx_bytes_per_step"] = ps_host["tx_bytes"] / steps
-        row["ps_host_rx_bytes_per_step"] = ps_host["rx_bytes"] / steps
+        row["ps_host_tx_bytes_per_step"] = sum(run["interface"][h]["tx_bytes"] for h in hosts) / steps
+        row["ps_host_rx_bytes_per_step"] = sum(run["interface"][h]["rx_bytes"] for h in hosts) / steps
+        if len(hosts) > 1:
+            row["ps_hosts_bytes_per_step"] = [
+                {"host": h, "tx": run["interface"][h]["tx_bytes"] / steps,
+                 "rx": run["interface"][h]["rx_bytes"] / steps} for h in hosts]
     if r.get("ranks") and steps:
         ranks = r["ranks"]
         sent = sum(rank["bytes_sent"] for rank in ranks)

@@ -3,7 +3,9 @@
 Every system trains the same model on the same data with the same global batch, optimizer,
 learning-rate schedule and seed; it differs only in how gradients (or models) cross the network.
 hptrain systems run `hptrain run` on host 0 (the ps host) with a placement file that puts worker
-r on host r + 1; PyTorch DDP systems run one `ddp_peer.py` process per rank on hosts 1..N.
+r on host r + 1 and, for a system with S > 1 parameter-server shards, shard s (1..S-1) on host
+N + s, a host of its own after the workers' (shard 0 and the coordinator stay on the ps host);
+PyTorch DDP systems run one `ddp_peer.py` process per rank on hosts 1..N.
 """
 import json
 import os
@@ -41,7 +43,7 @@ HPTRAIN = {
     "hptrain-hps-a": {"type": "ps", "spec.rebalance.enabled": "true"},  # allocation only
     "hptrain-hps-b": {"type": "hps", "bits": "32", "staleness": "1"},   # pipelining only
     "hptrain-hps-c": {"type": "hps", "bits": "8", "staleness": "0"},    # quantization only
-    "hptrain-ps2": {"type": "ps", "spec.ps.shards": "2"},  # both shards on the ps host
+    "hptrain-ps2": {"type": "ps", "spec.ps.shards": "2"},  # shard 1 on a host of its own
 }
 
 # The strategies whose workers exchange with parameter-server processes on the ps host.
@@ -69,6 +71,34 @@ def is_ddp(name):
 def uses_ps(name):
     """Whether hptrain system `name` sends its gradients through the ps host."""
     return name in HPTRAIN and HPTRAIN[name]["type"] in PS_STRATEGIES
+
+
+def ps_shards(name, hptrain_sets=()):
+    """Parameter-server shards of system `name`: spec.ps.shards from its own overrides, or from
+    the suite's `--hptrain-set`s, which come after them; 1 for every other system."""
+    if not uses_ps(name):
+        return 1
+    shards = HPTRAIN[name].get("spec.ps.shards", "1")
+    for item in hptrain_sets:
+        key, _, value = item.partition("=")
+        if key.strip() == "spec.ps.shards":
+            shards = value.strip()
+    try:
+        return max(1, int(shards))
+    except ValueError:
+        return 1  # hptrain itself rejects the job with a one-line error
+
+
+def shard_hosts(name, settings):
+    """The hosts of parameter-server shards 1..S-1 of system `name`: N + 1 .. N + S - 1, after
+    the workers' (empty for a single shard or a collective strategy)."""
+    return [settings.workers + s for s in range(1, ps_shards(name, settings.hptrain_sets))]
+
+
+def ps_hosts(name, settings):
+    """Every host of system `name`'s parameter server: the ps host (coordinator and shard 0),
+    then the hosts of shards 1..S-1."""
+    return [0] + shard_hosts(name, settings)
 
 
 TRAIN_SAMPLES = 60000  # Fashion-MNIST
@@ -112,6 +142,13 @@ def hptrain_command(name, settings, cluster, binary, out_dir):
     placement = {"ps": {"exec": cluster.exec_prefix(0), "address": cluster.address(0)},
                  "workers": [{"exec": cluster.exec_prefix(r + 1), "address": cluster.address(r + 1)}
                              for r in range(settings.workers)]}
+    extra = shard_hosts(name, settings)
+    if extra:
+        if extra[-1] >= cluster.hosts:
+            raise ValueError(f"{name}: parameter-server shard host {extra[-1]} is not in the "
+                             f"cluster ({cluster.hosts} hosts)")
+        placement["psShards"] = [{"exec": cluster.exec_prefix(h), "address": cluster.address(h)}
+                                  for h in extra]
     placement_file = os.path.join(out_dir, f"{name}.placement.json")
     with open(placement_file, "w") as f:
         json.dump(placement, f, indent=1)

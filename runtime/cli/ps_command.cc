@@ -22,6 +22,7 @@
 #include "runtime/base/exit_codes.h"
 #include "runtime/cli/flags.h"
 #include "runtime/job/job_parser.h"
+#include "runtime/job/job_validate.h"
 #include "runtime/metrics/http_server.h"
 #include "runtime/metrics/registry.h"
 #include "runtime/ps/coordinator_client.h"
@@ -204,7 +205,7 @@ absl::Status RunPs(const PsFlags& flags) {
   // Shard 0 of the parameter server shares the coordinator's port.
   std::optional<Shard> shard;
   std::vector<grpc::Service*> extra;
-  if (spec.UsesParameterServer()) {
+  if (job::UsesParameterServer(spec.strategy.type)) {
     shard.emplace(MakeShard(spec, flags, token, registry, on_unauthenticated));
     extra.push_back(shard->service.get());
   }

@@ -24,6 +24,7 @@
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/gloo/gloo_transport.h"
 #include "runtime/job/job_parser.h"
+#include "runtime/job/job_validate.h"
 #include "runtime/metrics/http_server.h"
 #include "runtime/metrics/registry.h"
 #include "runtime/ps/allocation_prefetcher.h"
@@ -147,7 +148,7 @@ absl::Status RunWorker(const WorkerFlags& flags) {
                            comm::GlooTransport::Connect(client, flags.rank, world, gloo));
   comm::TransportCommunicator communicator(std::move(transport));
   std::unique_ptr<ps::PsClient> ps_client;
-  if (spec.UsesParameterServer()) {
+  if (job::UsesParameterServer(spec.strategy.type)) {
     HPTRAIN_ASSIGN_OR_RETURN(
         ps_client, ps::PsClient::Discover(client, spec.ps_shards, token,
                                           std::chrono::seconds(flags.rendezvous_timeout_s)));

@@ -18,6 +18,7 @@
 #include "runtime/base/status.h"
 #include "runtime/base/exit_codes.h"
 #include "runtime/job/job_parser.h"
+#include "runtime/job/job_validate.h"
 #include "runtime/job/local_rebalancer.h"
 #include "runtime/job/placement.h"
 #include "runtime/job/progress.h"
@@ -183,8 +184,7 @@ int Launch(const LaunchOptions& options) {
   }
   Placement placement;
   if (!options.placement_file.empty()) {
-    auto read = ReadPlacementFile(options.placement_file, spec.WorldSize(),
-                                  spec.UsesParameterServer() ? spec.ps_shards : 1);
+    auto read = ReadPlacementFile(options.placement_file, spec.WorldSize(), PsShardCount(spec));
     if (!read.ok()) return ReportError("run", read.status());
     placement = *std::move(read);
   }
@@ -235,7 +235,7 @@ int Launch(const LaunchOptions& options) {
   const std::string address = absl::StrCat(placement.ps.address, ":", *port);
   // Parameter-server shards beyond the first, on their hosts (the ps host by default),
   // registering with ps-0.
-  for (int shard = 1; spec.UsesParameterServer() && shard < spec.ps_shards; ++shard) {
+  for (int shard = 1; shard < PsShardCount(spec); ++shard) {
     const HostPlacement& host = placement.ps_shards.empty()
                                     ? placement.ps
                                     : placement.ps_shards[static_cast<size_t>(shard - 1)];
