@@ -5,7 +5,7 @@
 //
 // Rounds: version v means v optimizer steps applied. A push belongs to round t and is accepted
 // while v ≤ t ≤ v + max_lead (the staleness bound). Each rank's pushes of a round must cover the
-// shard's range exactly once, in whole tensors. When every rank has covered it, the pushes are
+// shard's range exactly once, in whole tensors (the layout's pieces: shard_plan.h). When every rank has covered it, the pushes are
 // summed in rank order (rank 0's values, then + rank 1's, ...), multiplied by 1/B, and the
 // optimizer steps once with the round's learning rate: version v+1 is published and waiting pulls
 // wake. Round v+1 may already be complete then; it is applied next.
@@ -52,7 +52,7 @@ struct ShardLayoutInfo {
   int shards = 1;
   int64_t begin = 0;
   int64_t end = 0;
-  std::vector<int64_t> tensor_sizes;  // sum = end − begin
+  std::vector<int64_t> tensor_sizes;  // the shard's pieces (shard_plan.h); sum = end − begin
   int world_size = 0;
 };
 

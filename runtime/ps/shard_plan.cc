@@ -1,7 +1,6 @@
 #include "runtime/ps/shard_plan.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 
@@ -16,40 +15,45 @@ int ShardPlan::ShardOf(int64_t offset) const {
 
 absl::StatusOr<ShardPlan> PlanShards(const std::vector<int64_t>& tensor_sizes, int shards) {
   if (shards < 1) return absl::InvalidArgumentError("spec.ps.shards must be at least 1");
-  const int tensors = static_cast<int>(tensor_sizes.size());
-  if (tensors < shards) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.ps.shards: ", shards,
-                                                   " shards for a model of ", tensors,
-                                                   " tensors (each shard serves whole tensors)"));
-  }
-  std::vector<int64_t> offsets(tensors + 1, 0);  // offsets[t] = start of tensor t
-  for (int t = 0; t < tensors; ++t) {
+  ShardPlan plan;
+  for (size_t t = 0; t < tensor_sizes.size(); ++t) {
     if (tensor_sizes[t] < 1) {
       return absl::InvalidArgumentError(absl::StrCat("tensor ", t, " has no elements"));
     }
-    offsets[t + 1] = offsets[t] + tensor_sizes[t];
+    plan.total += tensor_sizes[t];
   }
-  ShardPlan plan;
-  plan.total = offsets[tensors];
-  // boundary[s] = index of the first tensor of shard s.
-  std::vector<int> boundary(shards + 1, 0);
-  boundary[shards] = tensors;
-  for (int s = 1; s < shards; ++s) {
-    const int64_t target = plan.total * s / shards;
-    int best = boundary[s - 1] + 1;
-    for (int t = best; t <= tensors - (shards - s); ++t) {
-      if (std::llabs(offsets[t] - target) < std::llabs(offsets[best] - target)) best = t;
+  if (plan.total < shards) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.ps.shards: ", shards,
+                                                   " shards for a model of ", plan.total,
+                                                   " parameters"));
+  }
+  std::vector<int64_t> boundary(shards + 1);
+  for (int s = 0; s <= shards; ++s) boundary[s] = plan.total * s / shards;
+  // Cut every tensor at the boundaries inside it.
+  int64_t offset = 0;
+  for (int64_t n : tensor_sizes) {
+    int64_t begin = offset;
+    for (int s = 1; s < shards; ++s) {
+      if (boundary[s] > begin && boundary[s] < offset + n) {
+        plan.pieces.push_back(boundary[s] - begin);
+        begin = boundary[s];
+      }
     }
-    boundary[s] = best;
+    plan.pieces.push_back(offset + n - begin);
+    offset += n;
   }
+  int piece = 0;
+  offset = 0;
   for (int s = 0; s < shards; ++s) {
     ShardRange range;
-    range.first_tensor = boundary[s];
-    range.last_tensor = boundary[s + 1];
-    range.begin = offsets[range.first_tensor];
-    range.end = offsets[range.last_tensor];
-    range.tensor_sizes.assign(tensor_sizes.begin() + range.first_tensor,
-                              tensor_sizes.begin() + range.last_tensor);
+    range.begin = boundary[s];
+    range.end = boundary[s + 1];
+    range.first_piece = piece;
+    while (offset < range.end) {
+      range.piece_sizes.push_back(plan.pieces[piece]);
+      offset += plan.pieces[piece++];
+    }
+    range.last_piece = piece;
     plan.shards.push_back(std::move(range));
   }
   return plan;

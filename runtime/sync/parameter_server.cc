@@ -115,11 +115,11 @@ class ParameterServerStrategy : public Strategy {
   }
 
  private:
-  // The tensors (flat order) of [begin, end), which holds whole tensors.
+  // The pieces (flat order) of [begin, end), which holds whole pieces.
   std::pair<int, int> TensorsOf(int64_t begin, int64_t end) const;
   absl::Status InitShard(int s, int64_t step, absl::Span<float> parameters,
                          const CheckpointSections& restored);
-  // Encodes the tensors of [begin, end) (inside one shard) from the bucket `gradients`, which
+  // Encodes the pieces of [begin, end) (inside one shard) from the bucket `gradients`, which
   // starts at flat offset `base`, and starts their push.
   absl::Status StartPush(const StepInfo& step, int shard, int64_t begin, int64_t end,
                          const float* gradients, int64_t base);
@@ -152,8 +152,8 @@ class ParameterServerStrategy : public Strategy {
 
   ps::ShardPlan plan_;
   std::vector<GradientLayout::Range> buckets_;
-  std::vector<int64_t> sizes_;    // tensor sizes in flat order
-  std::vector<int64_t> offsets_;  // tensor offsets in flat order (size + 1)
+  std::vector<int64_t> sizes_;    // piece sizes in flat order (shard_plan.h)
+  std::vector<int64_t> offsets_;  // piece offsets in flat order (size + 1)
   std::vector<float> residual_;   // error feedback of quantized pushes, flat
   CompressionTally tally_;
 
@@ -188,15 +188,20 @@ absl::Status ParameterServerStrategy::Init(const GradientLayout& layout) {
   std::vector<GradientLayout::Range> tensors = layout.tensors;
   std::sort(tensors.begin(), tensors.end(),
             [](const auto& a, const auto& b) { return a.begin < b.begin; });
-  offsets_.assign(1, 0);
+  std::vector<int64_t> tensor_sizes;
+  size_t expected = 0;
   for (const auto& t : tensors) {
-    if (static_cast<int64_t>(t.begin) != offsets_.back() || t.end <= t.begin) {
+    if (t.begin != expected || t.end <= t.begin) {
       return absl::InternalError("gradient tensors are not contiguous");
     }
-    sizes_.push_back(static_cast<int64_t>(t.end - t.begin));
-    offsets_.push_back(static_cast<int64_t>(t.end));
+    tensor_sizes.push_back(static_cast<int64_t>(t.end - t.begin));
+    expected = t.end;
   }
-  HPTRAIN_ASSIGN_OR_RETURN(plan_, ps::PlanShards(sizes_, ps_->shards()));
+  HPTRAIN_ASSIGN_OR_RETURN(plan_, ps::PlanShards(tensor_sizes, ps_->shards()));
+  // Pushes and pulls move pieces: the tensors, cut at the shard boundaries.
+  sizes_ = plan_.pieces;
+  offsets_.assign(1, 0);
+  for (int64_t n : sizes_) offsets_.push_back(offsets_.back() + n);
   buckets_ = layout.buckets;
   if (bits_ < 32 || options_.dynamic_bits) residual_.assign(plan_.total, 0.0f);
   base_.assign(plan_.total, 0.0f);
@@ -220,7 +225,7 @@ absl::Status ParameterServerStrategy::InitShard(int s, int64_t step,
   layout.shards = ps_->shards();
   layout.begin = range.begin;
   layout.end = range.end;
-  layout.tensor_sizes = range.tensor_sizes;
+  layout.tensor_sizes = range.piece_sizes;
   layout.world_size = world_;
   ps::ShardState state;
   state.version = step;
@@ -344,16 +349,16 @@ absl::Status ParameterServerStrategy::ApplyPulls(std::vector<PullFuture>& pulls,
   for (int s = 0; s < static_cast<int>(results.size()); ++s) {
     HPTRAIN_RETURN_IF_ERROR(results[s].status());
     const ps::ShardRange& range = plan_.shards[s];
-    if (static_cast<int>(results[s]->tensors.size()) != range.last_tensor - range.first_tensor) {
+    if (static_cast<int>(results[s]->tensors.size()) != range.last_piece - range.first_piece) {
       return absl::DataLossError(absl::StrCat("pull from parameter-server shard ", s, ": ",
                                               results[s]->tensors.size(), " tensors, expected ",
-                                              range.last_tensor - range.first_tensor));
+                                              range.last_piece - range.first_piece));
     }
-    for (int t = range.first_tensor; t < range.last_tensor; ++t) {
+    for (int t = range.first_piece; t < range.last_piece; ++t) {
       const std::string what = absl::StrCat("pull from parameter-server shard ", s, ", tensor ", t);
       HPTRAIN_ASSIGN_OR_RETURN(
           comm::EncodedView view,
-          ps::DecodePsTensor(results[s]->tensors[t - range.first_tensor], sizes_[t],
+          ps::DecodePsTensor(results[s]->tensors[t - range.first_piece], sizes_[t],
                              what.c_str()));
       ps::ApplyPulled(view, parameters.data() + offsets_[t]);
     }

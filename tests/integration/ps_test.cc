@@ -106,14 +106,17 @@ TEST(ParameterServer, DegenerateHpsAndTwoShardsAreBitwiseTheSame) {
       RunAndLoad(dir, "ps-two-shards", kUneven, {"spec.strategy.type=ps", "spec.ps.shards=2"});
   std::vector<float> hps8 = RunAndLoad(dir, "hps8", kUneven,
                                        {"spec.strategy.type=hps", "spec.strategy.bits=8"});
-  std::vector<float> hps8_2 =
-      RunAndLoad(dir, "hps8-two-shards", kUneven,
-                 {"spec.strategy.type=hps", "spec.strategy.bits=8", "spec.ps.shards=2"});
+  std::vector<float> pipelined = RunAndLoad(
+      dir, "hps32", kUneven, {"spec.strategy.type=hps", "spec.strategy.bits=32"});
+  std::vector<float> pipelined2 =
+      RunAndLoad(dir, "hps32-two-shards", kUneven,
+                 {"spec.strategy.type=hps", "spec.strategy.bits=32", "spec.ps.shards=2"});
   ASSERT_EQ(ps.size(), static_cast<size_t>(kLeNetParams));
   EXPECT_TRUE(hps == ps) << "hps (staleness 0, 32 bits) differs from ps";
   EXPECT_TRUE(ps2 == ps) << "ps with 2 shards differs from 1 shard";
+  ASSERT_EQ(pipelined.size(), ps.size());
+  EXPECT_TRUE(pipelined2 == pipelined) << "hps (staleness 1) with 2 shards differs from 1 shard";
   ASSERT_EQ(hps8.size(), ps.size());
-  EXPECT_TRUE(hps8_2 == hps8) << "hps (staleness 1, 8 bits) with 2 shards differs from 1 shard";
   EXPECT_FALSE(hps8 == ps);  // quantization and staleness did change something
 }
 

@@ -256,24 +256,37 @@ TEST(ParamStore, ShutdownWakesWaitingPulls) {
   EXPECT_TRUE(absl::IsCancelled(pulled.status()));
 }
 
-TEST(ShardPlan, SplitsAtTheTensorBoundaryNearestToEqualShares) {
+TEST(ShardPlan, SplitsTheParametersEquallyCuttingTensorsAtTheBoundaries) {
   auto plan = PlanShards({150, 6, 2400, 16, 48000, 120, 10080, 84, 840, 10}, 2);
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->shards.size(), 2u);
   EXPECT_EQ(plan->shards[0].begin, 0);
-  EXPECT_EQ(plan->shards[0].end, plan->shards[1].begin);
+  EXPECT_EQ(plan->shards[0].end, 30853);  // half of 61,706
+  EXPECT_EQ(plan->shards[1].begin, 30853);
   EXPECT_EQ(plan->shards[1].end, 61706);
-  // Half of 61,706 is 30,853; the tensor boundaries around it are 2,572 (28,281 away) and
-  // 50,572 (19,719 away).
-  EXPECT_EQ(plan->shards[0].end, 50572);
-  EXPECT_EQ(plan->ShardOf(50571), 0);
-  EXPECT_EQ(plan->ShardOf(50572), 1);
-  auto many = PlanShards({1, 1, 1}, 3);
-  ASSERT_TRUE(many.ok());
-  for (int s = 0; s < 3; ++s) EXPECT_EQ(many->shards[s].size(), 1);
-  auto too_many = PlanShards({5, 5}, 3);
+  // The 48,000-element tensor at [2,572, 50,572) is cut into 28,281 + 19,719.
+  EXPECT_EQ(plan->pieces, (std::vector<int64_t>{150, 6, 2400, 16, 28281, 19719, 120, 10080, 84,
+                                                840, 10}));
+  EXPECT_EQ(plan->shards[0].piece_sizes, (std::vector<int64_t>{150, 6, 2400, 16, 28281}));
+  EXPECT_EQ(plan->shards[1].first_piece, 5);
+  EXPECT_EQ(plan->shards[1].last_piece, 11);
+  EXPECT_EQ(plan->ShardOf(30852), 0);
+  EXPECT_EQ(plan->ShardOf(30853), 1);
+  // One shard: the pieces are the tensors.
+  auto one = PlanShards({5, 7}, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->pieces, (std::vector<int64_t>{5, 7}));
+  // A boundary on a tensor boundary cuts nothing; a tensor may be cut more than once.
+  auto three = PlanShards({3, 3}, 2);
+  ASSERT_TRUE(three.ok());
+  EXPECT_EQ(three->pieces, (std::vector<int64_t>{3, 3}));
+  auto cuts = PlanShards({9}, 3);
+  ASSERT_TRUE(cuts.ok());
+  EXPECT_EQ(cuts->pieces, (std::vector<int64_t>{3, 3, 3}));
+  auto too_many = PlanShards({1, 1}, 3);
   ASSERT_FALSE(too_many.ok());
-  EXPECT_THAT(std::string(too_many.status().message()), HasSubstr("3 shards for a model of 2"));
+  EXPECT_THAT(std::string(too_many.status().message()),
+              HasSubstr("3 shards for a model of 2 parameters"));
 }
 
 }  // namespace

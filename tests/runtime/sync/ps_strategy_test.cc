@@ -112,10 +112,12 @@ TEST(PsStrategy, HpsWithStalenessZeroAnd32BitsIsPsBitForBit) {
   for (int r = 0; r < 4; ++r) EXPECT_EQ(hps.params[r], ps.params[r]) << "rank " << r;
 }
 
+// In fp32 the shards only change where the sums happen, not their order. (Quantized, a tensor cut
+// at a shard boundary gets a scale per piece, which changes the rounding.)
 TEST(PsStrategy, TwoShardsGiveTheParametersOfOneBitForBit) {
   for (const auto& [type, staleness, bits] :
        std::vector<std::tuple<std::string, int, std::string>>{
-           {"ps", -1, ""}, {"hps", 1, "8"}, {"hps", 0, "4"}}) {
+           {"ps", -1, ""}, {"hps", 1, "32"}, {"hps", 0, "32"}}) {
     SimResult one = RunPs(PsJob(type, staleness, bits), Uneven(), 1);
     SimResult two = RunPs(PsJob(type, staleness, bits), Uneven(), 2);
     ASSERT_TRUE(one.ok) << one.error;
