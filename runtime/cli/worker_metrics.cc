@@ -22,6 +22,9 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
                            ->Get();
   quant_bits_ = r.Gauge("hptrain_quant_bit_width",
                         "Bits per gradient element on the wire (32 = uncompressed).")->Get();
+  sync_interval_ = r.Gauge("hptrain_sync_interval",
+                           "Local steps between two synchronisations of the workers (localsgd, "
+                           "multistep; 1 when every step synchronises).")->Get();
   train_loss_ = r.Gauge("hptrain_train_loss", "Mean training loss of the last step.")->Get();
   eval_accuracy_ = r.Gauge("hptrain_eval_accuracy", "Test accuracy at the last evaluation.")->Get();
   step_ = r.Gauge("hptrain_step", "Global training steps completed.")->Get();
@@ -31,6 +34,7 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
                           "behind the step it computed.")->Get();
   compression_ratio_->Set(1.0);
   quant_bits_->Set(32);
+  sync_interval_->Set(1);
 }
 
 void WorkerMetrics::OnStep(const train::StepStats& stats, int64_t bytes_sent,
@@ -47,6 +51,7 @@ void WorkerMetrics::OnStep(const train::StepStats& stats, int64_t bytes_sent,
   compression_ratio_->Set(stats.compression_ratio);
   quant_bits_->Set(stats.bits);
   ps_staleness_->Set(static_cast<double>(stats.staleness));
+  sync_interval_->Set(stats.interval);
   train_loss_->Set(stats.train_loss);
   step_->Set(static_cast<double>(stats.step));
   epoch_->Set(stats.epoch);

@@ -29,6 +29,7 @@ class WorkerMetrics {
   metrics::Gauge* ps_staleness_;
   metrics::Gauge* compression_ratio_;
   metrics::Gauge* quant_bits_;
+  metrics::Gauge* sync_interval_;
   metrics::Gauge* train_loss_;
   metrics::Gauge* eval_accuracy_;
   metrics::Gauge* step_;

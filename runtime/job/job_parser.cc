@@ -280,15 +280,26 @@ absl::Status ParseStrategy(const YAML::Node& node, StrategySpec* strategy) {
   r.Read("bucketSize", &strategy->bucket_size);
   r.Read("density", &strategy->density);
   r.Read("errorFeedback", &strategy->error_feedback);
-  r.Read("interval", &strategy->interval);
+  YAML::Node interval = r.Child("interval");
   r.Read("warmupEpochs", &strategy->warmup_epochs);
+  r.Read("hMin", &strategy->h_min);
+  r.Read("hMax", &strategy->h_max);
+  r.Read("mu", &strategy->mu);
+  r.Read("delay", &strategy->delay);
   r.Read("clipNorm", &strategy->clip_norm);
   r.Read("momentumMasking", &strategy->momentum_masking);
   r.Read("sparseEncoding", &strategy->sparse_encoding);
   r.Read("threshold", &strategy->threshold);
   r.Read("pushRatio", &strategy->push_ratio);
   r.Read("staleness", &strategy->staleness);
-  return r.Finish();
+  HPTRAIN_RETURN_IF_ERROR(r.Finish());
+  // An integer, or the word "adaptive" (multistep: the AdaComm rule picks it every epoch).
+  if (Absent(interval)) return absl::OkStatus();
+  if (interval.IsScalar() && interval.Scalar() == "adaptive") {
+    strategy->adaptive_interval = true;
+    return absl::OkStatus();
+  }
+  return Convert(interval, "spec.strategy.interval", &strategy->interval);
 }
 
 absl::Status ParseOptimizer(const YAML::Node& node, OptimizerSpec* optimizer) {

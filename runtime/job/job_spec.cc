@@ -4,10 +4,6 @@
 
 namespace hptrain::job {
 
-bool JobSpec::UsesParameterServer() const {
-  return strategy.type == "ps" || strategy.type == "hps" || strategy.type == "mp2";
-}
-
 int JobSpec::WorldSize() const {
   int world = 0;
   for (const WorkerGroupSpec& group : worker_groups) world += std::max(group.replicas, 0);

@@ -43,7 +43,12 @@ struct StrategySpec {
   double density = 0.0;           // topk / dgc; 0 = unset
   std::optional<bool> error_feedback;
   int interval = 0;               // localsgd / multistep / hierarchical; 0 = unset
+  bool adaptive_interval = false; // multistep: `interval: adaptive` (AdaComm rule); interval is 0
   double warmup_epochs = 0.0;
+  int h_min = 0;                  // multistep, adaptive: bounds of the interval; 0 = unset (1, 32)
+  int h_max = 0;
+  double mu = 0.0;                // multistep: proximal correction toward the global model
+  int delay = 0;                  // multistep: rounds the global update may lag (0; 1 unsupported)
   double clip_norm = 0.0;         // dgc: local gradient clipping bound (global norm); 0 = off
   std::optional<bool> momentum_masking;  // dgc: clear the momentum of sent elements (true)
   std::string sparse_encoding;    // topk / dgc: "pairs" or "compact"; empty when unset (pairs)
@@ -51,6 +56,11 @@ struct StrategySpec {
   double push_ratio = 0.0;        // mp2
   int staleness = -1;             // hps: rounds a worker may run ahead of the PS (0 or 1); -1 = unset (1)
 };
+
+// multistep's interval when adaptive (algorithms.md §3b): starts at H_0, stays in [hMin, hMax].
+inline constexpr int kMultistepH0 = 8;
+inline constexpr int kMultistepHMin = 1;
+inline constexpr int kMultistepHMax = 32;
 
 struct ScheduleSpec {
   std::string type = "constant";  // constant | step | cosine
@@ -148,8 +158,6 @@ struct JobSpec {
 
   // Derived helpers.
   int WorldSize() const;
-  // True for the strategies that train through the parameter server (ps, hps, mp2).
-  bool UsesParameterServer() const;
   // Group name of each rank, ranks numbered group by group in document order.
   std::vector<std::string> RankGroups() const;
   // Initial batch size of each rank: the groups' batchSize where set, else an equal split of the

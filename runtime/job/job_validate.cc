@@ -68,7 +68,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& StrategyTab
       {"topk", {"density", "errorFeedback", "warmupEpochs", "sparseEncoding"}},
       {"dgc", {"density", "warmupEpochs", "clipNorm", "momentumMasking", "sparseEncoding"}},
       {"localsgd", {"interval"}},
-      {"multistep", {"interval", "warmupEpochs"}},
+      {"multistep", {"interval", "warmupEpochs", "hMin", "hMax", "mu", "delay"}},
       {"hierarchical", {"interval"}},
       {"gossip", {"threshold", "interval"}},
       {"ps", {}},
@@ -144,8 +144,12 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
       {"bucketSize", s.bucket_size != 0},
       {"density", s.density != 0},
       {"errorFeedback", s.error_feedback.has_value()},
-      {"interval", s.interval != 0},
+      {"interval", s.interval != 0 || s.adaptive_interval},
       {"warmupEpochs", s.warmup_epochs != 0},
+      {"hMin", s.h_min != 0},
+      {"hMax", s.h_max != 0},
+      {"mu", s.mu != 0},
+      {"delay", s.delay != 0},
       {"threshold", s.threshold != 0},
       {"pushRatio", s.push_ratio != 0},
       {"clipNorm", s.clip_norm != 0},
@@ -183,6 +187,31 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
     HPTRAIN_RETURN_IF_ERROR(AtLeast<int64_t>("spec.strategy.bucketSize", s.bucket_size, 1));
   if (s.density != 0) HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.strategy.density", s.density));
   if (s.interval != 0) HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.interval", s.interval, 1));
+  if (s.adaptive_interval && s.type != "multistep") {
+    return Invalid("spec.strategy.interval", "adaptive applies only to strategy multistep, got ",
+                   s.type, " (use an integer)");
+  }
+  // multistep: hMin/hMax bound the adaptive interval (an unset interval is adaptive).
+  if (s.h_min != 0) HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.hMin", s.h_min, 1));
+  if (s.h_max != 0) HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.hMax", s.h_max, 1));
+  if ((s.h_min != 0 || s.h_max != 0) && s.interval != 0) {
+    return Invalid(s.h_min != 0 ? "spec.strategy.hMin" : "spec.strategy.hMax",
+                   "applies only to an adaptive interval, but spec.strategy.interval is ",
+                   s.interval);
+  }
+  const int h_min = s.h_min != 0 ? s.h_min : kMultistepHMin;
+  const int h_max = s.h_max != 0 ? s.h_max : kMultistepHMax;
+  if (h_min > h_max) {
+    return Invalid("spec.strategy.hMin", "must be <= spec.strategy.hMax (", h_max, "), got ",
+                   h_min);
+  }
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.mu", s.mu, 0.0));
+  if (s.delay == 1) {
+    return Invalid("spec.strategy.delay",
+                   "1 (overlapping a round's all-reduce with the next round) is not supported "
+                   "yet; use 0");
+  }
+  if (s.delay != 0) return Invalid("spec.strategy.delay", "must be 0 or 1, got ", s.delay);
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.warmupEpochs", s.warmup_epochs, 0.0));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.clipNorm", s.clip_norm, 0.0));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.threshold", s.threshold, 0.0));
@@ -419,6 +448,11 @@ absl::Status ValidateJob(const JobSpec& spec) {
   HPTRAIN_RETURN_IF_ERROR(ValidateStrategy(spec.strategy));
   HPTRAIN_RETURN_IF_ERROR(ValidatePs(spec));
   HPTRAIN_RETURN_IF_ERROR(ValidateOptimizer(spec.optimizer));
+  if (spec.strategy.type == "multistep" && spec.optimizer.type != "sgd") {
+    // Its delayed global update is an SGD step on the round's accumulated gradient.
+    return Invalid("spec.optimizer.type", "strategy multistep takes optimizer sgd, got ",
+                   spec.optimizer.type);
+  }
   HPTRAIN_RETURN_IF_ERROR(ValidateRunKnobs(spec));
   HPTRAIN_RETURN_IF_ERROR(ValidateWorkers(spec));
   HPTRAIN_RETURN_IF_ERROR(

@@ -45,6 +45,8 @@ struct EpochTiming {
   double compute_seconds = 0;        // data + forward + backward, emulated slowdown included
   double comm_seconds = 0;           // time inside ReduceGradients (overlapped or not)
   double exposed_comm_seconds = 0;   // time the trainer waited for communication after backward
+  double train_loss = 0;             // the epoch's mean training loss over all ranks (the same
+                                     // on every rank)
 };
 
 // What the strategy reports for the metrics hptrain_compression_ratio and hptrain_quant_bit_width
@@ -56,6 +58,9 @@ struct StrategyStats {
   // that step (0 when synchronous; never above the staleness bound), and the most seen so far.
   int64_t staleness = 0;
   int64_t max_staleness = 0;
+  // Local steps between two synchronisations of the workers (localsgd, multistep); 1 for the
+  // strategies that synchronise every step. Reported as hptrain_sync_interval.
+  int interval = 1;
 };
 
 // Running totals behind StrategyStats::compression_ratio.

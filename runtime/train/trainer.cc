@@ -274,6 +274,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   stats->compression_ratio = strategy_stats.compression_ratio;
   stats->bits = strategy_stats.bits;
   stats->staleness = strategy_stats.staleness;
+  stats->interval = strategy_stats.interval;
   epoch_timing_.compute_seconds += compute_seconds;  // as emulated, like the step stats
   epoch_timing_.comm_seconds += stats->comm_seconds;
   epoch_timing_.exposed_comm_seconds += stats->exposed_comm_seconds;
@@ -351,6 +352,7 @@ absl::Status Trainer::Impl::Evaluation(int epoch, int64_t steps_done, int64_t st
   HPTRAIN_RETURN_IF_ERROR(Evaluate(&stats.test_accuracy, &stats.test_loss));
   if (!interim) {
     epoch_timing_.epoch = epoch;
+    epoch_timing_.train_loss = stats.train_loss;
     HPTRAIN_RETURN_IF_ERROR(strategy_->OnEpochEnd(epoch_timing_), "strategy ", strategy_->name(),
                             " at the end of epoch ", epoch);
     epoch_timing_ = sync::EpochTiming();
@@ -423,7 +425,10 @@ absl::Status Trainer::Impl::RestoreCheckpoint() {
   }
   optimizer_->set_steps(c.optimizer_steps);
   for (auto& [name, values] : c.sections) {
-    if (name.rfind("ps.", 0) == 0) restored_[name] = std::move(values);  // the strategy's
+    // The strategy's own sections: "ps." and those named after the strategy ("multistep.").
+    if (name.rfind("ps.", 0) == 0 || name.rfind(strategy_->name() + ".", 0) == 0) {
+      restored_[name] = std::move(values);
+    }
   }
   global_step_ = c.step;
   start_epoch_ = c.epoch;

@@ -48,6 +48,7 @@ struct StepStats {
   double compression_ratio = 1.0;  // from the strategy
   int bits = 32;                   // bits per gradient element on the wire (32 = uncompressed)
   int64_t staleness = 0;           // parameter-server strategies: versions the copy lags
+  int interval = 1;                // local steps between synchronisations (localsgd, multistep)
 };
 
 // One evaluation of the model on the test set: at the end of every epoch and, with

@@ -229,6 +229,23 @@ CEL_TWINS = {
     "!has(self.warmupEpochs) || self.warmupEpochs == 0.0 || "
     "(has(self.type) && self.type in ['topk', 'dgc', 'multistep'])":
         _applies("warmupEpochs", ["topk", "dgc", "multistep"], zero=0),
+    "!has(self.hMin) || self.hMin == 0 || (has(self.type) && self.type == 'multistep')":
+        _applies("hMin", ["multistep"], zero=0),
+    "!has(self.hMax) || self.hMax == 0 || (has(self.type) && self.type == 'multistep')":
+        _applies("hMax", ["multistep"], zero=0),
+    "!has(self.mu) || self.mu == 0.0 || (has(self.type) && self.type == 'multistep')":
+        _applies("mu", ["multistep"], zero=0),
+    "!has(self.delay) || self.delay == 0 || (has(self.type) && self.type == 'multistep')":
+        _applies("delay", ["multistep"], zero=0),
+    "!has(self.interval) || type(self.interval) == int || "
+    "(has(self.type) && self.type == 'multistep')":
+        lambda s: "interval" not in s or isinstance(s["interval"], int)
+        or s.get("type") == "multistep",
+    "!has(self.hMin) || !has(self.hMax) || self.hMin == 0 || self.hMax == 0 || "
+    "self.hMin <= self.hMax":
+        lambda s: s.get("hMin", 0) == 0 or s.get("hMax", 0) == 0 or s["hMin"] <= s["hMax"],
+    "type(self) == int ? self >= 0 : self == 'adaptive'":
+        lambda s: s >= 0 if isinstance(s, int) else s == "adaptive",
     "!has(self.clipNorm) || self.clipNorm == 0.0 || (has(self.type) && self.type == 'dgc')":
         _applies("clipNorm", ["dgc"], zero=0),
     "!has(self.momentumMasking) || (has(self.type) && self.type == 'dgc')":

@@ -116,9 +116,9 @@ TEST_F(BadInput, UnknownStrategyType) {
 TEST_F(BadInput, ValidStrategyNotInThisBuild) {
   std::string path = dir_.Write("job.yaml", Job());
   std::string err = ExpectBadInput(
-      {path, "--set", "spec.strategy.type=localsgd", "--set", "spec.strategy.interval=8"});
+      {path, "--set", "spec.strategy.type=gossip", "--set", "spec.strategy.threshold=0.1"});
   EXPECT_TRUE(Contains(err, "spec.strategy.type"));
-  EXPECT_TRUE(Contains(err, "localsgd"));
+  EXPECT_TRUE(Contains(err, "gossip"));
   EXPECT_TRUE(Contains(err, "not available in this build"));
 }
 

@@ -171,6 +171,33 @@ TEST(JobParserTest, DgcClippingAndWarmup) {
               HasSubstr("spec.strategy.momentumMasking: does not apply to strategy topk"));
 }
 
+TEST(JobParserTest, MultistepIntervalIsAnIntegerOrAdaptive) {
+  absl::StatusOr<JobSpec> adaptive =
+      Parse(kMinimal, {"spec.strategy.type=multistep", "spec.strategy.interval=adaptive",
+                       "spec.strategy.hMin=2", "spec.strategy.hMax=16", "spec.strategy.mu=0.01",
+                       "spec.strategy.delay=0", "spec.strategy.warmupEpochs=1"});
+  ASSERT_TRUE(adaptive.ok()) << adaptive.status();
+  EXPECT_TRUE(adaptive->strategy.adaptive_interval);
+  EXPECT_EQ(adaptive->strategy.interval, 0);
+  EXPECT_EQ(adaptive->strategy.h_min, 2);
+  EXPECT_EQ(adaptive->strategy.h_max, 16);
+  EXPECT_DOUBLE_EQ(adaptive->strategy.mu, 0.01);
+  absl::StatusOr<JobSpec> fixed =
+      Parse(kMinimal, {"spec.strategy.type=multistep", "spec.strategy.interval=4"});
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_FALSE(fixed->strategy.adaptive_interval);
+  EXPECT_EQ(fixed->strategy.interval, 4);
+  EXPECT_EQ(SetError({"spec.strategy.type=multistep", "spec.strategy.interval=often"}),
+            "job.yaml: spec.strategy.interval: must be an integer, got \"often\"");
+  EXPECT_THAT(SetError({"spec.strategy.type=localsgd", "spec.strategy.interval=adaptive"}),
+              HasSubstr("spec.strategy.interval: adaptive applies only to strategy multistep"));
+  EXPECT_THAT(SetError({"spec.strategy.type=multistep", "spec.strategy.hMin=9",
+                        "spec.strategy.hMax=4"}),
+              HasSubstr("spec.strategy.hMin: must be <= spec.strategy.hMax (4), got 9"));
+  EXPECT_THAT(SetError({"spec.strategy.type=multistep", "spec.strategy.delay=1"}),
+              HasSubstr("spec.strategy.delay: 1 (overlapping"));
+}
+
 TEST(JobParserTest, SparseEncoding) {
   for (const std::string type : {"topk", "dgc"}) {
     absl::StatusOr<JobSpec> spec = Parse(kMinimal, {"spec.strategy.type=" + type});

@@ -216,6 +216,69 @@ INSTANTIATE_TEST_SUITE_P(
                s.strategy.interval = -2;
              },
              "spec.strategy.interval: must be >= 1"},
+        Case{"AdaptiveIntervalOnLocalSgd",
+             [](JobSpec& s) {
+               s.strategy.type = "localsgd";
+               s.strategy.adaptive_interval = true;
+             },
+             "spec.strategy.interval: adaptive applies only to strategy multistep"},
+        Case{"HMinAboveHMax",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.strategy.h_min = 8;
+               s.strategy.h_max = 4;
+             },
+             "spec.strategy.hMin: must be <= spec.strategy.hMax (4), got 8"},
+        Case{"HMinAboveDefaultHMax",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.strategy.h_min = 40;
+             },
+             "spec.strategy.hMin: must be <= spec.strategy.hMax (32), got 40"},
+        Case{"HMaxWithFixedInterval",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.strategy.interval = 4;
+               s.strategy.h_max = 8;
+             },
+             "spec.strategy.hMax: applies only to an adaptive interval"},
+        Case{"HMinZeroOrBelow",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.strategy.h_min = -1;
+             },
+             "spec.strategy.hMin: must be >= 1, got -1"},
+        Case{"NegativeMu",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.strategy.mu = -0.1;
+             },
+             "spec.strategy.mu: must be >= 0, got -0.1"},
+        Case{"DelayOneNotSupportedYet",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.strategy.delay = 1;
+             },
+             "spec.strategy.delay: 1 (overlapping a round's all-reduce with the next round) is "
+             "not supported yet"},
+        Case{"DelayTwo",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.strategy.delay = 2;
+             },
+             "spec.strategy.delay: must be 0 or 1, got 2"},
+        Case{"MuOnLocalSgd",
+             [](JobSpec& s) {
+               s.strategy.type = "localsgd";
+               s.strategy.mu = 0.01;
+             },
+             "spec.strategy.mu: does not apply to strategy localsgd (localsgd takes interval)"},
+        Case{"MultistepWithAdam",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.optimizer.type = "adam";
+             },
+             "spec.optimizer.type: strategy multistep takes optimizer sgd, got adam"},
         Case{"NegativeThreshold",
              [](JobSpec& s) {
                s.strategy.type = "gossip";
@@ -393,6 +456,13 @@ TEST(ValidateJobTest, EveryStrategyAcceptsItsOwnParameters) {
       if (key == "momentumMasking") spec.strategy.momentum_masking = false;
       if (key == "sparseEncoding") spec.strategy.sparse_encoding = "compact";
       if (key == "staleness") spec.strategy.staleness = 0;
+      if (key == "hMin") {  // bounds an adaptive interval only
+        spec.strategy.interval = 0;
+        spec.strategy.adaptive_interval = true;
+        spec.strategy.h_min = 2;
+      }
+      if (key == "hMax") spec.strategy.h_max = 16;
+      if (key == "mu") spec.strategy.mu = 0.01;
     }
     EXPECT_TRUE(ValidateJob(spec).ok()) << type << ": " << ValidateJob(spec);
   }
@@ -406,6 +476,9 @@ TEST(ValidateJobTest, StrategyTable) {
   EXPECT_THAT(StrategyParameters("quantized"), ElementsAre("bits", "bucketSize", "errorFeedback"));
   EXPECT_THAT(StrategyParameters("gossip"), ElementsAre("threshold", "interval"));
   EXPECT_THAT(StrategyParameters("hps"), ElementsAre("bits", "staleness"));
+  EXPECT_THAT(StrategyParameters("localsgd"), ElementsAre("interval"));
+  EXPECT_THAT(StrategyParameters("multistep"),
+              ElementsAre("interval", "warmupEpochs", "hMin", "hMax", "mu", "delay"));
   EXPECT_THAT(StrategyParameters("nope"), IsEmpty());
 }
 

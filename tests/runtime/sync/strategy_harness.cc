@@ -33,6 +33,7 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
   result.params.resize(world);
   result.bytes_sent.resize(world);
   result.max_staleness.resize(world);
+  result.sections.resize(world);
   std::mutex mu;
   auto gradient = options.gradient ? options.gradient : [](int rank, int step, size_t i) {
     return std::sin(0.001f * static_cast<float>(i) + 0.3f * rank + 0.7f * step) * 0.5f +
@@ -106,12 +107,18 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
           if (options.epoch_timing) timing = options.epoch_timing(timing.epoch);
           if (auto s = (*strategy)->OnEpochEnd(timing); !s.ok()) return fail(s);
           if (rank == 0) result.bits.push_back((*strategy)->stats().bits);
+          if (rank == 0) result.intervals.push_back((*strategy)->stats().interval);
         }
       }
       if (auto s = (*strategy)->Synchronize(options.steps, absl::MakeSpan(params)); !s.ok()) {
         return fail(s);
       }
+      CheckpointSections sections;
+      if (options.save_state) {
+        if (auto s = (*strategy)->SaveState(options.steps, &sections); !s.ok()) return fail(s);
+      }
       std::lock_guard<std::mutex> lock(mu);
+      if (options.save_state) result.sections[rank] = std::move(sections);
       result.max_staleness[rank] = (*strategy)->stats().max_staleness;
       result.params[rank] = params;
       result.bytes_sent[rank] = comm.bytes_sent();

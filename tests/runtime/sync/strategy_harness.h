@@ -34,6 +34,8 @@ struct SimOptions {
   std::vector<int> local_batches;
   // Called on each rank after every step's AfterOptimizerStep with that rank's parameters.
   std::function<void(int rank, int step, const std::vector<float>& params)> after_step;
+  // Collect every rank's SaveState sections after the final Synchronize (SimResult::sections).
+  bool save_state = false;
 };
 
 struct SimResult {
@@ -41,11 +43,20 @@ struct SimResult {
   std::vector<int64_t> bytes_sent;         // per rank
   std::vector<int> bits;                   // rank 0's StrategyStats::bits after each epoch
   std::vector<int64_t> max_staleness;      // per rank, StrategyStats::max_staleness at the end
+  std::vector<int> intervals;              // rank 0's StrategyStats::interval after each epoch
+  std::vector<CheckpointSections> sections;  // per rank, with SimOptions::save_state
   bool ok = true;
   std::string error;
 };
 
 SimResult Simulate(const job::JobSpec& spec, const SimOptions& options);
+
+// P: the parameters of the simulated model (the sum of options.tensor_sizes).
+inline size_t Parameters(const SimOptions& options) {
+  size_t p = 0;
+  for (size_t s : options.tensor_sizes) p += s;
+  return p;
+}
 
 // A job spec with the given strategy block for the harness (SGD lr 0.1, momentum 0.9, wd 1e-4).
 job::JobSpec HarnessJob(const std::string& strategy);

@@ -1,0 +1,94 @@
+// localsgd: Local SGD (Lin et al., ICLR 2020; algorithms.md §6) with a fixed interval H
+// (`interval`, default 8). Every worker steps its own optimizer on its own mean gradient every
+// step; every H steps the models are averaged. Momentum buffers stay local.
+//
+// ReduceGradients scales the worker's summed gradient G_i by B / b_i, so that after the trainer's
+// division by B the local optimizer sees G_i / b_i, the worker's mean gradient.
+//
+// The average is weighted by the samples each worker processed since the last one,
+// w_i = Σ_h b_i,h / Σ_h B (1/N with equal batches). With plain SGD at H = 1 this gives
+// x − η·Σ_i (b_i/B)·(G_i/b_i) = x − η·Σ_i G_i / B, SSGD's weighted aggregation, for any allocation;
+// a plain mean would weight a worker with a small slice as much as one with a large one. Momentum
+// and weight decay are linear, so at H = 1 the weighted mean of the local momenta follows SSGD's
+// momentum too. The equality holds up to rounding only: the gradient is scaled by B / b_i and
+// back, and parameters are averaged where SSGD sums gradients.
+//
+// Bytes per worker: one ring all-reduce of the parameters, 2(N−1)/N · 4P, every H steps.
+// Synchronize (before every evaluation and checkpoint) averages as well, so both see one model;
+// the interval then restarts. BatchNorm buffers are averaged by the trainer at every evaluation.
+#include <algorithm>
+
+#include "kernels/update/update.h"
+#include "runtime/base/status.h"
+#include "runtime/sync/registry.h"
+
+namespace hptrain::sync {
+namespace {
+
+constexpr int kDefaultInterval = 8;
+
+class LocalSgd : public Strategy {
+ public:
+  LocalSgd(comm::Communicator* comm, int interval) : comm_(comm), interval_(interval) {}
+
+  std::string name() const override { return "localsgd"; }
+
+  absl::Status ReduceGradients(const StepInfo& step, int, absl::Span<float> gradients) override {
+    if (step.local_batch <= 0) {
+      std::fill(gradients.begin(), gradients.end(), 0.0f);
+    } else {
+      kernels::Scale(gradients.data(), gradients.size(),
+                     static_cast<float>(step.global_batch) / static_cast<float>(step.local_batch));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) override {
+    local_samples_ += step.local_batch;
+    global_samples_ += step.global_batch;
+    if (++steps_since_average_ < interval_) return absl::OkStatus();
+    return Average(parameters);
+  }
+
+  absl::Status Synchronize(int64_t, absl::Span<float> parameters) override {
+    if (steps_since_average_ == 0) return absl::OkStatus();
+    return Average(parameters);
+  }
+
+  StrategyStats stats() const override {
+    StrategyStats s;
+    s.interval = interval_;
+    return s;
+  }
+
+ private:
+  absl::Status Average(absl::Span<float> parameters) {
+    const float weight =
+        global_samples_ > 0
+            ? static_cast<float>(static_cast<double>(local_samples_) / global_samples_)
+            : 1.0f / static_cast<float>(comm_->size());
+    kernels::Scale(parameters.data(), parameters.size(), weight);
+    HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(parameters.data(), parameters.size()),
+                            "averaging the models after ", steps_since_average_, " local steps");
+    steps_since_average_ = 0;
+    local_samples_ = 0;
+    global_samples_ = 0;
+    return absl::OkStatus();
+  }
+
+  comm::Communicator* comm_;
+  const int interval_;
+  int steps_since_average_ = 0;
+  int64_t local_samples_ = 0;   // Σ b_i since the last average
+  int64_t global_samples_ = 0;  // Σ B since the last average
+};
+
+}  // namespace
+
+bool local_sgd_registered = RegisterStrategy(
+    "localsgd", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
+      const int interval = context.job->strategy.interval;
+      return std::make_unique<LocalSgd>(context.comm, interval > 0 ? interval : kDefaultInterval);
+    });
+
+}  // namespace hptrain::sync
