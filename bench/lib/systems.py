@@ -44,6 +44,10 @@ HPTRAIN = {
     "hptrain-hps-b": {"type": "hps", "bits": "32", "staleness": "1"},   # pipelining only
     "hptrain-hps-c": {"type": "hps", "bits": "8", "staleness": "0"},    # quantization only
     "hptrain-ps2": {"type": "ps", "spec.ps.shards": "2"},  # shard 1 on a host of its own
+    # Model averaging (algorithms.md §3): local SGD every 8 steps (the peer of ddp-postlocal8),
+    # and multistep after one warm-up epoch of ssgd with the interval picked every epoch.
+    "hptrain-localsgd": {"type": "localsgd", "interval": "8"},
+    "hptrain-multistep": {"type": "multistep", "warmupEpochs": "1", "interval": "adaptive"},
 }
 
 # The strategies whose workers exchange with parameter-server processes on the ps host.

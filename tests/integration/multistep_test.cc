@@ -1,0 +1,62 @@
+// multistep (algorithms.md §3) through the real binary on the demo job: two epochs, one of them
+// the ssgd warm-up, then the adaptive interval. Its test accuracy stays within 0.5 points of
+// ssgd's with the same seed and schedule, while each worker sends fewer bytes per step.
+#include <filesystem>
+#include <iostream>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/hptrain_process.h"
+
+namespace hptrain::testing {
+namespace {
+
+bool HaveData() {
+  return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+}
+
+struct Outcome {
+  double accuracy = 0;        // percent
+  double bytes_per_step = 0;  // bytes sent per worker per step, mean over the workers
+};
+
+// Two epochs of the demo job (4 workers, global batch 128, seed 42, cosine schedule as in
+// ps_test.cc and compression_test.cc).
+TEST(Multistep, TwoEpochAccuracyAgainstSsgd) {
+  if (!HaveData()) GTEST_SKIP() << "Fashion-MNIST not installed at /usr/share/datasets";
+  TempDir dir;
+  auto run = [&](const std::string& tag, const std::vector<std::string>& sets) {
+    Outcome o;
+    const std::string json = dir.path() + "/" + tag + ".json";
+    std::vector<std::string> argv = {HptrainBinary(), "run", "examples/fashion-mnist.yaml",
+                                     "--quiet", "--output-json", json, "--set", "spec.epochs=2",
+                                     "--set", "spec.optimizer.schedule.type=cosine"};
+    for (const auto& set : sets) argv.insert(argv.end(), {"--set", set});
+    ProcessResult r = RunProcess(argv, 900);
+    EXPECT_EQ(r.exit_code, 0) << tag << ": " << r.err;
+    nlohmann::json summary = nlohmann::json::parse(ReadFile(json), nullptr, false);
+    if (summary.is_discarded()) return o;
+    o.accuracy = 100 * summary["final"]["test_accuracy"].get<double>();
+    const double steps = summary["steps"].get<double>();
+    const auto& ranks = summary["ranks"];
+    EXPECT_EQ(ranks.size(), 4u) << tag;
+    EXPECT_GT(steps, 0) << tag;
+    if (ranks.empty() || steps <= 0) return o;
+    for (const auto& rank : ranks) o.bytes_per_step += rank["bytes_sent"].get<double>() / steps;
+    o.bytes_per_step /= static_cast<double>(ranks.size());
+    std::cout << tag << ": test accuracy " << o.accuracy << " %, " << o.bytes_per_step
+              << " bytes per worker per step\n";
+    return o;
+  };
+  const Outcome ssgd = run("ssgd", {});
+  // Interval unset: adaptive (the AdaComm rule, from H = 8 after the warm-up epoch).
+  const Outcome multistep =
+      run("multistep", {"spec.strategy.type=multistep", "spec.strategy.warmupEpochs=1"});
+  EXPECT_GT(ssgd.accuracy, 80.0);
+  EXPECT_GE(multistep.accuracy, ssgd.accuracy - 0.5);
+  EXPECT_GT(multistep.bytes_per_step, 0.0);
+  EXPECT_LT(multistep.bytes_per_step, ssgd.bytes_per_step);
+}
+
+}  // namespace
+}  // namespace hptrain::testing
