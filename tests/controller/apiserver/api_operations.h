@@ -1,7 +1,7 @@
 // ApiOperations: the verbs of the API server double with kube-apiserver's object semantics, on top
 // of the ObjectStore. The HTTP front end and the in-process test API both call these.
 //
-// Rules implemented (fixture numbers from /work/shared/fixtures/kube):
+// Rules implemented (fixture numbers from tests/fixtures/kube):
 //  - create: uid, creationTimestamp, generation 1 (types with generation), generateName; a status
 //    sent to a type with a status subresource is dropped; 409 AlreadyExists (10); 422 Invalid
 //    from name validation, the type's OpenAPI schema (09) and installed validators.

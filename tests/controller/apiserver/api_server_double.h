@@ -1,6 +1,6 @@
 // ApiServerDouble: an in-process stand-in for kube-apiserver (plus the garbage collector and the
 // CRD controller) that the controller's tests start on 127.0.0.1 and point the real HTTP client
-// at. Its behaviour follows the recorded v1.28.7 exchanges in /work/shared/fixtures/kube
+// at. Its behaviour follows the recorded v1.28.7 exchanges in tests/fixtures/kube
 // (README.md there); README.md in this folder lists what is imitated and what is simplified.
 //
 //   ApiServerDouble server;                      // serves built-ins + hptrain.io TrainingJob

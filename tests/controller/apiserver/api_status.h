@@ -1,5 +1,5 @@
 // API errors of the Kubernetes API server double, shaped exactly like kube-apiserver's
-// metav1.Status bodies (see /work/shared/fixtures/kube: 09, 10, 13, 18, 22, 24, 38, 40, 42).
+// metav1.Status bodies (see tests/fixtures/kube: 09, 10, 13, 18, 22, 24, 38, 40, 42).
 //
 // Inside the double every operation returns absl::Status / absl::StatusOr. An API error is an
 // absl::Status whose payload (type URL kStatusPayloadUrl) holds the serialized Status body; the

@@ -1,4 +1,4 @@
-// Replays the recorded kube-apiserver v1.28.7 exchanges (/work/shared/fixtures/kube) against the
+// Replays the recorded kube-apiserver v1.28.7 exchanges (tests/fixtures/kube) against the
 // API server double and compares the answers: same HTTP status and the same body shape.
 //
 // Covered (every fixture but 41):

@@ -1,7 +1,7 @@
-// Recorded kube-apiserver exchanges (/work/shared/fixtures/kube, see its README.md) for replay.
+// Recorded kube-apiserver exchanges (tests/fixtures/kube, see its README.md) for replay.
 //
 // The directory comes from $HPTRAIN_KUBE_FIXTURES, else the compile-time default
-// HPTRAIN_KUBE_FIXTURE_DIR (the shared checkout's fixtures/kube). Tests skip with a printed
+// HPTRAIN_KUBE_FIXTURE_DIR (the repository's tests/fixtures/kube). Tests skip with a printed
 // reason when it is absent.
 #ifndef HPTRAIN_TESTS_CONTROLLER_KUBE_FIXTURES_H_
 #define HPTRAIN_TESTS_CONTROLLER_KUBE_FIXTURES_H_
