@@ -21,6 +21,9 @@
 
 namespace hptrain::kernels {
 
+// The largest finite fp16 value; senders clamp to ±kHalfMax so that no value becomes infinite.
+inline constexpr float kHalfMax = 65504.0f;
+
 // Which CPU implementation to run. kAuto (what the functions without this argument use) picks
 // kF16c when the CPU and OS support AVX + F16C, else kPortable. Exposed for tests and benchmarks.
 enum class CastImpl { kAuto, kPortable, kF16c };

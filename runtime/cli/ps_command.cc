@@ -53,6 +53,18 @@ struct PsFlags {
   std::string advertise;    // the address workers reach this shard on (default host:port)
 };
 
+// hptrain_rpc_rejected_total{reason}: calls refused for their job token, by the coordinator or a
+// shard; returns what the services call with "missing_token" or "bad_token".
+std::function<void(const std::string&)> CountRefusedTokens(metrics::Registry& registry) {
+  auto* rejected = registry.Counter("hptrain_rpc_rejected_total",
+                                    "RPCs refused for a missing or wrong job token.", {"reason"});
+  auto* missing_token = rejected->WithLabels({"missing_token"});
+  auto* bad_token = rejected->WithLabels({"bad_token"});
+  return [missing_token, bad_token](const std::string& reason) {
+    (reason == "missing_token" ? missing_token : bad_token)->Inc();
+  };
+}
+
 // The parameter-server shard of this process: its state, its gRPC service and its metrics.
 struct Shard {
   std::unique_ptr<ps::ParamStore> store;
@@ -115,11 +127,7 @@ absl::Status RunShard(const job::JobSpec& spec, const PsFlags& flags, const std:
   }
   metrics::Registry registry(
       {{"job", spec.name}, {"role", "ps"}, {"rank", std::to_string(flags.shard)}});
-  auto* rejected = registry.Counter("hptrain_rpc_rejected_total",
-                                    "RPCs refused for a missing or wrong job token.", {"reason"});
-  Shard shard = MakeShard(spec, flags, token, registry, [rejected](const std::string& reason) {
-    rejected->WithLabels({reason})->Inc();
-  });
+  Shard shard = MakeShard(spec, flags, token, registry, CountRefusedTokens(registry));
   HPTRAIN_ASSIGN_OR_RETURN(
       ps::RunningServer server,
       ps::StartGrpcServer(flags.host, flags.port, {shard.service.get()}, "parameter server"));
@@ -179,10 +187,7 @@ absl::Status RunPs(const PsFlags& flags) {
   if (flags.shard > 0) return RunShard(spec, flags, token);
 
   metrics::Registry registry({{"job", spec.name}, {"role", "ps"}, {"rank", "0"}});
-  auto* rejected = registry.Counter("hptrain_rpc_rejected_total",
-                                    "RPCs refused for a missing or wrong job token.", {"reason"});
-  auto* missing_token = rejected->WithLabels({"missing_token"});
-  auto* bad_token = rejected->WithLabels({"bad_token"});
+  const auto on_unauthenticated = CountRefusedTokens(registry);
   auto* registered = registry.Gauge("hptrain_workers_registered",
                                     "Workers that registered with the coordinator.")->Get();
   auto* done = registry.Gauge("hptrain_workers_done", "Workers that finished successfully.")->Get();
@@ -198,9 +203,6 @@ absl::Status RunPs(const PsFlags& flags) {
   config.allocation = spec.InitialAllocation();
   config.global_batch = spec.global_batch_size;
   auto service = std::make_unique<ps::CoordinatorService>(config);
-  auto on_unauthenticated = [missing_token, bad_token](const std::string& reason) {
-    (reason == "missing_token" ? missing_token : bad_token)->Inc();
-  };
   service->set_on_rejected(on_unauthenticated);
   // Shard 0 of the parameter server shares the coordinator's port.
   std::optional<Shard> shard;

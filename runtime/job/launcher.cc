@@ -218,10 +218,16 @@ int Launch(const LaunchOptions& options) {
   const double start_unix_seconds =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   Supervisor supervisor;
-  std::vector<std::string> ps_argv = command(placement.ps, "ps");
-  ps_argv.insert(ps_argv.end(), {"--host", placement.ps.address, "--port", "0", "--metrics-host",
-                                 placement.ps.address, "--metrics-port", "0", "--linger", "60"});
-  ps_argv.insert(ps_argv.end(), {"--port-file", port_file, "--token-file", token_file});
+  // A ps process on `host`, serving on its address with ports picked by the system.
+  auto ps_command = [&](const HostPlacement& host, const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = command(host, "ps");
+    argv.insert(argv.end(), {"--host", host.address, "--port", "0", "--metrics-host",
+                             host.address, "--metrics-port", "0", "--token-file", token_file});
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  };
+  std::vector<std::string> ps_argv =
+      ps_command(placement.ps, {"--linger", "60", "--port-file", port_file});
   auto ps_pid = supervisor.Spawn("ps-0", ps_argv, {}, ChildRole::kMustSucceed);
   if (!ps_pid.ok()) return ReportError("run", ps_pid.status());
   auto port = WaitForPort(port_file, *ps_pid);
@@ -239,10 +245,8 @@ int Launch(const LaunchOptions& options) {
     const HostPlacement& host = placement.ps_shards.empty()
                                     ? placement.ps
                                     : placement.ps_shards[static_cast<size_t>(shard - 1)];
-    std::vector<std::string> argv = command(host, "ps");
-    argv.insert(argv.end(), {"--shard", std::to_string(shard), "--coordinator", address, "--host",
-                             host.address, "--port", "0", "--metrics-host", host.address,
-                             "--metrics-port", "0", "--linger", "0", "--token-file", token_file});
+    std::vector<std::string> argv = ps_command(
+        host, {"--shard", std::to_string(shard), "--coordinator", address, "--linger", "0"});
     auto pid = supervisor.Spawn(absl::StrCat("ps-", shard), argv, {}, ChildRole::kMustSucceed);
     if (!pid.ok()) {
       supervisor.Wait(WaitOptions{absl::Seconds(2)});

@@ -40,8 +40,7 @@ EncodedHeaderFields FieldsFor(int bits, int64_t n) {
   return f;
 }
 
-// Largest finite half: values beyond it are clamped so that no delta becomes infinite.
-constexpr float kHalfMax = 65504.0f;
+using kernels::kHalfMax;
 
 }  // namespace
 

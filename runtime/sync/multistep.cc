@@ -23,8 +23,8 @@
 // without warm-up), F the loss smoothed by an EMA of 0.9, H = clamp(ceil(sqrt(F / F_0)·H_0),
 // hMin, hMax) with H_0 = 8; the new H applies from the next round.
 //
-// Bytes per worker: one ring all-reduce of 4P bytes per round, 2(N−1)/N · 4P / H per step, plus
-// one single-float all-reduce per epoch for the loss when the interval is adaptive.
+// Bytes per worker: one ring all-reduce of 4P bytes per round, 2(N−1)/N · 4P / H per step; the
+// adaptive interval reads the epoch loss the trainer already all-reduced, at no extra bytes.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -135,11 +135,9 @@ class Multistep : public Strategy {
 
   absl::Status OnEpochEnd(const EpochTiming& timing) override {
     if (!adaptive_ || timing.epoch + 1 < spec_.strategy.warmup_epochs) return absl::OkStatus();
-    // The loss is the same on every rank in the trainer; all-reducing it makes sure that every
-    // rank takes the same decision whoever calls this.
-    float loss = static_cast<float>(timing.train_loss);
-    HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(&loss, 1), "agreeing on the epoch's loss");
-    loss /= static_cast<float>(comm_->size());
+    // EpochTiming::train_loss is the mean over all ranks, the same on each: every rank takes
+    // the same decision without a collective of its own.
+    const double loss = timing.train_loss;
     if (!std::isfinite(loss)) return absl::OkStatus();  // keep H; the run is diverging anyway
     if (!have_f0_) {
       have_f0_ = true;

@@ -13,7 +13,7 @@
 namespace hptrain::sync {
 namespace {
 
-constexpr float kHalfMax = 65504.0f;  // the largest finite fp16
+using kernels::kHalfMax;
 
 absl::StatusOr<comm::EncodedBuffer> Encode(SparseWire wire, const std::vector<int32_t>& indices,
                                            const std::vector<float>& values, int64_t n) {
