@@ -1,0 +1,25 @@
+// MP²'s settings as a job declares them (spec.strategy of type mp2), for the PS and the workers
+// alike, so both read the same schedule and predictor.
+#ifndef HPTRAIN_RUNTIME_PS_MP2_JOB_OPTIONS_H_
+#define HPTRAIN_RUNTIME_PS_MP2_JOB_OPTIONS_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "runtime/job/job_spec.h"
+#include "runtime/ps/mp2/prediction_state.h"
+#include "runtime/ps/mp2/predictor.h"
+
+namespace hptrain::ps::mp2 {
+
+// pushRatio (0.1), history (5), calibration (false), damping (0.25) and the schedule's seed
+// (spec.seed).
+PredictionOptions PredictionOptionsFor(const job::JobSpec& spec);
+
+// The predictor spec.strategy.predictor names: null for "zero", else the file loaded and checked
+// against spec.strategy.history. Errors are one line naming spec.strategy.predictor.
+absl::StatusOr<std::shared_ptr<const PredictorRunner>> OpenPredictor(const job::JobSpec& spec);
+
+}  // namespace hptrain::ps::mp2
+
+#endif  // HPTRAIN_RUNTIME_PS_MP2_JOB_OPTIONS_H_
