@@ -28,6 +28,7 @@
 #include "runtime/ps/coordinator_client.h"
 #include "runtime/ps/coordinator_server.h"
 #include "runtime/ps/grpc_server.h"
+#include "runtime/ps/mp2/job_options.h"
 #include "runtime/ps/param_store.h"
 #include "runtime/ps/ps_client.h"
 #include "runtime/ps/ps_service.h"
@@ -67,6 +68,7 @@ std::function<void(const std::string&)> CountRefusedTokens(metrics::Registry& re
 
 // The parameter-server shard of this process: its state, its gRPC service and its metrics.
 struct Shard {
+  std::shared_ptr<const ps::mp2::PredictorRunner> predictor;  // mp2; null: the zero change
   std::unique_ptr<ps::ParamStore> store;
   std::unique_ptr<ps::PsService> service;
   metrics::Counter* push_bytes = nullptr;
@@ -86,9 +88,9 @@ struct Shard {
   }
 };
 
-Shard MakeShard(const job::JobSpec& spec, const PsFlags& flags, const std::string& token,
-                metrics::Registry& registry,
-                const std::function<void(const std::string&)>& on_unauthenticated) {
+absl::StatusOr<Shard> MakeShard(const job::JobSpec& spec, const PsFlags& flags,
+                                const std::string& token, metrics::Registry& registry,
+                                const std::function<void(const std::string&)>& on_unauthenticated) {
   ps::ParamStoreConfig config;
   config.shard = flags.shard;
   config.world_size = spec.WorldSize();
@@ -100,6 +102,15 @@ Shard MakeShard(const job::JobSpec& spec, const PsFlags& flags, const std::strin
     config.max_lead = spec.strategy.staleness < 0 ? 1 : spec.strategy.staleness;
   }
   Shard shard;
+  if (spec.strategy.type == "mp2") {
+    HPTRAIN_ASSIGN_OR_RETURN(shard.predictor, ps::mp2::OpenPredictor(spec));
+    ps::Mp2StoreConfig mp2;
+    mp2.prediction = ps::mp2::PredictionOptionsFor(spec);
+    // The shard's inference may use the cores its pod was given (spec.threads), one by default.
+    mp2.prediction.threads = std::max(1, spec.threads);
+    mp2.predictor = shard.predictor.get();
+    config.mp2 = mp2;
+  }
   shard.store = std::make_unique<ps::ParamStore>(config);
   auto* rejected = registry.Counter("hptrain_ps_pushes_rejected_total",
                                     "Parameter-server calls refused, by reason.", {"reason"});
@@ -108,6 +119,19 @@ Shard MakeShard(const job::JobSpec& spec, const PsFlags& flags, const std::strin
   auto* wait = registry.Histogram("hptrain_ps_aggregation_wait_seconds",
                                   "Time from a round's first push to its last.")->Get();
   shard.store->set_on_round([wait](double seconds) { wait->Observe(seconds); });
+  if (config.mp2.has_value()) {
+    auto* inference = registry.Histogram(
+        "hptrain_mp2_inference_seconds",
+        "mp2: time the shard's predictor took per round (every element of the predicted tensors).")
+        ->Get();
+    auto* predicted = registry.Counter("hptrain_mp2_predicted_elements_total",
+                                       "mp2: parameters the shard predicted instead of receiving.")
+                          ->Get();
+    shard.store->set_on_prediction([inference, predicted](const ps::mp2::RoundStats& stats) {
+      inference->Observe(stats.inference_seconds);
+      predicted->Inc(static_cast<double>(stats.predicted));
+    });
+  }
   shard.push_bytes = registry.Counter("hptrain_ps_push_bytes_total",
                                       "Payload bytes of the gradients pushed to this shard.")->Get();
   shard.pull_bytes = registry.Counter("hptrain_ps_pull_bytes_total",
@@ -127,7 +151,8 @@ absl::Status RunShard(const job::JobSpec& spec, const PsFlags& flags, const std:
   }
   metrics::Registry registry(
       {{"job", spec.name}, {"role", "ps"}, {"rank", std::to_string(flags.shard)}});
-  Shard shard = MakeShard(spec, flags, token, registry, CountRefusedTokens(registry));
+  HPTRAIN_ASSIGN_OR_RETURN(Shard shard,
+                           MakeShard(spec, flags, token, registry, CountRefusedTokens(registry)));
   HPTRAIN_ASSIGN_OR_RETURN(
       ps::RunningServer server,
       ps::StartGrpcServer(flags.host, flags.port, {shard.service.get()}, "parameter server"));
@@ -208,7 +233,9 @@ absl::Status RunPs(const PsFlags& flags) {
   std::optional<Shard> shard;
   std::vector<grpc::Service*> extra;
   if (job::UsesParameterServer(spec.strategy.type)) {
-    shard.emplace(MakeShard(spec, flags, token, registry, on_unauthenticated));
+    HPTRAIN_ASSIGN_OR_RETURN(Shard made,
+                             MakeShard(spec, flags, token, registry, on_unauthenticated));
+    shard.emplace(std::move(made));
     extra.push_back(shard->service.get());
   }
   HPTRAIN_ASSIGN_OR_RETURN(auto server, ps::CoordinatorServer::Start(flags.host, flags.port,

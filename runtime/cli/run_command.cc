@@ -1,9 +1,12 @@
 // hptrain run JOB.yaml: runs a TrainingJob as local processes (see runtime/job/launcher.h).
+// hptrain mp2 collect JOB.yaml --out FILE: the same run, recording MP²'s snapshot dataset on rank 0
+// (spec.collect, runtime/ps/mp2/dataset.h).
 #include <unistd.h>
 
 #include <climits>
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/base/exit_codes.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
@@ -40,6 +43,51 @@ int RunCommand(int argc, char** argv) {
   }
   options.job_file = set.positional()[0];
   options.binary = SelfPath(argv[0]);
+  return job::Launch(options);
+}
+
+int Mp2CollectCommand(int argc, char** argv) {
+  job::LaunchOptions options;
+  std::string out;
+  int every = 1, samples = 1024, window_every = 200, window_length = 15;
+  FlagSet set("mp2 collect",
+              "JOB.yaml --out FILE [--every N] [--samples N] [--window-every N] "
+              "[--window-length N] [--set path=value]...");
+  set.String("out", &out, "", "the snapshot dataset to write (replaced atomically after every "
+                              "epoch, so an interrupted run keeps the epochs it finished)");
+  set.Int("every", &every, "", "steps between recorded rounds (T_h, default 1)");
+  set.Int("samples", &samples, "",
+          "elements traced per predicted tensor (over 4096 elements), default 1024");
+  set.Int("window-every", &window_every, "",
+          "recorded rounds between windows of full snapshots, default 200");
+  set.Int("window-length", &window_length, "",
+          "consecutive full snapshots per window (history K + the rounds replayed), default 15");
+  set.Repeated("set", &options.overrides,
+               "override a job field, e.g. --set spec.maxSteps=500 (repeatable)");
+  set.String("output-json", &options.output_json, "",
+             "write the run summary here (atomically, only when the run succeeds)");
+  set.Bool("quiet", &options.quiet, "no progress display, only the summary");
+  set.String("placement", &options.placement_file, "",
+             "run the ps and each worker on other hosts (a placement file, see bench/README.md)");
+  int exit_code = kExitOk;
+  if (!set.ParseOrExit(argc, argv, &exit_code)) return exit_code;
+  if (set.positional().size() != 1) {
+    return ReportError("mp2 collect", absl::InvalidArgumentError(
+                                          "expected exactly one job file (hptrain mp2 collect "
+                                          "JOB.yaml --out FILE)"));
+  }
+  if (out.empty()) {
+    return ReportError("mp2 collect",
+                       absl::InvalidArgumentError("--out FILE is required: the dataset to write"));
+  }
+  options.job_file = set.positional()[0];
+  options.binary = SelfPath(argv[0]);
+  // Validation of the values is the job's (spec.collect), so the messages name the job field.
+  options.overrides.push_back(absl::StrCat("spec.collect.path=", out));
+  options.overrides.push_back(absl::StrCat("spec.collect.every=", every));
+  options.overrides.push_back(absl::StrCat("spec.collect.samples=", samples));
+  options.overrides.push_back(absl::StrCat("spec.collect.windowEvery=", window_every));
+  options.overrides.push_back(absl::StrCat("spec.collect.windowLength=", window_length));
   return job::Launch(options);
 }
 

@@ -291,6 +291,11 @@ absl::Status ParseStrategy(const YAML::Node& node, StrategySpec* strategy) {
   r.Read("sparseEncoding", &strategy->sparse_encoding);
   r.Read("threshold", &strategy->threshold);
   r.Read("pushRatio", &strategy->push_ratio);
+  r.Read("history", &strategy->history);
+  r.Read("mode", &strategy->mode);
+  r.Read("predictor", &strategy->predictor);
+  r.Read("calibration", &strategy->calibration);
+  r.Read("damping", &strategy->damping);
   r.Read("staleness", &strategy->staleness);
   HPTRAIN_RETURN_IF_ERROR(r.Finish());
   // An integer, or the word "adaptive" (multistep: the AdaComm rule picks it every epoch).
@@ -386,6 +391,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   YAML::Node ps = r.Child("ps");
   YAML::Node rebalance = r.Child("rebalance");
   YAML::Node checkpoint = r.Child("checkpoint");
+  YAML::Node collect = r.Child("collect");
   YAML::Node run_policy = r.Child("runPolicy");
   YAML::Node testing = r.Child("testing");
   r.Read("schedulerName", &spec->scheduler_name);
@@ -422,6 +428,14 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   c.Read("path", &spec->checkpoint.path);
   c.Read("intervalSteps", &spec->checkpoint.interval_steps);
   HPTRAIN_RETURN_IF_ERROR(c.Finish());
+
+  MapReader co(collect, "spec.collect");
+  co.Read("path", &spec->collect.path);
+  co.Read("every", &spec->collect.every);
+  co.Read("samples", &spec->collect.samples);
+  co.Read("windowEvery", &spec->collect.window_every);
+  co.Read("windowLength", &spec->collect.window_length);
+  HPTRAIN_RETURN_IF_ERROR(co.Finish());
 
   MapReader rp(run_policy, "spec.runPolicy");
   rp.Read("backoffLimit", &spec->run_policy.backoff_limit);

@@ -53,7 +53,12 @@ struct StrategySpec {
   std::optional<bool> momentum_masking;  // dgc: clear the momentum of sent elements (true)
   std::string sparse_encoding;    // topk / dgc: "pairs" or "compact"; empty when unset (pairs)
   double threshold = 0.0;         // gossip
-  double push_ratio = 0.0;        // mp2
+  double push_ratio = 0.0;        // mp2: fraction of each predicted tensor pushed per round; 0 = unset (0.1)
+  int history = 0;                // mp2: K, snapshots the predictor reads; 0 = unset (5)
+  std::string mode;               // mp2: "A" (pull the full model) or "B" (mirrored); empty = A
+  std::string predictor;          // mp2: predictor file, or "zero" (the zero-change ablation)
+  std::optional<bool> calibration;  // mp2: per-tensor calibration of the predicted change (false)
+  double damping = 0.0;           // mp2: share of the predicted change applied; 0 = unset (0.25)
   int staleness = -1;             // hps: rounds a worker may run ahead of the PS (0 or 1); -1 = unset (1)
 };
 
@@ -61,6 +66,11 @@ struct StrategySpec {
 inline constexpr int kMultistepH0 = 8;
 inline constexpr int kMultistepHMin = 1;
 inline constexpr int kMultistepHMax = 32;
+
+// mp2's defaults (algorithms.md §1b).
+inline constexpr double kMp2PushRatio = 0.1;
+inline constexpr int kMp2History = 5;
+inline constexpr double kMp2Damping = 0.25;
 
 struct ScheduleSpec {
   std::string type = "constant";  // constant | step | cosine
@@ -101,6 +111,16 @@ struct RebalanceSpec {
 struct CheckpointSpec {
   std::string path;               // checkpoint file; empty = no checkpoints
   int interval_steps = 0;         // 0 = only at the end of the run
+};
+
+// MP² snapshot collection (algorithms.md §1b "DATASET"): rank 0 records parameter histories of
+// this run into a dataset file for `hptrain mp2 train` (runtime/ps/mp2/dataset.h).
+struct CollectSpec {
+  std::string path;               // dataset file; empty = no collection
+  int every = 1;                  // steps between recorded rounds (T_h)
+  int samples = 1024;             // elements traced per predicted tensor
+  int window_every = 200;         // recorded rounds between full-snapshot windows
+  int window_length = 15;         // consecutive full snapshots per window
 };
 
 // Gang scheduling on Kubernetes: the ps and all workers are scheduled together or not at all.
@@ -153,6 +173,7 @@ struct JobSpec {
   GangSchedulingSpec gang_scheduling;
   RebalanceSpec rebalance;
   CheckpointSpec checkpoint;
+  CollectSpec collect;
   RunPolicySpec run_policy;
   TestingSpec testing;
 

@@ -73,7 +73,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& StrategyTab
       {"gossip", {"threshold", "interval"}},
       {"ps", {}},
       {"hps", {"bits", "staleness"}},
-      {"mp2", {"pushRatio"}},
+      {"mp2", {"pushRatio", "history", "mode", "predictor", "calibration", "damping"}},
   };
   return *table;
 }
@@ -152,6 +152,11 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
       {"delay", s.delay != 0},
       {"threshold", s.threshold != 0},
       {"pushRatio", s.push_ratio != 0},
+      {"history", s.history != 0},
+      {"mode", !s.mode.empty()},
+      {"predictor", !s.predictor.empty()},
+      {"calibration", s.calibration.has_value()},
+      {"damping", s.damping != 0},
       {"clipNorm", s.clip_norm != 0},
       {"momentumMasking", s.momentum_masking.has_value()},
       {"sparseEncoding", !s.sparse_encoding.empty()},
@@ -217,6 +222,18 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.threshold", s.threshold, 0.0));
   if (s.push_ratio != 0)
     HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.strategy.pushRatio", s.push_ratio));
+  if (s.damping != 0)
+    HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.strategy.damping", s.damping));
+  if (s.history != 0 && (s.history < 2 || s.history > 64)) {
+    return Invalid("spec.strategy.history", "must be between 2 and 64, got ", s.history);
+  }
+  if (!s.mode.empty())
+    HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.mode", "mode", s.mode, {"A", "B"}));
+  if (s.type == "mp2" && s.predictor.empty()) {
+    return Invalid("spec.strategy.predictor",
+                   "required for strategy mp2: a predictor file made by `hptrain mp2 train`, or "
+                   "zero (the zero-change ablation)");
+  }
   return absl::OkStatus();
 }
 
@@ -366,6 +383,10 @@ absl::Status ValidateRunKnobs(const JobSpec& spec) {
 
   HPTRAIN_RETURN_IF_ERROR(
       AtLeast("spec.checkpoint.intervalSteps", spec.checkpoint.interval_steps, 0));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.collect.every", spec.collect.every, 1));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.collect.samples", spec.collect.samples, 1));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.collect.windowEvery", spec.collect.window_every, 1));
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.collect.windowLength", spec.collect.window_length, 2));
   if (spec.checkpoint.interval_steps > 0 && spec.checkpoint.path.empty()) {
     return Invalid("spec.checkpoint.path", "required when spec.checkpoint.intervalSteps is set");
   }

@@ -1,6 +1,7 @@
 #include "runtime/ps/param_store.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/update/update.h"
@@ -71,6 +72,12 @@ absl::Status ParamStore::Init(int rank, const ShardLayoutInfo& layout, const Sha
   version_ = state.version;
   rounds_.clear();
   mirrors_.assign(config_.world_size, {});
+  fresh_.clear();
+  if (config_.mp2.has_value()) {
+    prediction_ = std::make_unique<mp2::PredictionState>(
+        config_.mp2->prediction, config_.shard, layout.tensor_sizes, config_.mp2->predictor);
+    HPTRAIN_RETURN_IF_ERROR(prediction_->Reset(params_, version_));
+  }
   initialised_ = true;
   cv_.notify_all();
   return absl::OkStatus();
@@ -126,13 +133,31 @@ absl::StatusOr<int64_t> ParamStore::Push(const PushInfo& push,
                               absl::StrCat(who, ": ", tensors.size(), " tensors for [", push.begin,
                                            ", ", push.end, "), which holds ", last - first)));
   }
+  if (config_.mp2.has_value()) {
+    const uint64_t expected = mp2::ScheduleFingerprint(config_.mp2->prediction.seed,
+                                                       config_.mp2->prediction.push_ratio);
+    if (push.schedule != expected) {
+      return Reject("subset", absl::InvalidArgumentError(absl::StrCat(
+                                  who, ": push of the wrong subset, cut by schedule ",
+                                  push.schedule, ", shard ", config_.shard, "'s is ", expected,
+                                  " (spec.seed or spec.strategy.pushRatio differ)")));
+    }
+  }
   std::vector<comm::EncodedView> views;
   int64_t payload = 0;
   for (int k = 0; k < last - first; ++k) {
     const std::string what = absl::StrCat(who, ", tensor ", first + k);
+    const int64_t expected = PushedSize(first + k, push.step);
     absl::StatusOr<comm::EncodedView> view =
-        DecodePsTensor(tensors[k], layout_.tensor_sizes[first + k], what.c_str());
-    if (!view.ok()) return Reject("size", view.status());
+        DecodePsTensor(tensors[k], expected, what.c_str());
+    if (!view.ok()) {
+      if (config_.mp2.has_value()) {
+        return Reject("subset", absl::InvalidArgumentError(absl::StrCat(
+                                    "push of the wrong subset: ", view.status().message(),
+                                    " (round ", push.step, "'s subset)")));
+      }
+      return Reject("size", view.status());
+    }
     payload += static_cast<int64_t>(view->payload_bytes);
     views.push_back(*view);
   }
@@ -160,10 +185,12 @@ absl::StatusOr<int64_t> ParamStore::Push(const PushInfo& push,
     round.sums.resize(config_.world_size);
     round.covered.resize(config_.world_size);
     round.tensors_covered.assign(config_.world_size, 0);
+    round.batch.assign(config_.world_size, 0);
     round.first_push = Clock::now();
   }
   round.lr = push.lr;
   round.have_lr = true;
+  round.batch[push.rank] = push.batch_size;
   std::vector<float>& sum = round.sums[push.rank];
   if (sum.empty()) sum.assign(params_.size(), 0.0f);
   std::vector<char>& covered = round.covered[push.rank];
@@ -187,6 +214,15 @@ void ParamStore::ApplyReadyRounds() {
        it != rounds_.end() && it->second.ranks_complete == config_.world_size;
        it = rounds_.find(version_)) {
     Round& round = it->second;
+    if (config_.mp2.has_value()) {
+      ApplyMp2Round(it->first, round);
+      const double wait = std::chrono::duration<double>(Clock::now() - round.first_push).count();
+      rounds_.erase(it);
+      ++version_;
+      applied = true;
+      if (on_round_) on_round_(wait);
+      continue;
+    }
     std::vector<float>& g = round.sums[0];
     for (int r = 1; r < config_.world_size; ++r) {
       const std::vector<float>& other = round.sums[r];
@@ -202,6 +238,34 @@ void ParamStore::ApplyReadyRounds() {
     if (on_round_) on_round_(wait);
   }
   if (applied) cv_.notify_all();
+}
+
+int64_t ParamStore::PushedSize(int t, int64_t step) const {
+  if (!config_.mp2.has_value()) return layout_.tensor_sizes[t];
+  return prediction_->PushSize(t, step);
+}
+
+void ParamStore::ApplyMp2Round(int64_t step, Round& round) {
+  const float inverse_batch = 1.0f / static_cast<float>(config_.global_batch);
+  std::vector<std::vector<float>> fresh(layout_.tensor_sizes.size());
+  for (size_t t = 0; t < fresh.size(); ++t) {
+    const int64_t n = prediction_->PushSize(static_cast<int>(t), step);
+    std::vector<float>& average = fresh[t];
+    average.assign(static_cast<size_t>(n), 0.0f);
+    for (int r = 0; r < config_.world_size; ++r) {
+      const float weight = static_cast<float>(round.batch[r]);
+      const float* values = round.sums[r].data() + tensor_offsets_[t];
+      for (int64_t i = 0; i < n; ++i) average[i] += weight * values[i];
+    }
+    kernels::Scale(average.data(), average.size(), inverse_batch);
+  }
+  mp2::RoundStats stats;
+  // The sizes were checked at every push, and the round is the state's next: this cannot fail.
+  absl::Status applied = prediction_->Apply(step, fresh, &stats);
+  if (!applied.ok()) std::abort();
+  params_ = prediction_->params();
+  fresh_ = std::move(fresh);
+  if (on_prediction_) on_prediction_(stats);
 }
 
 absl::Status ParamStore::WaitForVersion(std::unique_lock<std::mutex>& lock, int64_t version,
@@ -232,6 +296,10 @@ absl::StatusOr<PullResult> ParamStore::Pull(int rank, int64_t min_version, int b
     return Reject("rank", absl::InvalidArgumentError(absl::StrCat(
                               who, ": rank out of range, the job has ", config_.world_size,
                               " workers")));
+  }
+  if (bits == kFreshBits && config_.mp2.has_value()) {
+    HPTRAIN_RETURN_IF_ERROR(WaitForVersion(lock, min_version, timeout, who.c_str()));
+    return PullFresh(rank, min_version);
   }
   if (!ValidPsBits(bits)) {
     return Reject("size", absl::InvalidArgumentError(
@@ -266,6 +334,26 @@ absl::StatusOr<PullResult> ParamStore::Pull(int rank, int64_t min_version, int b
   return result;
 }
 
+absl::StatusOr<PullResult> ParamStore::PullFresh(int rank, int64_t version) {
+  if (version_ != version || fresh_.empty()) {
+    return Reject("stale_step", absl::FailedPreconditionError(absl::StrCat(
+                                    "fresh pull of rank ", rank, " for model version ", version,
+                                    ": shard ", config_.shard, " is at version ", version_,
+                                    fresh_.empty() ? " and has applied no round yet" : "")));
+  }
+  PullResult result;
+  result.version = version_;
+  int64_t payload = 0;
+  for (const std::vector<float>& values : fresh_) {
+    HPTRAIN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                             EncodeValues(values.data(), static_cast<int64_t>(values.size())));
+    payload += static_cast<int64_t>(bytes.size() - comm::kEncodedHeaderBytes);
+    result.tensors.push_back(std::move(bytes));
+  }
+  pull_bytes_ += payload;
+  return result;
+}
+
 absl::StatusOr<ShardState> ParamStore::GetState(int64_t version,
                                                 std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
@@ -279,6 +367,7 @@ absl::StatusOr<ShardState> ParamStore::GetState(int64_t version,
   state.version = version_;
   state.optimizer_steps = optimizer_->steps();
   state.sections["params"] = params_;
+  if (config_.mp2.has_value()) return state;  // no optimizer: the workers step their own
   for (const auto& [name, values] : optimizer_->state()) state.sections[name] = *values;
   return state;
 }

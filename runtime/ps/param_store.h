@@ -14,6 +14,14 @@
 // keeps the version before the current one while pushes may run ahead), so what a worker gets
 // does not depend on how its pull and the other workers' pushes interleave.
 //
+// mp2 (ParamStoreConfig::mp2, algorithms.md §1): pushes are parameter VALUES, each piece holding
+// the values of the round's subset (mp2/schedule.h) or the whole piece when it is not predicted,
+// cut by the schedule the push's fingerprint names. A round's pushes are averaged weighted by
+// batch (Σ_i b_i·v_i in rank order, × 1/B) and handed to the shard's PredictionState, which
+// predicts the complement; there is no optimizer. Pulls at bits 32 return the parameters (mode
+// A); at kFreshBits (mode B) the averaged fresh values of the last round, which every worker
+// feeds to its own PredictionState.
+//
 // Every rejection leaves the parameters, the version and the round's accumulated pushes as they
 // were, and its message names what was wrong in one line.
 //
@@ -30,14 +38,24 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "runtime/job/job_spec.h"
+#include "runtime/ps/mp2/prediction_state.h"
 #include "runtime/train/optimizer.h"
 
 namespace hptrain::ps {
+
+// Pull bits for mp2 mode B: the fresh values of the last round applied.
+inline constexpr int kFreshBits = 0;
+
+struct Mp2StoreConfig {
+  mp2::PredictionOptions prediction;
+  const mp2::PredictorRunner* predictor = nullptr;  // null: the zero change; outlives the store
+};
 
 struct ParamStoreConfig {
   int shard = 0;
@@ -45,6 +63,7 @@ struct ParamStoreConfig {
   int global_batch = 1;  // B: the aggregate is Σ pushes / B
   job::OptimizerSpec optimizer;
   int max_lead = 0;  // the staleness bound s: rounds up to version + s are accepted
+  std::optional<Mp2StoreConfig> mp2;  // set: parameter averaging with prediction (mp2)
 };
 
 struct ShardLayoutInfo {
@@ -64,6 +83,7 @@ struct PushInfo {
   double lr = 0;
   int64_t begin = 0;
   int64_t end = 0;
+  uint64_t schedule = 0;  // mp2: mp2::ScheduleFingerprint of the subsets pushed
 };
 
 // A shard's parameters and optimizer state: "params", "momentum", "adam.m", "adam.v".
@@ -81,7 +101,7 @@ struct PullResult {
 class ParamStore {
  public:
   // Called for every refused call with a short reason ("stale_step", "future_step", "size",
-  // "duplicate", "rank", "lr", "uninitialised", "layout"), for a metric.
+  // "duplicate", "rank", "lr", "uninitialised", "layout", "subset"), for a metric.
   using RejectObserver = std::function<void(const std::string& reason)>;
   // Called when a round is applied, with the seconds from its first push to its last.
   using RoundObserver = std::function<void(double aggregation_wait_seconds)>;
@@ -90,6 +110,10 @@ class ParamStore {
 
   void set_on_rejected(RejectObserver fn) { on_rejected_ = std::move(fn); }
   void set_on_round(RoundObserver fn) { on_round_ = std::move(fn); }
+  // mp2: called after every round with its prediction statistics.
+  void set_on_prediction(std::function<void(const mp2::RoundStats&)> fn) {
+    on_prediction_ = std::move(fn);
+  }
 
   // Sets the layout and the state (sections["params"], plus the optimizer's sections when
   // resuming) at `state.version`; clears pending rounds and mirrors. Errors: InvalidArgument when
@@ -125,6 +149,7 @@ class ParamStore {
   struct Round {
     double lr = 0;
     bool have_lr = false;
+    std::vector<int> batch;                   // per rank, b_i (mp2)
     std::vector<std::vector<float>> sums;     // per rank, the shard's range (allocated lazily)
     std::vector<std::vector<char>> covered;   // per rank, per tensor
     std::vector<int> tensors_covered;         // per rank
@@ -135,12 +160,19 @@ class ParamStore {
   absl::Status Reject(const std::string& reason, absl::Status status);
   // Applies complete rounds in order. Called with mu_ held.
   void ApplyReadyRounds();
+  // mp2's round: the weighted average of the pushed values, then the prediction.
+  void ApplyMp2Round(int64_t step, Round& round);
+  // The number of values tensor t of a push for `step` carries.
+  int64_t PushedSize(int t, int64_t step) const;
+  // mp2 mode B's pull (kFreshBits), with mu_ held and the version reached.
+  absl::StatusOr<PullResult> PullFresh(int rank, int64_t version);
   absl::Status WaitForVersion(std::unique_lock<std::mutex>& lock, int64_t version,
                               std::chrono::milliseconds timeout, const char* what);
 
   const ParamStoreConfig config_;
   RejectObserver on_rejected_;
   RoundObserver on_round_;
+  std::function<void(const mp2::RoundStats&)> on_prediction_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -154,6 +186,9 @@ class ParamStore {
   int64_t version_ = 0;
   std::map<int64_t, Round> rounds_;
   std::vector<std::vector<float>> mirrors_;  // per rank; empty before its first full pull
+  // mp2: the prediction state of the shard, and the fresh values of the last round applied.
+  std::unique_ptr<mp2::PredictionState> prediction_;
+  std::vector<std::vector<float>> fresh_;
   std::atomic<int64_t> push_bytes_{0};
   std::atomic<int64_t> pull_bytes_{0};
 };

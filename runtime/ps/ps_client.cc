@@ -108,6 +108,7 @@ absl::StatusOr<int64_t> PsClient::Push(int shard, const PushInfo& push,
   header.set_lr(push.lr);
   header.set_begin(push.begin);
   header.set_end(push.end);
+  header.set_schedule(push.schedule);
   HPTRAIN_ASSIGN_OR_RETURN(std::string bytes, SerializeTensors(tensors));
   grpc::ClientContext context;
   Prepare(&context);

@@ -92,6 +92,12 @@ absl::StatusOr<std::vector<uint8_t>> EncodeGradient(const float* gradient, float
   return std::move(buffer).Release();
 }
 
+absl::StatusOr<std::vector<uint8_t>> EncodeValues(const float* values, int64_t n) {
+  HPTRAIN_ASSIGN_OR_RETURN(EncodedBuffer buffer, EncodedBuffer::Create(FieldsFor(32, n)));
+  std::memcpy(buffer.dense(), values, n * sizeof(float));
+  return std::move(buffer).Release();
+}
+
 absl::StatusOr<std::vector<uint8_t>> EncodeForPull(const float* w, float* mirror, int64_t n,
                                                    int bits) {
   const int b = EffectiveBits(bits, n);

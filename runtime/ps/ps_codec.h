@@ -40,6 +40,9 @@ absl::StatusOr<std::vector<uint8_t>> EncodeGradient(const float* gradient, float
                                                     int64_t n, int bits, uint64_t seed,
                                                     uint64_t step);
 
+// Encodes n values as DENSE_F32 (MP²'s pushed and fresh parameter values).
+absl::StatusOr<std::vector<uint8_t>> EncodeValues(const float* values, int64_t n);
+
 // Encodes what the worker must do to its copy of a tensor of n elements: at EffectiveBits 32 the
 // parameters `w` (and mirror := w), otherwise the rounded delta w − mirror, after which mirror +=
 // the decoded delta (ApplyPulled's arithmetic).

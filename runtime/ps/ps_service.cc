@@ -81,6 +81,7 @@ Status PsService::Push(ServerContext* context, grpc::ServerReader<v1::PushReques
   push.lr = header.lr();
   push.begin = header.begin();
   push.end = header.end();
+  push.schedule = header.schedule();
   absl::StatusOr<int64_t> version = store_->Push(push, *tensors);
   if (!version.ok()) return ToGrpc(version.status());
   response->set_version(*version);

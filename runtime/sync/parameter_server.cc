@@ -1,4 +1,4 @@
-// ps and hps: training through the parameter server (algorithms.md §5; runtime/ps).
+// ps, hps and mp2: training through the parameter server (algorithms.md §5 and §1; runtime/ps).
 //
 // Every step each worker pushes its summed gradient (Σ over its b_i samples) for each bucket as
 // soon as backward produced it, split by shard and by tensor; the shards sum the N pushes in rank
@@ -22,6 +22,17 @@
 // momentum step (exact, from the last two versions) plus its own mean gradient g_i = G_i/b_i of
 // round t in place of the global one. The pulled copy w_t itself (base_) is what the PS mirrors.
 //
+//   mp2  MP² (algorithms.md §1b): every worker steps its own optimizer on its own mean gradient
+//        (momentum stays local), then pushes the parameter VALUES of the round's subset S_t of
+//        every predicted tensor (runtime/ps/mp2/schedule.h: ρ = pushRatio of each tensor over
+//        4096 elements, shared permutation, no indices travel) and the other tensors whole. The
+//        shard averages them (weighted by batch), predicts the complement (mp2/prediction_state.h)
+//        and publishes the next version. Mode A pulls the full model; mode B pulls only the
+//        round's averaged fresh values and runs the same prediction locally, reaching the PS's
+//        model bit for bit. At pushRatio 1 nothing is predicted: a PS averaging parameters every
+//        step. Bytes per worker per round (algorithms.md §1c): push 4·(Σ|S_t,l| + small), pull 4P
+//        (mode A) or the same as the push (mode B).
+//
 // Before every evaluation and checkpoint (Synchronize) the copy is brought to the model of
 // exactly the steps done, in fp32; the checkpoint of rank 0 also carries every shard's
 // parameters and optimizer state ("ps.params", "ps.momentum", ...), from which Start
@@ -34,7 +45,11 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/update/update.h"
 #include "runtime/base/status.h"
+#include "runtime/ps/mp2/job_options.h"
+#include "runtime/ps/mp2/prediction_state.h"
+#include "runtime/ps/mp2/predictor.h"
 #include "runtime/ps/ps_codec.h"
 #include "runtime/ps/ps_connection.h"
 #include "runtime/ps/shard_plan.h"
@@ -55,6 +70,11 @@ struct PsOptions {
   int staleness = 0;
   int bits = 32;
   bool dynamic_bits = false;
+  // mp2
+  bool mp2 = false;
+  bool mode_b = false;
+  ps::mp2::PredictionOptions prediction;
+  std::shared_ptr<const ps::mp2::PredictorRunner> predictor;  // mode B; null: the zero change
 };
 
 // Adds seconds to a total that several threads add to.
@@ -93,7 +113,7 @@ class ParameterServerStrategy : public Strategy {
   }
 
   std::string name() const override { return options_.name; }
-  bool owns_parameters() const override { return true; }
+  bool owns_parameters() const override { return !options_.mp2; }
 
   absl::Status Init(const GradientLayout& layout) override;
   absl::Status Start(absl::Span<float> parameters, int64_t step,
@@ -143,6 +163,13 @@ class ParameterServerStrategy : public Strategy {
   // parameters := base_, or with compensation the estimate of the next model (see the top).
   void SetParameters(const StepInfo* step, absl::Span<float> parameters);
 
+  // mp2: pushes the round's subsets of `parameters` (this worker's model after its local step)
+  // and pulls the next version into base_.
+  absl::Status Mp2Round(const StepInfo& step, absl::Span<const float> parameters);
+  absl::Status PushValues(const StepInfo& step, int shard, absl::Span<const float> parameters);
+  // Mode B: applies the fresh values pulled from every shard to the local prediction states.
+  absl::Status ApplyFresh(std::vector<PullFuture>& pulls, int64_t round);
+
   const job::JobSpec& job_;
   const int rank_;
   const int world_;
@@ -176,6 +203,10 @@ class ParameterServerStrategy : public Strategy {
   std::vector<PullFuture> pending_pull_;                    // the next version, in flight
   int pending_pull_bits_ = 32;
 
+  // mp2: one prediction state per shard (its schedules; in mode B also its model).
+  std::vector<std::unique_ptr<ps::mp2::PredictionState>> mp2_states_;
+  uint64_t mp2_fingerprint_ = 0;
+
   // This epoch's times, for bits: dynamic.
   std::atomic<double> comm_seconds_{0};  // inside push and pull calls (overlapped or not)
   double exposed_seconds_ = 0;           // the trainer thread waited for them
@@ -203,6 +234,15 @@ absl::Status ParameterServerStrategy::Init(const GradientLayout& layout) {
   offsets_.assign(1, 0);
   for (int64_t n : sizes_) offsets_.push_back(offsets_.back() + n);
   buckets_ = layout.buckets;
+  if (options_.mp2) {
+    for (int s = 0; s < ps_->shards(); ++s) {
+      mp2_states_.push_back(std::make_unique<ps::mp2::PredictionState>(
+          options_.prediction, s, plan_.shards[s].piece_sizes,
+          options_.mode_b ? options_.predictor.get() : nullptr));
+    }
+    mp2_fingerprint_ =
+        ps::mp2::ScheduleFingerprint(options_.prediction.seed, options_.prediction.push_ratio);
+  }
   if (bits_ < 32 || options_.dynamic_bits) residual_.assign(plan_.total, 0.0f);
   base_.assign(plan_.total, 0.0f);
   compensate_ = options_.staleness > 0 && job_.optimizer.type == "sgd" && !job_.optimizer.nesterov;
@@ -268,6 +308,11 @@ absl::Status ParameterServerStrategy::Start(absl::Span<float> parameters, int64_
   }
   // Every worker starts from the shards' parameters (the mirrors start from the same copy).
   HPTRAIN_RETURN_IF_ERROR(PullAll(step, 32, absl::MakeSpan(base_)), "initial pull");
+  for (int s = 0; s < static_cast<int>(mp2_states_.size()); ++s) {
+    const ps::ShardRange& range = plan_.shards[s];
+    HPTRAIN_RETURN_IF_ERROR(mp2_states_[s]->Reset(
+        std::vector<float>(base_.begin() + range.begin, base_.begin() + range.end), step));
+  }
   SetParameters(nullptr, parameters);
   if (local_version_ != step) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -313,6 +358,14 @@ absl::Status ParameterServerStrategy::StartPush(const StepInfo& step, int shard,
 
 absl::Status ParameterServerStrategy::ReduceGradients(const StepInfo& step, int bucket,
                                                       absl::Span<float> gradients) {
+  if (options_.mp2) {
+    // The local optimizer steps on this worker's mean gradient G_i / b_i (the trainer divides by B).
+    const float factor = step.local_batch > 0 ? static_cast<float>(step.global_batch) /
+                                                    static_cast<float>(step.local_batch)
+                                              : 0.0f;
+    kernels::Scale(gradients.data(), gradients.size(), factor);
+    return absl::OkStatus();
+  }
   const int64_t base = static_cast<int64_t>(buckets_[bucket].begin);
   const int64_t end = static_cast<int64_t>(buckets_[bucket].end);
   if (compensate_) std::copy(gradients.begin(), gradients.end(), own_gradient_.begin() + base);
@@ -373,7 +426,9 @@ absl::Status ParameterServerStrategy::AfterOptimizerStep(const StepInfo& step,
                                                          absl::Span<float> parameters) {
   const int64_t next = step.step + 1;  // the step the copy is for
   absl::Span<float> base = absl::MakeSpan(base_);
-  if (options_.staleness == 0) {
+  if (options_.mp2) {
+    HPTRAIN_RETURN_IF_ERROR(Mp2Round(step, parameters), "MP² round of step ", step.step);
+  } else if (options_.staleness == 0) {
     HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return WaitAll(pushes_); }));
     HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return PullAll(next, bits_, base); }),
                             "pull after step ", step.step);
@@ -403,6 +458,92 @@ absl::Status ParameterServerStrategy::AfterOptimizerStep(const StepInfo& step,
   SetParameters(&step, parameters);
   staleness_ = next - local_version_;
   max_staleness_ = std::max(max_staleness_, staleness_);
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServerStrategy::PushValues(const StepInfo& step, int shard,
+                                                 absl::Span<const float> parameters) {
+  const ps::ShardRange& range = plan_.shards[shard];
+  const ps::mp2::PredictionState& state = *mp2_states_[shard];
+  std::vector<std::vector<uint8_t>> tensors;
+  std::vector<float> values;
+  for (int p = 0; p < state.pieces(); ++p) {
+    const int64_t n = state.PushSize(p, step.step);
+    values.resize(static_cast<size_t>(n));
+    state.schedule(p).Gather(step.step, parameters.data() + range.begin + state.piece_offset(p),
+                             values.data());
+    HPTRAIN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ps::EncodeValues(values.data(), n));
+    tally_.Add(4.0 * static_cast<double>(state.schedule(p).size()), 4.0 * static_cast<double>(n));
+    tensors.push_back(std::move(bytes));
+  }
+  ps::PushInfo push;
+  push.rank = rank_;
+  push.step = step.step;
+  push.version = local_version_;
+  push.batch_size = step.local_batch;
+  push.lr = step.lr;
+  push.begin = range.begin;
+  push.end = range.end;
+  push.schedule = mp2_fingerprint_;
+  pushes_.push_back(std::async(std::launch::async, [this, shard, push,
+                                                    tensors = std::move(tensors)] {
+    const auto start = Clock::now();
+    absl::Status s = ps_->Push(shard, push, tensors).status();
+    AddSeconds(comm_seconds_, Since(start));
+    return s;
+  }));
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServerStrategy::ApplyFresh(std::vector<PullFuture>& pulls,
+                                                 int64_t round) {
+  std::vector<absl::StatusOr<ps::PullResult>> results;
+  for (auto& f : pulls) results.push_back(f.get());
+  pulls.clear();
+  for (int s = 0; s < static_cast<int>(results.size()); ++s) {
+    HPTRAIN_RETURN_IF_ERROR(results[s].status());
+    if (results[s]->version != round + 1) {
+      return absl::InternalError(absl::StrCat("fresh pull from parameter-server shard ", s,
+                                              " is of model version ", results[s]->version,
+                                              ", expected ", round + 1));
+    }
+    ps::mp2::PredictionState& state = *mp2_states_[s];
+    if (static_cast<int>(results[s]->tensors.size()) != state.pieces()) {
+      return absl::DataLossError(absl::StrCat("fresh pull from parameter-server shard ", s, ": ",
+                                              results[s]->tensors.size(), " tensors, expected ",
+                                              state.pieces()));
+    }
+    std::vector<std::vector<float>> fresh(static_cast<size_t>(state.pieces()));
+    for (int p = 0; p < state.pieces(); ++p) {
+      const std::string what =
+          absl::StrCat("fresh pull from parameter-server shard ", s, ", tensor ", p);
+      HPTRAIN_ASSIGN_OR_RETURN(comm::EncodedView view,
+                               ps::DecodePsTensor(results[s]->tensors[p],
+                                                  state.PushSize(p, round), what.c_str()));
+      fresh[p].resize(static_cast<size_t>(state.PushSize(p, round)));
+      ps::DecodeInto(view, fresh[p].data());
+    }
+    HPTRAIN_RETURN_IF_ERROR(state.Apply(round, fresh), "shard ", s);
+    const std::vector<float>& model = state.params();
+    std::copy(model.begin(), model.end(), base_.begin() + plan_.shards[s].begin);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServerStrategy::Mp2Round(const StepInfo& step,
+                                               absl::Span<const float> parameters) {
+  for (int s = 0; s < ps_->shards(); ++s) {
+    HPTRAIN_RETURN_IF_ERROR(PushValues(step, s, parameters));
+  }
+  HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return WaitAll(pushes_); }));
+  const int64_t next = step.step + 1;
+  if (!options_.mode_b) {
+    return Exposed([&] { return PullAll(next, 32, absl::MakeSpan(base_)); });
+  }
+  std::vector<PullFuture> pulls = StartPulls(next, ps::kFreshBits);
+  HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return ApplyFresh(pulls, step.step); }));
+  local_version_ = next;
+  exact_ = true;
   return absl::OkStatus();
 }
 
@@ -527,6 +668,21 @@ bool hps_registered = RegisterStrategy(
       if (options.staleness != 0 && options.staleness != 1) {
         return absl::InvalidArgumentError(
             absl::StrCat("spec.strategy.staleness: must be 0 or 1, got ", options.staleness));
+      }
+      return Create(context, options);
+    });
+
+bool mp2_registered = RegisterStrategy(
+    "mp2", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
+      const job::JobSpec& spec = *context.job;
+      PsOptions options;
+      options.name = "mp2";
+      options.mp2 = true;
+      options.mode_b = spec.strategy.mode == "B";
+      options.prediction = ps::mp2::PredictionOptionsFor(spec);
+      if (options.mode_b) {
+        // Mode B predicts on every worker, with the PS's predictor.
+        HPTRAIN_ASSIGN_OR_RETURN(options.predictor, ps::mp2::OpenPredictor(spec));
       }
       return Create(context, options);
     });

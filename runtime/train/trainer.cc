@@ -12,6 +12,7 @@
 #include "kernels/update/update.h"
 #include "runtime/base/status.h"
 #include "runtime/comm/bucketed_reducer.h"
+#include "runtime/ps/mp2/dataset.h"
 #include "runtime/sync/registry.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/data/dataset.h"
@@ -111,6 +112,9 @@ class Trainer::Impl {
   sync::EpochTiming epoch_timing_;
   Slowdown slowdown_;
 
+  // spec.collect on rank 0: the MP² snapshot dataset being recorded.
+  std::unique_ptr<ps::mp2::SnapshotRecorder> recorder_;
+
   sync::CheckpointSections restored_;  // the sections of the checkpoint resumed from
   int64_t global_step_ = 0;
   int start_epoch_ = 0;
@@ -170,6 +174,20 @@ absl::Status Trainer::Impl::Init() {
   HPTRAIN_RETURN_IF_ERROR(strategy_->Start(FlatParameters(), global_step_, restored_),
                           "strategy ", strategy_->name());
   restored_.clear();
+  if (options_.rank == 0 && !spec_.collect.path.empty()) {
+    ps::mp2::RecorderOptions recorder;
+    recorder.path = spec_.collect.path;
+    recorder.model = spec_.model.name.empty() ? spec_.model.torchscript : spec_.model.name;
+    recorder.dataset = spec_.dataset.name;
+    recorder.seed = spec_.seed;
+    recorder.every = spec_.collect.every;
+    recorder.samples = spec_.collect.samples;
+    recorder.window_every = spec_.collect.window_every;
+    recorder.window_length = spec_.collect.window_length;
+    std::vector<int64_t> tensor_sizes;
+    for (const auto& p : params_) tensor_sizes.push_back(p.numel());
+    recorder_ = std::make_unique<ps::mp2::SnapshotRecorder>(recorder, tensor_sizes);
+  }
   return absl::OkStatus();
 }
 
@@ -261,6 +279,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
     compute_seconds += Since(sleep_start);
   }
   ++global_step_;
+  if (recorder_) recorder_->Record(global_step_, flat_params_.data_ptr<float>());
   stats->step = global_step_;
   stats->epoch = epoch;
   stats->batch_size = local_batch;
@@ -475,6 +494,8 @@ absl::Status Trainer::Impl::Run() {
       }
     }
     HPTRAIN_RETURN_IF_ERROR(Evaluation(epoch, s, steps_per_epoch, false, loss_sum, loss_count));
+    // What was recorded so far survives a later failure of the run.
+    if (recorder_) HPTRAIN_RETURN_IF_ERROR(recorder_->Save(), "spec.collect");
     if (s == steps_per_epoch) {
       HPTRAIN_RETURN_IF_ERROR(SaveCheckpointIfDue(false, epoch + 1, 0), "writing checkpoint");
     }

@@ -225,7 +225,7 @@ class CrdSchemaTest(unittest.TestCase):
         for path in ("spec.model.name", "spec.dataset.name", "spec.dataset.format",
                      "spec.strategy.type", "spec.optimizer.type",
                      "spec.optimizer.schedule.type", "spec.device",
-                     "spec.strategy.sparseEncoding"):
+                     "spec.strategy.sparseEncoding", "spec.strategy.mode"):
             self.assertIn(path, enums, f"no OneOf(\"{path}\", ...) in job_validate.cc")
             node = k8s_schema.schema_at(self.schema, path)
             self.assertEqual(node["enum"], enums[path], path)
@@ -245,6 +245,20 @@ class CrdSchemaTest(unittest.TestCase):
         staleness = k8s_schema.schema_at(self.schema, "spec.strategy.staleness")
         self.assertEqual((staleness["minimum"], staleness["maximum"]), (0, 1))
         self.assertIn("s.staleness != 0 && s.staleness != 1", self.validate_source)
+        # history: 0 = unset (5), else 2..64; the schema's bounds plus a rule that refuses 1.
+        history = k8s_schema.schema_at(self.schema, "spec.strategy.history")
+        self.assertEqual((history["minimum"], history["maximum"]), (0, 64))
+        self.assertEqual([r["rule"] for r in history["x-kubernetes-validations"]],
+                         ["self == 0 || self >= 2"])
+        self.assertIn("s.history != 0 && (s.history < 2 || s.history > 64)", self.validate_source)
+        collect = k8s_schema.schema_at(self.schema, "spec.collect")["properties"]
+        self.assertEqual({k: v["minimum"] for k, v in collect.items() if "minimum" in v},
+                         {"every": 1, "samples": 1, "windowEvery": 1, "windowLength": 2})
+        for field, name, least in (("every", "every", 1), ("samples", "samples", 1),
+                                   ("windowEvery", "window_every", 1),
+                                   ("windowLength", "window_length", 2)):
+            self.assertIn(f'AtLeast("spec.collect.{field}", spec.collect.{name}, {least})',
+                          self.validate_source)
         shards_rule = [r["rule"] for r in self.schema["properties"]["spec"][
             "x-kubernetes-validations"] if "self.ps.shards" in r["rule"]]
         self.assertEqual(len(shards_rule), 1)
@@ -388,8 +402,21 @@ class CrdSchemaTest(unittest.TestCase):
             "hps ps shards": with_set(self.hetero, spec__ps__shards=4),
             "ps shards": with_set(self.mlp, spec__strategy={"type": "ps"},
                                   spec__ps={"shards": 64}),
-            "mp2 shards": with_set(self.mlp, spec__strategy={"type": "mp2", "pushRatio": 0.5},
+            "mp2 shards": with_set(self.mlp, spec__strategy={"type": "mp2", "pushRatio": 0.5,
+                                                             "predictor": "zero"},
                                    spec__ps={"shards": 2}),
+            "mp2 every parameter": with_set(self.mlp, spec__strategy={
+                "type": "mp2", "pushRatio": 0.1, "history": 64, "mode": "B",
+                "predictor": "predictors/lenet5.mp2p", "calibration": False, "damping": 1}),
+            "mp2 history 2 mode A": with_set(self.mlp, spec__strategy={
+                "type": "mp2", "history": 2, "mode": "A", "predictor": "zero"}),
+            "mp2 zero history means unset": with_set(self.mlp, spec__strategy={
+                "type": "mp2", "history": 0, "predictor": "zero"}),
+            "empty predictor on ssgd": with_set(self.mlp, spec__strategy__predictor=""),
+            "collect": with_set(self.mlp, spec__collect={
+                "path": "/data/run.mp2d", "every": 2, "samples": 512, "windowEvery": 100,
+                "windowLength": 2}),
+            "collect path only": with_set(self.hetero, spec__collect={"path": "run.mp2d"}),
             "one shard with ssgd": with_set(self.mlp, spec__ps={"shards": 1}),
             "null means unset": with_set(self.mlp, spec__epochs=None, spec__strategy__type=None),
             "zero parameter on ssgd": with_set(self.mlp, spec__strategy__bucketSize=0,
@@ -470,6 +497,51 @@ class CrdSchemaTest(unittest.TestCase):
              "pushRatio applies only to strategy mp2"),
             ("staleness on ps", with_set(mlp, spec__strategy={"type": "ps", "staleness": 0}),
              "staleness applies only to strategy hps"),
+            ("history on ps", with_set(mlp, spec__strategy={"type": "ps", "history": 5}),
+             "history applies only to strategy mp2"),
+            ("mode on hps", with_set(hetero, spec__strategy__mode="B"),
+             "mode applies only to strategy mp2"),
+            ("predictor on ps", with_set(mlp, spec__strategy={"type": "ps", "predictor": "zero"}),
+             "predictor applies only to strategy mp2"),
+            ("calibration on default ssgd", with_set(mlp, spec__strategy={"calibration": True}),
+             "calibration applies only to strategy mp2"),
+            ("mp2 without predictor", with_set(mlp, spec__strategy={"type": "mp2",
+                                                                    "pushRatio": 0.1}),
+             "spec.strategy.predictor is required for strategy mp2"),
+            ("mp2 with an empty predictor",
+             with_set(mlp, spec__strategy={"type": "mp2", "predictor": ""}),
+             "spec.strategy.predictor is required for strategy mp2"),
+            ("mode C", with_set(mlp, spec__strategy={"type": "mp2", "mode": "C",
+                                                     "predictor": "zero"}),
+             "spec.strategy.mode: 'C' is not one of ['A', 'B']"),
+            ("history 1", with_set(mlp, spec__strategy={"type": "mp2", "history": 1,
+                                                        "predictor": "zero"}),
+             "spec.strategy.history: must be 0 (the default, 5) or between 2 and 64"),
+            ("history 65", with_set(mlp, spec__strategy={"type": "mp2", "history": 65,
+                                                         "predictor": "zero"}),
+             "spec.strategy.history: 65 is greater than the maximum of 64"),
+            ("damping above 1", with_set(mlp, spec__strategy={"type": "mp2", "damping": 1.5,
+                                                              "predictor": "zero"}),
+             "spec.strategy.damping: 1.5 is greater than the maximum of 1"),
+            ("damping on ps", with_set(mlp, spec__strategy={"type": "ps", "damping": 0.5}),
+             "damping applies only to strategy mp2"),
+            ("pushRatio above 1", with_set(mlp, spec__strategy={"type": "mp2", "pushRatio": 1.5,
+                                                                "predictor": "zero"}),
+             "spec.strategy.pushRatio: 1.5 is greater than the maximum of 1"),
+            ("calibration not a boolean",
+             with_set(mlp, spec__strategy={"type": "mp2", "predictor": "zero",
+                                           "calibration": "yes"}),
+             "'yes' is not of type 'boolean'"),
+            ("collect every 0", with_set(mlp, spec__collect={"path": "d.mp2d", "every": 0}),
+             "spec.collect.every: 0 is less than the minimum of 1"),
+            ("collect samples 0", with_set(mlp, spec__collect={"samples": 0}),
+             "spec.collect.samples: 0 is less than the minimum of 1"),
+            ("collect windowEvery 0", with_set(mlp, spec__collect={"windowEvery": 0}),
+             "spec.collect.windowEvery: 0 is less than the minimum of 1"),
+            ("collect windowLength 1", with_set(mlp, spec__collect={"windowLength": 1}),
+             "spec.collect.windowLength: 1 is less than the minimum of 2"),
+            ("unknown collect key", with_set(mlp, spec__collect={"out": "d.mp2d"}),
+             "'out' was unexpected"),
             ("hMin on localsgd", with_set(mlp, spec__strategy={"type": "localsgd", "hMin": 2}),
              "hMin applies only to strategy multistep"),
             ("hMax on gossip", with_set(mlp, spec__strategy={"type": "gossip", "hMax": 2}),

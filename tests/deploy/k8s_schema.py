@@ -256,8 +256,23 @@ CEL_TWINS = {
         _applies("threshold", ["gossip"], zero=0),
     "!has(self.pushRatio) || self.pushRatio == 0.0 || (has(self.type) && self.type == 'mp2')":
         _applies("pushRatio", ["mp2"], zero=0),
+    "!has(self.damping) || self.damping == 0.0 || (has(self.type) && self.type == 'mp2')":
+        _applies("damping", ["mp2"], zero=0),
     "!has(self.staleness) || (has(self.type) && self.type == 'hps')":
         _applies("staleness", ["hps"]),
+    "!has(self.history) || self.history == 0 || (has(self.type) && self.type == 'mp2')":
+        _applies("history", ["mp2"], zero=0),
+    "!has(self.mode) || (has(self.type) && self.type == 'mp2')":
+        _applies("mode", ["mp2"]),
+    "!has(self.predictor) || size(self.predictor) == 0 || "
+    "(has(self.type) && self.type == 'mp2')":
+        _applies("predictor", ["mp2"], zero=""),
+    "!has(self.calibration) || (has(self.type) && self.type == 'mp2')":
+        _applies("calibration", ["mp2"]),
+    "!has(self.type) || self.type != 'mp2' || (has(self.predictor) && size(self.predictor) > 0)":
+        lambda s: s.get("type") != "mp2" or len(s.get("predictor", "")) > 0,
+    "self == 0 || self >= 2":
+        lambda s: s == 0 or s >= 2,
     "!has(self.type) || self.type != 'hps' || !has(self.bits) || "
     "string(self.bits) in ['2', '4', '8', '16', '32', 'dynamic']":
         lambda s: s.get("type") != "hps" or "bits" not in s

@@ -334,6 +334,7 @@ TEST(DesiredObjectsTest, PsStrategyWithOneShardGetsItsService) {
     SCOPED_TRACE(type);
     Json job = ShorthandJob(2);
     job["spec"]["strategy"] = {{"type", type}};
+    if (std::string(type) == "mp2") job["spec"]["strategy"]["predictor"] = "zero";
     DesiredObjects d = Build(job);
     ASSERT_EQ(d.pods.size(), 3u);
     ASSERT_EQ(d.ps_services.size(), 1u);

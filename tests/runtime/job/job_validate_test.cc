@@ -291,6 +291,31 @@ INSTANTIATE_TEST_SUITE_P(
                s.strategy.push_ratio = 2;
              },
              "spec.strategy.pushRatio: must be in (0, 1]"},
+        Case{"Mp2WithoutPredictor", [](JobSpec& s) { s.strategy.type = "mp2"; },
+             "spec.strategy.predictor: required for strategy mp2"},
+        Case{"Mp2HistoryRange",
+             [](JobSpec& s) {
+               s.strategy.type = "mp2";
+               s.strategy.predictor = "zero";
+               s.strategy.history = 1;
+             },
+             "spec.strategy.history: must be between 2 and 64, got 1"},
+        Case{"Mp2Mode",
+             [](JobSpec& s) {
+               s.strategy.type = "mp2";
+               s.strategy.predictor = "zero";
+               s.strategy.mode = "C";
+             },
+             "spec.strategy.mode"},
+        Case{"Mp2DampingRange",
+             [](JobSpec& s) {
+               s.strategy.type = "mp2";
+               s.strategy.predictor = "zero";
+               s.strategy.damping = 1.5;
+             },
+             "spec.strategy.damping: must be in (0, 1]"},
+        Case{"CollectEvery", [](JobSpec& s) { s.collect.every = 0; },
+             "spec.collect.every: must be >= 1"},
         // ps
         Case{"ZeroPsShards", [](JobSpec& s) { s.ps_shards = 0; },
              "spec.ps.shards: must be between 1 and 64, got 0"},
@@ -463,6 +488,12 @@ TEST(ValidateJobTest, EveryStrategyAcceptsItsOwnParameters) {
       }
       if (key == "hMax") spec.strategy.h_max = 16;
       if (key == "mu") spec.strategy.mu = 0.01;
+      if (key == "pushRatio") spec.strategy.push_ratio = 0.2;
+      if (key == "history") spec.strategy.history = 4;
+      if (key == "mode") spec.strategy.mode = "B";
+      if (key == "predictor") spec.strategy.predictor = "zero";
+      if (key == "calibration") spec.strategy.calibration = true;
+      if (key == "damping") spec.strategy.damping = 0.5;
     }
     EXPECT_TRUE(ValidateJob(spec).ok()) << type << ": " << ValidateJob(spec);
   }
@@ -504,6 +535,7 @@ TEST(ValidateJobTest, PsShardsWithParameterServerStrategies) {
   for (const char* type : {"ps", "hps", "mp2"}) {
     JobSpec spec = ValidSpec();
     spec.strategy.type = type;
+    if (spec.strategy.type == "mp2") spec.strategy.predictor = "zero";
     for (int shards : {1, 2, 64}) {
       spec.ps_shards = shards;
       EXPECT_TRUE(ValidateJob(spec).ok()) << type << " x" << shards << ": " << ValidateJob(spec);

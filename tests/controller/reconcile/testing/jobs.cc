@@ -86,6 +86,7 @@ Json HeteroJob() {
 Json ShardedJob(const std::string& type, int shards, int replicas) {
   Json job = ShorthandJob(replicas);
   job["spec"]["strategy"] = {{"type", type}};
+  if (type == "mp2") job["spec"]["strategy"]["predictor"] = "zero";  // required by mp2
   job["spec"]["ps"] = {{"shards", shards}};
   return job;
 }

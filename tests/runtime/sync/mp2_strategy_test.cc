@@ -1,0 +1,316 @@
+// Strategy mp2 on the harness (N ranks as threads, the shards as in-process ParamStores): the
+// checks of algorithms.md §1d — ρ = 1 is a PS averaging parameters every step, bit for bit (and
+// SSGD within rounding for plain SGD); mode B's workers hold the PS's model bit for bit after every
+// round; modes A and B train the same model; the byte counters follow §1c exactly; a push cut by
+// another schedule or of the wrong size is refused and changes nothing.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "kernels/update/update.h"
+#include "runtime/ps/mp2/job_options.h"
+#include "runtime/ps/mp2/predictor.h"
+#include "runtime/ps/param_store.h"
+#include "runtime/ps/ps_codec.h"
+#include "runtime/ps/ps_connection.h"
+#include "runtime/train/optimizer.h"
+#include "tests/runtime/sync/strategy_harness.h"
+
+namespace hptrain::sync::testing {
+namespace {
+
+// A predictor file with small random weights, removed at the end of the test.
+class PredictorFile {
+ public:
+  PredictorFile() {
+    path_ = ::testing::TempDir() + "/mp2_strategy_test_" + std::to_string(getpid()) + ".mp2p";
+    ps::mp2::Predictor p = ps::mp2::EmptyPredictor(ps::mp2::kDefaultHistory, 8, 4);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 0.3f);
+    for (auto& t : p.tensors) {
+      for (float& v : t.values) v = normal(rng);
+    }
+    EXPECT_TRUE(ps::mp2::SavePredictor(path_, p).ok());
+  }
+  ~PredictorFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The job's shards in this process, in mp2 mode, and one connection per rank.
+struct LocalMp2 {
+  LocalMp2(const job::JobSpec& spec, int world, int shards) {
+    auto predictor = ps::mp2::OpenPredictor(spec);
+    EXPECT_TRUE(predictor.ok()) << predictor.status();
+    if (predictor.ok()) runner = *predictor;
+    for (int s = 0; s < shards; ++s) {
+      ps::ParamStoreConfig config;
+      config.shard = s;
+      config.world_size = world;
+      config.global_batch = spec.global_batch_size;
+      config.optimizer = spec.optimizer;
+      ps::Mp2StoreConfig mp2;
+      mp2.prediction = ps::mp2::PredictionOptionsFor(spec);
+      mp2.predictor = runner.get();
+      config.mp2 = mp2;
+      stores.push_back(std::make_unique<ps::ParamStore>(config));
+    }
+    std::vector<ps::ParamStore*> raw;
+    for (auto& s : stores) raw.push_back(s.get());
+    for (int r = 0; r < world; ++r) {
+      connections.push_back(std::make_unique<ps::LocalPsConnection>(raw));
+    }
+  }
+  std::vector<ps::PsConnection*> for_ranks() {
+    std::vector<ps::PsConnection*> out;
+    for (auto& c : connections) out.push_back(c.get());
+    return out;
+  }
+  std::shared_ptr<const ps::mp2::PredictorRunner> runner;
+  std::vector<std::unique_ptr<ps::ParamStore>> stores;
+  std::vector<std::unique_ptr<ps::LocalPsConnection>> connections;
+};
+
+job::JobSpec Mp2Job(double push_ratio, const std::string& mode, const std::string& predictor) {
+  job::JobSpec spec = HarnessJob("mp2");
+  spec.strategy.push_ratio = push_ratio;
+  spec.strategy.mode = mode;
+  spec.strategy.predictor = predictor;
+  return spec;
+}
+
+SimResult RunMp2(const job::JobSpec& spec, SimOptions options, int shards,
+                 std::unique_ptr<LocalMp2>* keep = nullptr) {
+  auto local = std::make_unique<LocalMp2>(spec, options.world, shards);
+  options.ps = local->for_ranks();
+  SimResult result = Simulate(spec, options);
+  if (keep != nullptr) *keep = std::move(local);
+  return result;
+}
+
+// The harness's gradient (strategy_harness.cc's default).
+float HarnessGradient(int rank, int step, size_t i) {
+  return std::sin(0.001f * static_cast<float>(i) + 0.3f * rank + 0.7f * step) * 0.5f +
+         0.01f * rank;
+}
+
+// A PS that averages parameters every step, computed directly: each rank steps its own optimizer
+// on its mean gradient (the trainer's arithmetic: × B/b_i, then × 1/B), then every rank takes
+// Σ_i b_i·x_i × 1/B (rank order).
+std::vector<float> ParameterAveragingReference(const job::JobSpec& spec, const SimOptions& o) {
+  const size_t P = Parameters(o);
+  std::vector<float> x(P);
+  for (size_t i = 0; i < P; ++i) x[i] = 0.01f * std::cos(0.01f * i);
+  std::vector<std::vector<float>> local(o.world, x);
+  std::vector<std::unique_ptr<train::Optimizer>> optimizers;
+  for (int r = 0; r < o.world; ++r) {
+    optimizers.push_back(std::make_unique<train::Optimizer>(spec.optimizer, P));
+  }
+  std::vector<float> g(P);
+  for (int step = 0; step < o.steps; ++step) {
+    for (int r = 0; r < o.world; ++r) {
+      const int b = o.local_batches.empty() ? o.global_batch / o.world : o.local_batches[r];
+      for (size_t i = 0; i < P; ++i) g[i] = HarnessGradient(r, step, i);
+      kernels::Scale(g.data(), P, static_cast<float>(o.global_batch) / static_cast<float>(b));
+      kernels::Scale(g.data(), P, 1.0f / o.global_batch);
+      local[r] = x;
+      optimizers[r]->Step(local[r].data(), g.data(), spec.optimizer.lr);
+    }
+    std::fill(x.begin(), x.end(), 0.0f);
+    for (int r = 0; r < o.world; ++r) {
+      const float b = static_cast<float>(o.local_batches.empty() ? o.global_batch / o.world
+                                                                 : o.local_batches[r]);
+      for (size_t i = 0; i < P; ++i) x[i] += b * local[r][i];
+    }
+    kernels::Scale(x.data(), P, 1.0f / static_cast<float>(o.global_batch));
+  }
+  return x;
+}
+
+SimOptions Uneven() {
+  SimOptions options;
+  options.steps = 12;
+  options.local_batches = {8, 24, 12, 20};
+  return options;
+}
+
+TEST(Mp2Strategy, PushRatioOneIsParameterAveragingBitForBit) {
+  PredictorFile file;
+  const SimOptions options = Uneven();
+  for (const std::string& mode : {"A", "B"}) {
+    for (const std::string& predictor : {std::string("zero"), file.path()}) {
+      for (int shards : {1, 2}) {
+        job::JobSpec spec = Mp2Job(1.0, mode, predictor);
+        SimResult result = RunMp2(spec, options, shards);
+        ASSERT_TRUE(result.ok) << result.error;
+        const std::vector<float> reference = ParameterAveragingReference(spec, options);
+        for (int r = 0; r < options.world; ++r) {
+          ASSERT_EQ(result.params[r], reference)
+              << "mode " << mode << " predictor " << predictor << " shards " << shards
+              << " rank " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST(Mp2Strategy, PushRatioOneWithPlainSgdMatchesSsgd) {
+  SimOptions options = Uneven();
+  job::JobSpec spec = Mp2Job(1.0, "A", "zero");
+  spec.optimizer.momentum = 0;
+  spec.optimizer.weight_decay = 0;
+  SimResult mp2 = RunMp2(spec, options, 1);
+  ASSERT_TRUE(mp2.ok) << mp2.error;
+  job::JobSpec ssgd_spec = HarnessJob("ssgd");
+  ssgd_spec.optimizer = spec.optimizer;
+  SimResult ssgd = Simulate(ssgd_spec, options);
+  ASSERT_TRUE(ssgd.ok) << ssgd.error;
+  double worst = 0;
+  for (size_t i = 0; i < ssgd.params[0].size(); ++i) {
+    const double a = mp2.params[0][i], b = ssgd.params[0][i];
+    worst = std::max(worst, std::abs(a - b) / std::max(std::abs(b), 1e-2));
+  }
+  EXPECT_LT(worst, 1e-5);
+}
+
+// Mode B: every worker runs the PS's prediction itself; after every round its model is the
+// shard's, bit for bit (the PS's state of the version just published).
+TEST(Mp2Strategy, ModeBWorkersHoldThePsModelAfterEveryRound) {
+  PredictorFile file;
+  for (int shards : {1, 2}) {
+    job::JobSpec spec = Mp2Job(0.1, "B", file.path());
+    auto made = std::make_unique<LocalMp2>(spec, 4, shards);
+    LocalMp2* ps = made.get();
+    SimOptions options = Uneven();
+    options.ps = ps->for_ranks();
+    int mismatches = 0;
+    int checked = 0;
+    std::mutex mu;
+    options.after_step = [&](int rank, int step, const std::vector<float>& params) {
+      std::vector<float> model;
+      for (auto& store : ps->stores) {
+        auto state = store->GetState(step + 1, std::chrono::seconds(30));
+        ASSERT_TRUE(state.ok()) << state.status();
+        const auto& values = state->sections.at("params");
+        model.insert(model.end(), values.begin(), values.end());
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      ++checked;
+      if (model != params) ++mismatches;
+      (void)rank;
+    };
+    SimResult result = Simulate(spec, options);
+    ASSERT_TRUE(result.ok) << result.error;
+    EXPECT_EQ(checked, 4 * options.steps);
+    EXPECT_EQ(mismatches, 0) << shards << " shards";
+  }
+}
+
+TEST(Mp2Strategy, ModesAAndBTrainTheSameModel) {
+  PredictorFile file;
+  const SimOptions options = Uneven();
+  SimResult a = RunMp2(Mp2Job(0.1, "A", file.path()), options, 2);
+  SimResult b = RunMp2(Mp2Job(0.1, "B", file.path()), options, 2);
+  ASSERT_TRUE(a.ok) << a.error;
+  ASSERT_TRUE(b.ok) << b.error;
+  for (int r = 0; r < options.world; ++r) EXPECT_EQ(a.params[r], b.params[r]) << r;
+  // The prediction did something: the zero change trains another model.
+  SimResult zero = RunMp2(Mp2Job(0.1, "A", "zero"), options, 2);
+  ASSERT_TRUE(zero.ok) << zero.error;
+  EXPECT_NE(zero.params[0], a.params[0]);
+}
+
+// algorithms.md §1c with LeNet-5's tensors: of 48000 and 10080 elements a tenth travels
+// (4800 and 1008), the eight others (≤ 4096) whole: 9434 values per round.
+TEST(Mp2Strategy, BytesFollowTheFormulas) {
+  const int64_t P = static_cast<int64_t>(Parameters(SimOptions()));
+  ASSERT_EQ(P, 61706);
+  const int64_t round = 4 * (4800 + 1008 + 150 + 6 + 2400 + 16 + 120 + 84 + 840 + 10);
+  SimOptions options;
+  options.steps = 10;
+  for (const std::string& mode : {"A", "B"}) {
+    std::unique_ptr<LocalMp2> local;
+    SimResult result = RunMp2(Mp2Job(0.1, mode, "zero"), options, 1, &local);
+    ASSERT_TRUE(result.ok) << result.error;
+    for (int r = 0; r < options.world; ++r) {
+      const ps::PsConnection& c = *local->connections[r];
+      // Rank 0 also sent the initial parameters; every rank pulled them once.
+      const int64_t init = r == 0 ? 4 * P : 0;
+      EXPECT_EQ(c.bytes_sent(), init + options.steps * round) << mode << " rank " << r;
+      const int64_t pulled = mode == "A" ? 4 * P : round;
+      EXPECT_EQ(c.bytes_received(), 4 * P + options.steps * pulled) << mode << " rank " << r;
+    }
+    std::cout << "mp2 mode " << mode << ": push " << round << " B per round of " << 4 * P
+              << " (" << 100.0 * (1.0 - static_cast<double>(round) / (4 * P))
+              << " % less)\n";
+  }
+}
+
+// A push cut by another schedule, or with a subset of the wrong size, is refused with one line,
+// and the round completes as if it had not happened.
+TEST(Mp2Store, RefusesAPushOfTheWrongSubset) {
+  job::JobSpec spec = Mp2Job(0.1, "A", "zero");
+  ps::ParamStoreConfig config;
+  config.world_size = 1;
+  config.global_batch = 4;
+  ps::Mp2StoreConfig mp2;
+  mp2.prediction = ps::mp2::PredictionOptionsFor(spec);
+  config.mp2 = mp2;
+  ps::ParamStore store(config);
+  std::vector<std::string> reasons;
+  store.set_on_rejected([&](const std::string& reason) { reasons.push_back(reason); });
+  ps::ShardLayoutInfo layout;
+  layout.begin = 0;
+  layout.end = 10100;
+  layout.tensor_sizes = {100, 10000};
+  layout.world_size = 1;
+  ps::ShardState state;
+  state.sections["params"] = std::vector<float>(10100, 1.0f);
+  ASSERT_TRUE(store.Init(0, layout, state).ok());
+  auto push_of = [&](int64_t large) {
+    std::vector<std::vector<uint8_t>> tensors;
+    std::vector<float> small(100, 2.0f), big(static_cast<size_t>(large), 3.0f);
+    tensors.push_back(*ps::EncodeValues(small.data(), 100));
+    tensors.push_back(*ps::EncodeValues(big.data(), large));
+    return tensors;
+  };
+  ps::PushInfo push;
+  push.step = 0;
+  push.batch_size = 4;
+  push.begin = 0;
+  push.end = 10100;
+  push.schedule = ps::mp2::ScheduleFingerprint(spec.seed + 1, 0.1);
+  auto foreign = store.Push(push, push_of(1000));
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_NE(std::string(foreign.status().message()).find("wrong subset"), std::string::npos);
+  push.schedule = ps::mp2::ScheduleFingerprint(spec.seed, 0.1);
+  auto short_push = store.Push(push, push_of(999));
+  ASSERT_FALSE(short_push.ok());
+  EXPECT_NE(std::string(short_push.status().message()).find("wrong subset"), std::string::npos);
+  EXPECT_EQ(std::string(short_push.status().message()).find('\n'), std::string::npos);
+  EXPECT_EQ(reasons, (std::vector<std::string>{"subset", "subset"}));
+  EXPECT_EQ(store.version(), 0);
+  auto good = store.Push(push, push_of(1000));
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(*good, 1);
+  auto model = store.GetState(1, std::chrono::seconds(5));
+  ASSERT_TRUE(model.ok());
+  const auto& params = model->sections.at("params");
+  EXPECT_EQ(params[0], 2.0f);  // the small tensor, whole
+  int fresh = 0, stale = 0;
+  for (int i = 100; i < 10100; ++i) {
+    fresh += params[i] == 3.0f;
+    stale += params[i] == 1.0f;
+  }
+  EXPECT_EQ(fresh, 1000);
+  EXPECT_EQ(stale, 9000);
+}
+
+}  // namespace
+}  // namespace hptrain::sync::testing
