@@ -26,6 +26,9 @@ MODELS = {
             "batch": 512, "lr": 0.1, "epochs": 2, "target": 0.84},
 }
 
+# The MP² predictor trained on LeNet-5/Fashion-MNIST snapshots (examples/predictors/README.md).
+MP2_PREDICTOR = os.path.join(ROOT, "examples", "predictors", "lenet5-fashion-mnist.mp2p")
+
 # hptrain systems: name -> job overrides. A key without a dot is a field of spec.strategy; a key
 # that starts with "spec." is a job path of its own (e.g. spec.ps.shards).
 HPTRAIN = {
@@ -48,6 +51,12 @@ HPTRAIN = {
     # and multistep after one warm-up epoch of ssgd with the interval picked every epoch.
     "hptrain-localsgd": {"type": "localsgd", "interval": "8"},
     "hptrain-multistep": {"type": "multistep", "warmupEpochs": "1", "interval": "adaptive"},
+    # MP² (algorithms.md §1): 10 % of each large tensor pushed, the rest predicted by the shipped
+    # LeNet-5 predictor at the PS (mode A: full pulls; mode B: fresh values only, predicted on
+    # every worker too), and the zero-change ablation (the complement stays stale).
+    "hptrain-mp2": {"type": "mp2", "predictor": MP2_PREDICTOR},
+    "hptrain-mp2-b": {"type": "mp2", "mode": "B", "predictor": MP2_PREDICTOR},
+    "hptrain-mp2-zero": {"type": "mp2", "predictor": "zero"},
 }
 
 # The strategies whose workers exchange with parameter-server processes on the ps host.

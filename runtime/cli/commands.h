@@ -7,6 +7,8 @@ namespace hptrain::cli {
 int RunCommand(int argc, char** argv);     // hptrain run JOB.yaml: local launcher
 int PsCommand(int argc, char** argv);      // hptrain ps: coordinator (+ parameter server)
 int WorkerCommand(int argc, char** argv);  // hptrain worker: one training process
+int Mp2Command(int argc, char** argv);     // hptrain mp2 collect|train|eval: MP²'s offline tools
+int Mp2CollectCommand(int argc, char** argv);  // hptrain mp2 collect: record a snapshot dataset
 
 }  // namespace hptrain::cli
 

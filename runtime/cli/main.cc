@@ -1,4 +1,4 @@
-// hptrain: the runtime's single binary. Subcommands: run, ps, worker, version.
+// hptrain: the runtime's single binary. Subcommands: run, ps, worker, mp2, version.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +16,7 @@ constexpr char kUsage[] =
     "  run JOB.yaml   run a TrainingJob as local processes (one ps, N workers)\n"
     "  ps             the job's coordinator; started by `run` or by the controller in a pod\n"
     "  worker         one training process; started by `run` or by the controller in a pod\n"
+    "  mp2            MP²'s predictor tools: collect snapshots, train and evaluate predictors\n"
     "  version        print the version and the strategies built in\n"
     "\n"
     "`hptrain <command> --help` lists a command's flags.\n";
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(command, "run")) return hptrain::cli::RunCommand(argc - 1, argv + 1);
   if (!std::strcmp(command, "ps")) return hptrain::cli::PsCommand(argc - 1, argv + 1);
   if (!std::strcmp(command, "worker")) return hptrain::cli::WorkerCommand(argc - 1, argv + 1);
+  if (!std::strcmp(command, "mp2")) return hptrain::cli::Mp2Command(argc - 1, argv + 1);
   if (!std::strcmp(command, "version") || !std::strcmp(command, "--version")) {
     // The second line lists the strategies built into this binary (the benchmark harness reads it).
     std::printf("hptrain %s\nstrategies: %s\n", HPTRAIN_VERSION,
