@@ -22,19 +22,24 @@ std::string SelfPath(const char* argv0) {
   return std::string(buffer, static_cast<size_t>(n));
 }
 
+// The flags `run` and `mp2 collect` share: --set, --output-json, --quiet, --placement.
+void AddLaunchFlags(FlagSet& set, job::LaunchOptions* options, const char* set_example) {
+  set.Repeated("set", &options->overrides,
+               absl::StrCat("override a job field, e.g. --set ", set_example, " (repeatable)"));
+  set.String("output-json", &options->output_json, "",
+             "write the run summary here (atomically, only when the run succeeds)");
+  set.Bool("quiet", &options->quiet, "no progress display, only the summary");
+  set.String("placement", &options->placement_file, "",
+             "run the ps and each worker on other hosts (a placement file, see bench/README.md)");
+}
+
 }  // namespace
 
 int RunCommand(int argc, char** argv) {
   job::LaunchOptions options;
   FlagSet set("run", "JOB.yaml [--set path=value]... [--output-json PATH] [--resume]");
-  set.Repeated("set", &options.overrides,
-               "override a job field, e.g. --set spec.epochs=1 (repeatable)");
-  set.String("output-json", &options.output_json, "",
-             "write the run summary here (atomically, only when the run succeeds)");
+  AddLaunchFlags(set, &options, "spec.epochs=1");
   set.Bool("resume", &options.resume, "continue from spec.checkpoint.path if it exists");
-  set.Bool("quiet", &options.quiet, "no progress display, only the summary");
-  set.String("placement", &options.placement_file, "",
-             "run the ps and each worker on other hosts (a placement file, see bench/README.md)");
   int exit_code = kExitOk;
   if (!set.ParseOrExit(argc, argv, &exit_code)) return exit_code;
   if (set.positional().size() != 1) {
@@ -62,13 +67,7 @@ int Mp2CollectCommand(int argc, char** argv) {
           "recorded rounds between windows of full snapshots, default 200");
   set.Int("window-length", &window_length, "",
           "consecutive full snapshots per window (history K + the rounds replayed), default 15");
-  set.Repeated("set", &options.overrides,
-               "override a job field, e.g. --set spec.maxSteps=500 (repeatable)");
-  set.String("output-json", &options.output_json, "",
-             "write the run summary here (atomically, only when the run succeeds)");
-  set.Bool("quiet", &options.quiet, "no progress display, only the summary");
-  set.String("placement", &options.placement_file, "",
-             "run the ps and each worker on other hosts (a placement file, see bench/README.md)");
+  AddLaunchFlags(set, &options, "spec.maxSteps=500");
   int exit_code = kExitOk;
   if (!set.ParseOrExit(argc, argv, &exit_code)) return exit_code;
   if (set.positional().size() != 1) {

@@ -143,6 +143,10 @@ class ParameterServerStrategy : public Strategy {
   // starts at flat offset `base`, and starts their push.
   absl::Status StartPush(const StepInfo& step, int shard, int64_t begin, int64_t end,
                          const float* gradients, int64_t base);
+  // Starts the push of encoded `tensors` covering [begin, end) of `shard` in the background
+  // (pushes_); `schedule` is mp2's fingerprint, 0 otherwise.
+  void SendPush(const StepInfo& step, int shard, int64_t begin, int64_t end, uint64_t schedule,
+                std::vector<std::vector<uint8_t>> tensors);
   std::vector<PullFuture> StartPulls(int64_t min_version, int bits);
   // Waits for `pulls`, applies them to `parameters` and sets local_version_.
   absl::Status ApplyPulls(std::vector<PullFuture>& pulls, absl::Span<float> parameters,
@@ -338,6 +342,13 @@ absl::Status ParameterServerStrategy::StartPush(const StepInfo& step, int shard,
     tally_.Add(4.0 * n, static_cast<double>(ps::PsPayloadBytes(n, bits_)));
     tensors.push_back(*std::move(bytes));
   }
+  SendPush(step, shard, begin, end, 0, std::move(tensors));
+  return absl::OkStatus();
+}
+
+void ParameterServerStrategy::SendPush(const StepInfo& step, int shard, int64_t begin,
+                                       int64_t end, uint64_t schedule,
+                                       std::vector<std::vector<uint8_t>> tensors) {
   ps::PushInfo push;
   push.rank = rank_;
   push.step = step.step;
@@ -346,6 +357,7 @@ absl::Status ParameterServerStrategy::StartPush(const StepInfo& step, int shard,
   push.lr = step.lr;
   push.begin = begin;
   push.end = end;
+  push.schedule = schedule;
   pushes_.push_back(std::async(std::launch::async, [this, shard, push,
                                                     tensors = std::move(tensors)] {
     const auto start = Clock::now();
@@ -353,7 +365,6 @@ absl::Status ParameterServerStrategy::StartPush(const StepInfo& step, int shard,
     AddSeconds(comm_seconds_, Since(start));
     return s;
   }));
-  return absl::OkStatus();
 }
 
 absl::Status ParameterServerStrategy::ReduceGradients(const StepInfo& step, int bucket,
@@ -476,22 +487,7 @@ absl::Status ParameterServerStrategy::PushValues(const StepInfo& step, int shard
     tally_.Add(4.0 * static_cast<double>(state.schedule(p).size()), 4.0 * static_cast<double>(n));
     tensors.push_back(std::move(bytes));
   }
-  ps::PushInfo push;
-  push.rank = rank_;
-  push.step = step.step;
-  push.version = local_version_;
-  push.batch_size = step.local_batch;
-  push.lr = step.lr;
-  push.begin = range.begin;
-  push.end = range.end;
-  push.schedule = mp2_fingerprint_;
-  pushes_.push_back(std::async(std::launch::async, [this, shard, push,
-                                                    tensors = std::move(tensors)] {
-    const auto start = Clock::now();
-    absl::Status s = ps_->Push(shard, push, tensors).status();
-    AddSeconds(comm_seconds_, Since(start));
-    return s;
-  }));
+  SendPush(step, shard, range.begin, range.end, mp2_fingerprint_, std::move(tensors));
   return absl::OkStatus();
 }
 

@@ -1,49 +1,30 @@
 // MP²'s snapshot dataset file and its recorder.
 //
-// Loading parses the whole file before judging it, so that the one line it returns says the most
-// useful thing: where a cut file ends, else that the checksum fails, else which header field
-// disagrees with which.
+// Loading parses the whole file before judging it (framed_file.h), so that the one line it returns
+// says the most useful thing: where a cut file ends, else that the checksum fails, else which
+// header field disagrees with which.
 #include "runtime/ps/mp2/dataset.h"
-
-#include <zlib.h>
 
 #include <algorithm>
 #include <climits>
-#include <cstring>
 #include <numeric>
 #include <unordered_set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
-#include "runtime/base/atomic_file.h"
 #include "runtime/base/splitmix64.h"
 #include "runtime/base/status.h"
+#include "runtime/ps/mp2/framed_file.h"
 #include "runtime/ps/mp2/schedule.h"
-
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-              "the dataset file is little-endian and is read with memcpy");
 
 namespace hptrain::ps::mp2 {
 namespace {
 
-constexpr char kMagic[8] = {'H', 'P', 'M', 'P', '2', 'D', 'A', 'T'};
-constexpr uint32_t kVersion = 1;
+constexpr FramedFormat kFormat = {"HPMP2DAT", 1, "snapshot dataset", "snapshot dataset"};
 // Keeps the sample draws apart from the other streams derived from the run's seed (data order,
 // initialisation), so the traced elements do not correlate with them.
 constexpr uint64_t kSampleDomain = 0x6d70322d73616d70ULL;  // "mp2-samp"
-
-uint32_t Crc(const char* data, size_t n) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  while (n > 0) {
-    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(data), chunk);
-    data += chunk;
-    n -= chunk;
-  }
-  return static_cast<uint32_t>(crc);
-}
 
 // How many elements of a tensor are traced: none of a dense one, else min(samples, size). The
 // file does not store the counts; reader and writer both derive them from this rule.
@@ -166,16 +147,14 @@ std::string DatasetProblem(const SnapshotDataset& d, size_t windows) {
   return "";
 }
 
-void AppendU32(std::string& out, uint32_t value) {
-  out.append(reinterpret_cast<const char*>(&value), sizeof(value));
-}
-
-void AppendFloats(std::string& out, const std::vector<float>& values) {
-  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
-}
-
-// The file of `d` with its first `windows` windows; `d` must be consistent (DatasetProblem).
-std::string Serialize(const SnapshotDataset& d, size_t windows) {
+// Writes `d` with its first `windows` windows to `path`, after checking that the loader will
+// accept the file.
+absl::Status WriteDataset(const std::string& path, const SnapshotDataset& d, size_t windows) {
+  const std::string problem = DatasetProblem(d, windows);
+  if (!problem.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("saving snapshot dataset ", path, ": ", problem));
+  }
   nlohmann::ordered_json header = {
       {"model", d.model},
       {"dataset", d.dataset},
@@ -197,66 +176,17 @@ std::string Serialize(const SnapshotDataset& d, size_t windows) {
   // Names that are not UTF-8 would make dump() throw; they are replaced rather than refused.
   const std::string text = header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 
-  std::string out;
   const size_t floats = d.traces.size() + windows * d.window_length * d.parameters;
-  out.reserve(sizeof(kMagic) + 12 + text.size() + 4 * (d.TraceWidth() + floats));
-  out.append(kMagic, sizeof(kMagic));
-  AppendU32(out, kVersion);
-  AppendU32(out, static_cast<uint32_t>(text.size()));
-  out += text;
-  for (const DatasetTensor& tensor : d.tensors) {
-    out.append(reinterpret_cast<const char*>(tensor.sample.data()),
-               tensor.sample.size() * sizeof(int32_t));
-  }
-  AppendFloats(out, d.traces);
+  FramedWriter file(kFormat, 4 + text.size() + 4 * (d.TraceWidth() + floats));
+  file.U32(static_cast<uint32_t>(text.size()));
+  file.Bytes(text);
+  for (const DatasetTensor& tensor : d.tensors) file.Array(tensor.sample);
+  file.Array(d.traces);
   for (size_t w = 0; w < windows; ++w) {
-    for (const std::vector<float>& snapshot : d.windows[w].snapshots) AppendFloats(out, snapshot);
+    for (const std::vector<float>& snapshot : d.windows[w].snapshots) file.Array(snapshot);
   }
-  AppendU32(out, Crc(out.data(), out.size()));
-  return out;
+  return file.Save(path);
 }
-
-// Sequential reads over a whole file. A read past the end fails and remembers the section it
-// was reading, so the caller can say where the file was cut.
-class Reader {
- public:
-  explicit Reader(absl::string_view data) : data_(data) {}
-
-  bool Bytes(size_t n, absl::string_view section, const char** out) {
-    if (n > remaining()) return Cut(section);
-    *out = data_.data() + pos_;
-    pos_ += n;
-    return true;
-  }
-  // `count` values of T into `out`; a count whose byte size overflows is a cut as well.
-  template <typename T>
-  bool Array(uint64_t count, absl::string_view section, std::vector<T>* out) {
-    const char* p;
-    if (count > remaining() / sizeof(T) || !Bytes(count * sizeof(T), section, &p)) {
-      return Cut(section);
-    }
-    out->resize(count);
-    if (count > 0) std::memcpy(out->data(), p, count * sizeof(T));
-    return true;
-  }
-  bool U32(absl::string_view section, uint32_t* value) {
-    const char* p;
-    if (!Bytes(sizeof(*value), section, &p)) return false;
-    std::memcpy(value, p, sizeof(*value));
-    return true;
-  }
-  bool Cut(absl::string_view section) {
-    truncated_in_ = std::string(section);
-    return false;
-  }
-  size_t remaining() const { return data_.size() - pos_; }
-  const std::string& truncated_in() const { return truncated_in_; }
-
- private:
-  absl::string_view data_;
-  size_t pos_ = 0;
-  std::string truncated_in_;
-};
 
 absl::StatusOr<int64_t> Integer(const nlohmann::json& object, const char* key, int64_t lo,
                                 int64_t hi) {
@@ -328,7 +258,7 @@ absl::Status ParseHeader(const nlohmann::json& header, SnapshotDataset& d) {
 
 // Everything after the version into `d`. Returns the first problem found; parsing goes on past a
 // bad sample index so that a cut later in the file is still reported as a cut.
-absl::Status Parse(Reader& reader, SnapshotDataset& d) {
+absl::Status Parse(FramedReader& reader, SnapshotDataset& d) {
   uint32_t length;
   const char* bytes;
   if (!reader.U32("the header length", &length) ||
@@ -369,12 +299,7 @@ absl::Status Parse(Reader& reader, SnapshotDataset& d) {
       d.windows[w].snapshots.push_back(std::move(snapshot));
     }
   }
-  uint32_t crc;
-  if (!reader.U32("the CRC", &crc)) return absl::DataLossError("");
-  if (reader.remaining() != 0) {
-    return absl::DataLossError(absl::StrCat("the file holds ", reader.remaining(),
-                                            " bytes more than its header accounts for"));
-  }
+  HPTRAIN_RETURN_IF_ERROR(reader.End());
   return problem;
 }
 
@@ -387,55 +312,14 @@ int64_t SnapshotDataset::TraceWidth() const {
 }
 
 absl::StatusOr<SnapshotDataset> LoadSnapshotDataset(const std::string& path) {
-  HPTRAIN_ASSIGN_OR_RETURN(std::string data, ReadFile(path));
-  auto fail = [&](absl::StatusCode code, absl::string_view why) {
-    return absl::Status(code, absl::StrCat(path, ": ", why));
-  };
-  if (data.size() < sizeof(kMagic) || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
-    // A file cut inside the magic itself still starts like one of ours.
-    if (std::memcmp(data.data(), kMagic, std::min(data.size(), sizeof(kMagic))) == 0) {
-      return fail(absl::StatusCode::kDataLoss, "truncated: the file ends inside the magic");
-    }
-    return fail(absl::StatusCode::kDataLoss, "not an hptrain MP² snapshot dataset file");
-  }
-  Reader reader(absl::string_view(data).substr(sizeof(kMagic)));
-  uint32_t version;
-  if (!reader.U32("the version", &version)) {
-    return fail(absl::StatusCode::kDataLoss, "truncated: the file ends inside the version");
-  }
-  if (version != kVersion) {
-    return fail(absl::StatusCode::kInvalidArgument,
-                absl::StrCat("unsupported snapshot dataset version ", version,
-                             " (this build reads version ", kVersion, ")"));
-  }
   SnapshotDataset dataset;
-  const absl::Status parsed = Parse(reader, dataset);
-  if (!reader.truncated_in().empty()) {
-    return fail(absl::StatusCode::kDataLoss,
-                absl::StrCat("truncated: the file ends inside ", reader.truncated_in()));
-  }
-  // The checksum is judged before the header's consistency: a damaged byte reads as damage.
-  if (data.size() >= sizeof(kMagic) + 8) {
-    uint32_t stored;
-    std::memcpy(&stored, data.data() + data.size() - 4, 4);
-    const uint32_t computed = Crc(data.data(), data.size() - 4);
-    if (stored != computed) {
-      return fail(absl::StatusCode::kDataLoss,
-                  absl::StrCat("CRC mismatch (stored ", stored, ", computed ", computed,
-                               "): the file is corrupt"));
-    }
-  }
-  if (!parsed.ok()) return fail(parsed.code(), parsed.message());
+  HPTRAIN_RETURN_IF_ERROR(
+      LoadFramed(path, kFormat, [&](FramedReader& reader) { return Parse(reader, dataset); }));
   return dataset;
 }
 
 absl::Status SaveSnapshotDataset(const std::string& path, const SnapshotDataset& dataset) {
-  const std::string problem = DatasetProblem(dataset, dataset.windows.size());
-  if (!problem.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("saving snapshot dataset ", path, ": ", problem));
-  }
-  return WriteFileAtomically(path, Serialize(dataset, dataset.windows.size()));
+  return WriteDataset(path, dataset, dataset.windows.size());
 }
 
 SnapshotRecorder::SnapshotRecorder(RecorderOptions options,
@@ -487,12 +371,7 @@ void SnapshotRecorder::Record(int64_t steps_done, const float* parameters) {
 absl::Status SnapshotRecorder::Save() const {
   // The window being filled is always the newest; it stays out of the file until complete.
   const size_t windows = data_.windows.size() - (open_window_ >= 0 ? 1 : 0);
-  const std::string problem = DatasetProblem(data_, windows);
-  if (!problem.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("saving snapshot dataset ", options_.path, ": ", problem));
-  }
-  return WriteFileAtomically(options_.path, Serialize(data_, windows));
+  return WriteDataset(options_.path, data_, windows);
 }
 
 }  // namespace hptrain::ps::mp2

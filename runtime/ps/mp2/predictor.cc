@@ -7,8 +7,6 @@
 // histories), so its result depends only on its own history and the weights.
 #include "runtime/ps/mp2/predictor.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,19 +18,14 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/string_view.h"
-#include "runtime/base/atomic_file.h"
 #include "runtime/base/status.h"
+#include "runtime/ps/mp2/framed_file.h"
 #include "runtime/ps/mp2/normalize.h"
-
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-              "the predictor file is little-endian and is read with memcpy");
 
 namespace hptrain::ps::mp2 {
 namespace {
 
-constexpr char kMagic[8] = {'H', 'P', 'M', 'P', '2', 'P', 'R', 'D'};
-constexpr uint32_t kVersion = 1;
+constexpr FramedFormat kFormat = {"HPMP2PRD", 1, "predictor", "predictor file"};
 // Bounds that keep every size of a plausible predictor far from overflow; a header beyond them
 // is corrupt or foreign rather than a real network.
 constexpr int kMaxHistory = 1024;
@@ -45,21 +38,6 @@ enum Weight {
   kSe2AW, kSe2AB, kSe2BW, kSe2BB, kFc1W, kFc1B, kFc2W, kFc2B,
 };
 // clang-format on
-
-uint32_t Crc(const char* data, size_t n) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  while (n > 0) {
-    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(data), chunk);
-    data += chunk;
-    n -= chunk;
-  }
-  return static_cast<uint32_t>(crc);
-}
-
-void AppendU32(std::string& out, uint32_t value) {
-  out.append(reinterpret_cast<const char*>(&value), sizeof(value));
-}
 
 // A name read from a file, fit for a one-line message even when the file is damaged.
 std::string Printable(const std::string& name) {
@@ -88,43 +66,11 @@ absl::Status ValidateArchitecture(int history, int channels, int reduction) {
   return absl::OkStatus();
 }
 
-// Sequential little-endian reads over a whole file. A read past the end fails and remembers the
-// section it was reading, so the caller can say where the file was cut.
-class Reader {
- public:
-  explicit Reader(absl::string_view data) : data_(data) {}
-
-  bool Bytes(size_t n, absl::string_view section, const char** out) {
-    if (n > remaining()) return Cut(section);
-    *out = data_.data() + pos_;
-    pos_ += n;
-    return true;
-  }
-  bool U32(absl::string_view section, uint32_t* value) {
-    const char* p;
-    if (!Bytes(sizeof(*value), section, &p)) return false;
-    std::memcpy(value, p, sizeof(*value));
-    return true;
-  }
-  // Records that `section` runs past the end of the file.
-  bool Cut(absl::string_view section) {
-    truncated_in_ = std::string(section);
-    return false;
-  }
-  size_t remaining() const { return data_.size() - pos_; }
-  const std::string& truncated_in() const { return truncated_in_; }
-
- private:
-  absl::string_view data_;
-  size_t pos_ = 0;
-  std::string truncated_in_;
-};
-
 // Parses everything after the version. Returns OK with `predictor` filled, or the first problem:
 // a truncation (reader.truncated_in() set), a structural error (DataLoss) or a disagreement with
 // the declared architecture (InvalidArgument). Parsing goes on past a disagreement so that a
 // truncation later in the file is still found; the first disagreement is reported.
-absl::Status Parse(Reader& reader, Predictor& predictor) {
+absl::Status Parse(FramedReader& reader, Predictor& predictor) {
   uint32_t k, c, r, metadata_length;
   if (!reader.U32("the header", &k) || !reader.U32("the header", &c) ||
       !reader.U32("the header", &r) || !reader.U32("the header", &metadata_length)) {
@@ -185,11 +131,7 @@ absl::Status Parse(Reader& reader, Predictor& predictor) {
       reader.Cut(values_section);
       return absl::DataLossError("");
     }
-    if (!reader.Bytes(elements * sizeof(float), values_section, &bytes)) {
-      return absl::DataLossError("");
-    }
-    tensor.values.resize(elements);
-    if (elements > 0) std::memcpy(tensor.values.data(), bytes, elements * sizeof(float));
+    if (!reader.Array(elements, values_section, &tensor.values)) return absl::DataLossError("");
     // (A count mismatch is already recorded, so t is within `expected` here.)
     if (mismatch.ok() && (tensor.name != expected[t].first || tensor.shape != expected[t].second)) {
       mismatch = absl::InvalidArgumentError(
@@ -199,12 +141,7 @@ absl::Status Parse(Reader& reader, Predictor& predictor) {
     }
     predictor.tensors.push_back(std::move(tensor));
   }
-  uint32_t stored_crc;
-  if (!reader.U32("the CRC", &stored_crc)) return absl::DataLossError("");
-  if (reader.remaining() != 0) {
-    return absl::DataLossError(absl::StrCat("the file holds ", reader.remaining(),
-                                            " bytes more than its header accounts for"));
-  }
+  HPTRAIN_RETURN_IF_ERROR(reader.End());
   return mismatch;
 }
 
@@ -457,75 +394,37 @@ absl::Status ValidatePredictor(const Predictor& predictor) {
 }
 
 absl::StatusOr<Predictor> LoadPredictor(const std::string& path) {
-  HPTRAIN_ASSIGN_OR_RETURN(std::string data, ReadFile(path));
-  auto fail = [&](absl::StatusCode code, absl::string_view why) {
-    return absl::Status(code, absl::StrCat(path, ": ", why));
-  };
-  if (data.size() < sizeof(kMagic) || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
-    // A file cut inside the magic itself still starts like one of ours.
-    if (std::memcmp(data.data(), kMagic, std::min(data.size(), sizeof(kMagic))) == 0) {
-      return fail(absl::StatusCode::kDataLoss, "truncated: the file ends inside the magic");
-    }
-    return fail(absl::StatusCode::kDataLoss, "not an hptrain MP² predictor file");
-  }
-  Reader reader(absl::string_view(data).substr(sizeof(kMagic)));
-  uint32_t version;
-  if (!reader.U32("the version", &version)) {
-    return fail(absl::StatusCode::kDataLoss, "truncated: the file ends inside the version");
-  }
-  if (version != kVersion) {
-    return fail(absl::StatusCode::kInvalidArgument,
-                absl::StrCat("unsupported predictor file version ", version,
-                             " (this build reads version ", kVersion, ")"));
-  }
   Predictor predictor;
-  const absl::Status parsed = Parse(reader, predictor);
-  if (!reader.truncated_in().empty()) {
-    return fail(absl::StatusCode::kDataLoss,
-                absl::StrCat("truncated: the file ends inside ", reader.truncated_in()));
-  }
-  // The checksum is judged before any other complaint: a damaged byte should read as damage, not
-  // as a predictor of another architecture.
-  if (data.size() >= sizeof(kMagic) + 8) {
-    uint32_t stored;
-    std::memcpy(&stored, data.data() + data.size() - 4, 4);
-    const uint32_t computed = Crc(data.data(), data.size() - 4);
-    if (stored != computed) {
-      return fail(absl::StatusCode::kDataLoss,
-                  absl::StrCat("CRC mismatch (stored ", stored, ", computed ", computed,
-                               "): the file is corrupt"));
-    }
-  }
-  if (!parsed.ok()) return fail(parsed.code(), parsed.message());
-  const absl::Status valid = ValidatePredictor(predictor);
-  if (!valid.ok()) return fail(valid.code(), valid.message());
+  // Validation is part of the parse so that it is reported after the CRC: a damaged byte should
+  // read as damage, not as a predictor of another architecture.
+  auto parse = [&](FramedReader& reader) {
+    const absl::Status parsed = Parse(reader, predictor);
+    return parsed.ok() ? ValidatePredictor(predictor) : parsed;
+  };
+  HPTRAIN_RETURN_IF_ERROR(LoadFramed(path, kFormat, parse));
   return predictor;
 }
 
 absl::Status SavePredictor(const std::string& path, const Predictor& predictor) {
   HPTRAIN_RETURN_IF_ERROR(ValidatePredictor(predictor), "saving predictor ", path);
-  std::string out;
   size_t values = 0;
   for (const PredictorTensor& tensor : predictor.tensors) values += tensor.values.size();
-  out.reserve(64 + predictor.metadata.size() + 64 * predictor.tensors.size() + 4 * values);
-  out.append(kMagic, sizeof(kMagic));
-  AppendU32(out, kVersion);
-  AppendU32(out, static_cast<uint32_t>(predictor.history));
-  AppendU32(out, static_cast<uint32_t>(predictor.channels));
-  AppendU32(out, static_cast<uint32_t>(predictor.reduction));
-  AppendU32(out, static_cast<uint32_t>(predictor.metadata.size()));
-  out += predictor.metadata;
-  AppendU32(out, static_cast<uint32_t>(predictor.tensors.size()));
+  FramedWriter file(kFormat,
+                    48 + predictor.metadata.size() + 64 * predictor.tensors.size() + 4 * values);
+  file.U32(static_cast<uint32_t>(predictor.history));
+  file.U32(static_cast<uint32_t>(predictor.channels));
+  file.U32(static_cast<uint32_t>(predictor.reduction));
+  file.U32(static_cast<uint32_t>(predictor.metadata.size()));
+  file.Bytes(predictor.metadata);
+  file.U32(static_cast<uint32_t>(predictor.tensors.size()));
   for (const PredictorTensor& tensor : predictor.tensors) {
-    AppendU32(out, static_cast<uint32_t>(tensor.name.size()));
-    out += tensor.name;
-    AppendU32(out, static_cast<uint32_t>(tensor.shape.size()));
-    for (int64_t d : tensor.shape) AppendU32(out, static_cast<uint32_t>(d));
-    out.append(reinterpret_cast<const char*>(tensor.values.data()),
-               tensor.values.size() * sizeof(float));
+    file.U32(static_cast<uint32_t>(tensor.name.size()));
+    file.Bytes(tensor.name);
+    file.U32(static_cast<uint32_t>(tensor.shape.size()));
+    for (int64_t d : tensor.shape) file.U32(static_cast<uint32_t>(d));
+    file.Array(tensor.values);
   }
-  AppendU32(out, Crc(out.data(), out.size()));
-  return WriteFileAtomically(path, out);
+  return file.Save(path);
 }
 
 PredictorRunner::PredictorRunner(const Predictor& predictor) : p_(predictor) {

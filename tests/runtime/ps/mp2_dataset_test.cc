@@ -3,14 +3,11 @@
 // damaged, foreign or self-contradictory file as one line naming it.
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,33 +17,15 @@
 #include "nlohmann/json.hpp"
 #include "runtime/ps/mp2/dataset.h"
 #include "runtime/ps/mp2/schedule.h"
+#include "tests/runtime/ps/mp2_test_files.h"
 
-namespace hptrain::ps::mp2 {
+namespace hptrain::ps::mp2::testing {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::Not;
 
 const std::vector<int64_t> kSizes = {100, 5000, 20, 9000};  // tensors 1 and 3 are traced
 constexpr int64_t kParameters = 14120;
-
-std::string MakeTempDir() {
-  std::string pattern = ::testing::TempDir() + "/hptrain_mp2_dataset_XXXXXX";
-  const char* dir = mkdtemp(pattern.data());
-  EXPECT_NE(dir, nullptr);
-  return pattern;
-}
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void WriteBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << path;
-}
 
 bool Exists(const std::string& path) {
   struct stat st;
@@ -72,11 +51,6 @@ RecorderOptions Options(const std::string& path, int every, int samples = 64) {
   options.window_length = 3;
   options.window_every = 4;
   return options;
-}
-
-void ExpectOneLineNamingFile(const absl::Status& status, const std::string& path) {
-  EXPECT_THAT(std::string(status.message()), HasSubstr(path));
-  EXPECT_THAT(std::string(status.message()), Not(HasSubstr("\n")));
 }
 
 void ExpectSameDataset(const SnapshotDataset& a, const SnapshotDataset& b) {
@@ -125,13 +99,10 @@ FileParts Split(const std::string& bytes) {
 std::string Join(const FileParts& parts) {
   const std::string text = parts.header.dump();
   std::string out = "HPMP2DAT";
-  const uint32_t length = static_cast<uint32_t>(text.size());
-  out.append(reinterpret_cast<const char*>(&parts.version), 4);
-  out.append(reinterpret_cast<const char*>(&length), 4);
+  PutU32(out, parts.version);
+  PutU32(out, static_cast<uint32_t>(text.size()));
   out += text + parts.body;
-  const uint32_t crc =
-      static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(out.data()), out.size()));
-  out.append(reinterpret_cast<const char*>(&crc), 4);
+  PutU32(out, Crc32(out, out.size()));
   return out;
 }
 
@@ -165,7 +136,7 @@ class SnapshotDatasetTest : public ::testing::Test {
     return LoadSnapshotDataset(path_).status();
   }
 
-  std::string dir_ = MakeTempDir();
+  std::string dir_ = MakeTempDir("hptrain_mp2_dataset_");
   std::string path_ = dir_ + "/snapshots.bin";
 };
 
@@ -462,8 +433,7 @@ TEST_F(SnapshotDatasetTest, RefusesInconsistentFiles) {
   std::string bytes = Join(good);
   const size_t length = good.header.dump().size();
   bytes[16] = '@';
-  const uint32_t crc = static_cast<uint32_t>(
-      crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size() - 4));
+  const uint32_t crc = Crc32(bytes, bytes.size() - 4);
   std::memcpy(bytes.data() + bytes.size() - 4, &crc, 4);
   ASSERT_GT(length, 0u);
   EXPECT_THAT(std::string(LoadBytes(bytes).message()), HasSubstr("not valid JSON"));
@@ -523,4 +493,4 @@ TEST_F(SnapshotDatasetTest, FailedSaveLeavesNoPartialFile) {
 }
 
 }  // namespace
-}  // namespace hptrain::ps::mp2
+}  // namespace hptrain::ps::mp2::testing

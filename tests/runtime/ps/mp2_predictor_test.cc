@@ -3,14 +3,11 @@
 // that mode B relies on, and the normalisation it reads (normalize.h).
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -19,30 +16,12 @@
 #include "runtime/base/splitmix64.h"
 #include "runtime/ps/mp2/normalize.h"
 #include "runtime/ps/mp2/predictor.h"
+#include "tests/runtime/ps/mp2_test_files.h"
 
-namespace hptrain::ps::mp2 {
+namespace hptrain::ps::mp2::testing {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::Not;
-
-std::string MakeTempDir() {
-  std::string pattern = ::testing::TempDir() + "/hptrain_mp2_predictor_XXXXXX";
-  const char* dir = mkdtemp(pattern.data());
-  EXPECT_NE(dir, nullptr);
-  return pattern;
-}
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void WriteBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << path;
-}
 
 // Weights uniform in ±amplitude/sqrt(fan-in), so that activations neither vanish nor saturate.
 Predictor RandomPredictor(int K, int C, int r, uint64_t seed, double amplitude = 1.5) {
@@ -75,7 +54,6 @@ void ExpectSamePredictor(const Predictor& a, const Predictor& b) {
 
 // The file format written independently of the library, from the header's description, so that
 // the tests can build files the library would never write (wrong shapes, names, counts).
-void PutU32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
 
 std::string EncodeFile(uint32_t version, uint32_t K, uint32_t C, uint32_t r,
                        const std::string& metadata, const std::vector<PredictorTensor>& tensors) {
@@ -94,8 +72,7 @@ std::string EncodeFile(uint32_t version, uint32_t K, uint32_t C, uint32_t r,
     for (int64_t d : t.shape) PutU32(out, static_cast<uint32_t>(d));
     out.append(reinterpret_cast<const char*>(t.values.data()), t.values.size() * 4);
   }
-  PutU32(out,
-         static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(out.data()), out.size())));
+  PutU32(out, Crc32(out, out.size()));
   return out;
 }
 
@@ -103,17 +80,11 @@ std::string Encode(const Predictor& p) {
   return EncodeFile(1, p.history, p.channels, p.reduction, p.metadata, p.tensors);
 }
 
-// Every refusal is one line that names the file.
-void ExpectOneLineNamingFile(const absl::Status& status, const std::string& path) {
-  EXPECT_THAT(std::string(status.message()), HasSubstr(path));
-  EXPECT_THAT(std::string(status.message()), Not(HasSubstr("\n")));
-}
-
 class PredictorFileTest : public ::testing::Test {
  protected:
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  std::string dir_ = MakeTempDir();
+  std::string dir_ = MakeTempDir("hptrain_mp2_predictor_");
   std::string path_ = dir_ + "/predictor.bin";
 };
 
@@ -523,4 +494,4 @@ TEST(NormaliseTest, ConstantSequencesGiveFiniteZeros) {
 }
 
 }  // namespace
-}  // namespace hptrain::ps::mp2
+}  // namespace hptrain::ps::mp2::testing

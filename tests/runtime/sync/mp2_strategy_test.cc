@@ -43,55 +43,12 @@ class PredictorFile {
   std::string path_;
 };
 
-// The job's shards in this process, in mp2 mode, and one connection per rank.
-struct LocalMp2 {
-  LocalMp2(const job::JobSpec& spec, int world, int shards) {
-    auto predictor = ps::mp2::OpenPredictor(spec);
-    EXPECT_TRUE(predictor.ok()) << predictor.status();
-    if (predictor.ok()) runner = *predictor;
-    for (int s = 0; s < shards; ++s) {
-      ps::ParamStoreConfig config;
-      config.shard = s;
-      config.world_size = world;
-      config.global_batch = spec.global_batch_size;
-      config.optimizer = spec.optimizer;
-      ps::Mp2StoreConfig mp2;
-      mp2.prediction = ps::mp2::PredictionOptionsFor(spec);
-      mp2.predictor = runner.get();
-      config.mp2 = mp2;
-      stores.push_back(std::make_unique<ps::ParamStore>(config));
-    }
-    std::vector<ps::ParamStore*> raw;
-    for (auto& s : stores) raw.push_back(s.get());
-    for (int r = 0; r < world; ++r) {
-      connections.push_back(std::make_unique<ps::LocalPsConnection>(raw));
-    }
-  }
-  std::vector<ps::PsConnection*> for_ranks() {
-    std::vector<ps::PsConnection*> out;
-    for (auto& c : connections) out.push_back(c.get());
-    return out;
-  }
-  std::shared_ptr<const ps::mp2::PredictorRunner> runner;
-  std::vector<std::unique_ptr<ps::ParamStore>> stores;
-  std::vector<std::unique_ptr<ps::LocalPsConnection>> connections;
-};
-
 job::JobSpec Mp2Job(double push_ratio, const std::string& mode, const std::string& predictor) {
   job::JobSpec spec = HarnessJob("mp2");
   spec.strategy.push_ratio = push_ratio;
   spec.strategy.mode = mode;
   spec.strategy.predictor = predictor;
   return spec;
-}
-
-SimResult RunMp2(const job::JobSpec& spec, SimOptions options, int shards,
-                 std::unique_ptr<LocalMp2>* keep = nullptr) {
-  auto local = std::make_unique<LocalMp2>(spec, options.world, shards);
-  options.ps = local->for_ranks();
-  SimResult result = Simulate(spec, options);
-  if (keep != nullptr) *keep = std::move(local);
-  return result;
 }
 
 // The harness's gradient (strategy_harness.cc's default).
@@ -147,7 +104,7 @@ TEST(Mp2Strategy, PushRatioOneIsParameterAveragingBitForBit) {
     for (const std::string& predictor : {std::string("zero"), file.path()}) {
       for (int shards : {1, 2}) {
         job::JobSpec spec = Mp2Job(1.0, mode, predictor);
-        SimResult result = RunMp2(spec, options, shards);
+        SimResult result = RunPs(spec, options, shards);
         ASSERT_TRUE(result.ok) << result.error;
         const std::vector<float> reference = ParameterAveragingReference(spec, options);
         for (int r = 0; r < options.world; ++r) {
@@ -165,7 +122,7 @@ TEST(Mp2Strategy, PushRatioOneWithPlainSgdMatchesSsgd) {
   job::JobSpec spec = Mp2Job(1.0, "A", "zero");
   spec.optimizer.momentum = 0;
   spec.optimizer.weight_decay = 0;
-  SimResult mp2 = RunMp2(spec, options, 1);
+  SimResult mp2 = RunPs(spec, options, 1);
   ASSERT_TRUE(mp2.ok) << mp2.error;
   job::JobSpec ssgd_spec = HarnessJob("ssgd");
   ssgd_spec.optimizer = spec.optimizer;
@@ -185,8 +142,8 @@ TEST(Mp2Strategy, ModeBWorkersHoldThePsModelAfterEveryRound) {
   PredictorFile file;
   for (int shards : {1, 2}) {
     job::JobSpec spec = Mp2Job(0.1, "B", file.path());
-    auto made = std::make_unique<LocalMp2>(spec, 4, shards);
-    LocalMp2* ps = made.get();
+    auto made = std::make_unique<LocalPs>(spec, 4, shards);
+    LocalPs* ps = made.get();
     SimOptions options = Uneven();
     options.ps = ps->for_ranks();
     int mismatches = 0;
@@ -215,13 +172,13 @@ TEST(Mp2Strategy, ModeBWorkersHoldThePsModelAfterEveryRound) {
 TEST(Mp2Strategy, ModesAAndBTrainTheSameModel) {
   PredictorFile file;
   const SimOptions options = Uneven();
-  SimResult a = RunMp2(Mp2Job(0.1, "A", file.path()), options, 2);
-  SimResult b = RunMp2(Mp2Job(0.1, "B", file.path()), options, 2);
+  SimResult a = RunPs(Mp2Job(0.1, "A", file.path()), options, 2);
+  SimResult b = RunPs(Mp2Job(0.1, "B", file.path()), options, 2);
   ASSERT_TRUE(a.ok) << a.error;
   ASSERT_TRUE(b.ok) << b.error;
   for (int r = 0; r < options.world; ++r) EXPECT_EQ(a.params[r], b.params[r]) << r;
   // The prediction did something: the zero change trains another model.
-  SimResult zero = RunMp2(Mp2Job(0.1, "A", "zero"), options, 2);
+  SimResult zero = RunPs(Mp2Job(0.1, "A", "zero"), options, 2);
   ASSERT_TRUE(zero.ok) << zero.error;
   EXPECT_NE(zero.params[0], a.params[0]);
 }
@@ -235,8 +192,8 @@ TEST(Mp2Strategy, BytesFollowTheFormulas) {
   SimOptions options;
   options.steps = 10;
   for (const std::string& mode : {"A", "B"}) {
-    std::unique_ptr<LocalMp2> local;
-    SimResult result = RunMp2(Mp2Job(0.1, mode, "zero"), options, 1, &local);
+    std::unique_ptr<LocalPs> local;
+    SimResult result = RunPs(Mp2Job(0.1, mode, "zero"), options, 1, &local);
     ASSERT_TRUE(result.ok) << result.error;
     for (int r = 0; r < options.world; ++r) {
       const ps::PsConnection& c = *local->connections[r];

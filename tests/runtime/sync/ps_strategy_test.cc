@@ -14,47 +14,11 @@
 namespace hptrain::sync::testing {
 namespace {
 
-// The job's shards in this process and one connection per rank.
-struct LocalPs {
-  LocalPs(const job::JobSpec& spec, int world, int shards) {
-    for (int s = 0; s < shards; ++s) {
-      ps::ParamStoreConfig config;
-      config.shard = s;
-      config.world_size = world;
-      config.global_batch = spec.global_batch_size;
-      config.optimizer = spec.optimizer;
-      config.max_lead = spec.strategy.type == "hps" && spec.strategy.staleness != 0 ? 1 : 0;
-      stores.push_back(std::make_unique<ps::ParamStore>(config));
-    }
-    std::vector<ps::ParamStore*> raw;
-    for (auto& s : stores) raw.push_back(s.get());
-    for (int r = 0; r < world; ++r) {
-      connections.push_back(std::make_unique<ps::LocalPsConnection>(raw));
-    }
-  }
-  std::vector<ps::PsConnection*> for_ranks() {
-    std::vector<ps::PsConnection*> out;
-    for (auto& c : connections) out.push_back(c.get());
-    return out;
-  }
-  std::vector<std::unique_ptr<ps::ParamStore>> stores;
-  std::vector<std::unique_ptr<ps::LocalPsConnection>> connections;
-};
-
 job::JobSpec PsJob(const std::string& type, int staleness, const std::string& bits) {
   job::JobSpec spec = HarnessJob(type);
   spec.strategy.staleness = staleness;
   spec.strategy.bits = bits;
   return spec;
-}
-
-SimResult RunPs(const job::JobSpec& spec, SimOptions options, int shards,
-                std::unique_ptr<LocalPs>* keep = nullptr) {
-  auto local = std::make_unique<LocalPs>(spec, options.world, shards);
-  options.ps = local->for_ranks();
-  SimResult result = Simulate(spec, options);
-  if (keep != nullptr) *keep = std::move(local);
-  return result;
 }
 
 // ‖a − b‖ / ‖b‖ (Euclidean norms): the relative difference of two parameter vectors.

@@ -1,6 +1,7 @@
 #include "tests/runtime/sync/strategy_harness.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -9,10 +10,54 @@
 #include "runtime/comm/bucketed_reducer.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/loopback_transport.h"
+#include "runtime/ps/mp2/job_options.h"
 #include "runtime/sync/registry.h"
 #include "runtime/train/optimizer.h"
 
 namespace hptrain::sync::testing {
+
+LocalPs::LocalPs(const job::JobSpec& spec, int world, int shards) {
+  if (spec.strategy.type == "mp2") {
+    auto opened = ps::mp2::OpenPredictor(spec);
+    if (!opened.ok()) std::abort();  // the tests write their predictor files themselves
+    predictor = *opened;
+  }
+  for (int s = 0; s < shards; ++s) {
+    ps::ParamStoreConfig config;
+    config.shard = s;
+    config.world_size = world;
+    config.global_batch = spec.global_batch_size;
+    config.optimizer = spec.optimizer;
+    config.max_lead = spec.strategy.type == "hps" && spec.strategy.staleness != 0 ? 1 : 0;
+    if (spec.strategy.type == "mp2") {
+      ps::Mp2StoreConfig mp2;
+      mp2.prediction = ps::mp2::PredictionOptionsFor(spec);
+      mp2.predictor = predictor.get();
+      config.mp2 = mp2;
+    }
+    stores.push_back(std::make_unique<ps::ParamStore>(config));
+  }
+  std::vector<ps::ParamStore*> raw;
+  for (auto& s : stores) raw.push_back(s.get());
+  for (int r = 0; r < world; ++r) {
+    connections.push_back(std::make_unique<ps::LocalPsConnection>(raw));
+  }
+}
+
+std::vector<ps::PsConnection*> LocalPs::for_ranks() {
+  std::vector<ps::PsConnection*> out;
+  for (auto& c : connections) out.push_back(c.get());
+  return out;
+}
+
+SimResult RunPs(const job::JobSpec& spec, SimOptions options, int shards,
+                std::unique_ptr<LocalPs>* keep) {
+  auto local = std::make_unique<LocalPs>(spec, options.world, shards);
+  options.ps = local->for_ranks();
+  SimResult result = Simulate(spec, options);
+  if (keep != nullptr) *keep = std::move(local);
+  return result;
+}
 
 job::JobSpec HarnessJob(const std::string& strategy) {
   job::JobSpec spec;

@@ -8,9 +8,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "runtime/job/job_spec.h"
+#include "runtime/ps/mp2/predictor.h"
+#include "runtime/ps/param_store.h"
 #include "runtime/ps/ps_connection.h"
 #include "runtime/sync/strategy.h"
 
@@ -57,6 +60,23 @@ inline size_t Parameters(const SimOptions& options) {
   for (size_t s : options.tensor_sizes) p += s;
   return p;
 }
+
+// The job's parameter-server shards in this process (configured as `hptrain ps` configures them
+// for the job's strategy: hps's staleness bound, mp2's prediction and predictor) and one
+// connection per rank.
+struct LocalPs {
+  LocalPs(const job::JobSpec& spec, int world, int shards);
+  std::vector<ps::PsConnection*> for_ranks();
+
+  std::shared_ptr<const ps::mp2::PredictorRunner> predictor;  // mp2; null: the zero change
+  std::vector<std::unique_ptr<ps::ParamStore>> stores;
+  std::vector<std::unique_ptr<ps::LocalPsConnection>> connections;
+};
+
+// Simulate with `shards` LocalPs shards for the job (kept in *keep when given, for its counters
+// and stores).
+SimResult RunPs(const job::JobSpec& spec, SimOptions options, int shards,
+                std::unique_ptr<LocalPs>* keep = nullptr);
 
 // A job spec with the given strategy block for the harness (SGD lr 0.1, momentum 0.9, wd 1e-4).
 job::JobSpec HarnessJob(const std::string& strategy);
