@@ -13,6 +13,7 @@
 #include "runtime/base/status.h"
 #include "runtime/comm/bucketed_reducer.h"
 #include "runtime/ps/mp2/dataset.h"
+#include "runtime/ps/mp2/job_options.h"
 #include "runtime/sync/registry.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/data/dataset.h"
@@ -537,6 +538,12 @@ absl::Status Preflight(const job::JobSpec& spec) {
   HPTRAIN_ASSIGN_OR_RETURN(auto model, CreateModel(spec.model, ShapeOf(*train), spec.seed));
   (void)test;
   (void)model;
+  if (spec.strategy.type == "mp2") {
+    // The ps (and, in mode B, every worker) loads it at start: refuse a missing or foreign file
+    // before any process starts.
+    HPTRAIN_ASSIGN_OR_RETURN(auto predictor, ps::mp2::OpenPredictor(spec));
+    (void)predictor;
+  }
   return absl::OkStatus();
 }
 
