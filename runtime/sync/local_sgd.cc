@@ -15,7 +15,8 @@
 //
 // Bytes per worker: one ring all-reduce of the parameters, 2(N−1)/N · 4P, every H steps.
 // Synchronize (before every evaluation and checkpoint) averages as well, so both see one model;
-// the interval then restarts. BatchNorm buffers are averaged by the trainer at every evaluation.
+// the interval then restarts. BatchNorm buffers are averaged by the trainer at every averaging
+// (synchronized_models) and every evaluation.
 #include <algorithm>
 
 #include "kernels/update/update.h"
@@ -46,9 +47,12 @@ class LocalSgd : public Strategy {
   absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) override {
     local_samples_ += step.local_batch;
     global_samples_ += step.global_batch;
-    if (++steps_since_average_ < interval_) return absl::OkStatus();
+    synchronized_ = ++steps_since_average_ == interval_;
+    if (!synchronized_) return absl::OkStatus();
     return Average(parameters);
   }
+
+  bool synchronized_models() const override { return synchronized_; }
 
   absl::Status Synchronize(int64_t, absl::Span<float> parameters) override {
     if (steps_since_average_ == 0) return absl::OkStatus();
@@ -79,6 +83,7 @@ class LocalSgd : public Strategy {
   comm::Communicator* comm_;
   const int interval_;
   int steps_since_average_ = 0;
+  bool synchronized_ = false;  // the last AfterOptimizerStep averaged the models
   int64_t local_samples_ = 0;   // Σ b_i since the last average
   int64_t global_samples_ = 0;  // Σ B since the last average
 };

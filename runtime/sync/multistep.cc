@@ -57,7 +57,10 @@ class Multistep : public Strategy {
 
   absl::Status Init(const GradientLayout& layout) override {
     buckets_ = layout.buckets;
-    const size_t n = buckets_.empty() ? 0 : buckets_.back().end;
+    // Buckets come in backward's order (the last layers' first), so the flat size is the
+    // largest end, not the last bucket's.
+    size_t n = 0;
+    for (const auto& bucket : buckets_) n = std::max(n, bucket.end);
     global_.assign(n, 0.0f);
     global_momentum_.assign(n, 0.0f);
     accumulator_.assign(n, 0.0f);
@@ -117,10 +120,14 @@ class Multistep : public Strategy {
 
   absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) override {
     round_batch_ = step.global_batch;
-    if (++done_in_round_ == round_length_) return GlobalUpdate(parameters);
+    // A round of local steps ends here; a warm-up round (one SSGD step) keeps ssgd's buffers.
+    synchronized_ = ++done_in_round_ == round_length_ && round_length_ > 1;
+    if (done_in_round_ == round_length_) return GlobalUpdate(parameters);
     LocalStep(step.local_batch, parameters);
     return absl::OkStatus();
   }
+
+  bool synchronized_models() const override { return synchronized_; }
 
   absl::Status Synchronize(int64_t, absl::Span<float> parameters) override {
     if (done_in_round_ == 0) return absl::OkStatus();
@@ -229,6 +236,7 @@ class Multistep : public Strategy {
   bool warmup_ = false;
   int round_length_ = 1;
   int done_in_round_ = 0;
+  bool synchronized_ = false;  // the last AfterOptimizerStep ended a round of local steps
   double round_lr_ = 0;
   int round_batch_ = 0;
 

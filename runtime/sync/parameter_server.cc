@@ -114,6 +114,8 @@ class ParameterServerStrategy : public Strategy {
 
   std::string name() const override { return options_.name; }
   bool owns_parameters() const override { return !options_.mp2; }
+  // Every mp2 round gives the workers the shard's model (their own steps are not kept).
+  bool synchronized_models() const override { return options_.mp2; }
 
   absl::Status Init(const GradientLayout& layout) override;
   absl::Status Start(absl::Span<float> parameters, int64_t step,

@@ -133,6 +133,14 @@ class Strategy {
   // True when the parameters come from elsewhere (a parameter server): no local optimizer step.
   virtual bool owns_parameters() const { return false; }
 
+  // True when the AfterOptimizerStep just called ended a round of local steps by giving every
+  // worker the same parameters (localsgd's and multistep's synchronisations, every mp2 round):
+  // the trainer then averages the BatchNorm buffers over the workers as well (algorithms.md §3b,
+  // §1b), so that the models agree in full, not only in their parameters. Every rank must give
+  // the same answer for the same step. The default: false (the buffers are averaged at every
+  // evaluation, for every strategy).
+  virtual bool synchronized_models() const { return false; }
+
   // Called once after Init (and after a checkpoint was restored), before the first step, on
   // every rank: the flat parameters (initial, or the checkpoint's), the global step training
   // starts at, and the restored checkpoint's sections (empty when not resuming).

@@ -268,6 +268,9 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
     optimizer_->Step(flat_params_.data_ptr<float>(), grads, lr);
   }
   HPTRAIN_RETURN_IF_ERROR(strategy_->AfterOptimizerStep(step_info_, FlatParameters()));
+  if (strategy_->synchronized_models()) {
+    HPTRAIN_RETURN_IF_ERROR(AverageBuffers(), "step ", global_step_);
+  }
 
   // The compute time reported is what the worker really spent: the stretch as slept, since a
   // sleep may end late on a busy machine.

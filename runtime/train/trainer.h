@@ -9,7 +9,8 @@
 //   3. Wait for all buckets, divide by the global batch B, apply the optimizer to the flat
 //      parameters (the model's parameters are views into that buffer), then the strategy's
 //      AfterOptimizerStep.
-// At the end of every epoch BatchNorm buffers are averaged over the workers, the test split is
+// At the end of every epoch BatchNorm buffers are averaged over the workers (and after every step
+// at which the strategy synchronized the models: Strategy::synchronized_models), the test split is
 // evaluated in shards and the results all-reduced, so every rank reports the same numbers.
 // Checkpoints are written by rank 0 every `checkpoint.intervalSteps` steps and at the end.
 //

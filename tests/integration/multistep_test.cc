@@ -58,5 +58,25 @@ TEST(Multistep, TwoEpochAccuracyAgainstSsgd) {
   EXPECT_LT(multistep.bytes_per_step, ssgd.bytes_per_step);
 }
 
+// A BatchNorm model in several gradient buckets (ResNet-20 on synthetic 32×32 images) through
+// every strategy that averages models: the trainer averages the BatchNorm buffers at each of
+// their synchronisations (an all-reduce every rank must join), and multistep's buffers span the
+// whole model whatever the bucket order.
+TEST(Multistep, BatchNormModelsTrainWithEveryModelAveragingStrategy) {
+  for (const std::vector<std::string>& strategy :
+       {std::vector<std::string>{"spec.strategy.type=localsgd", "spec.strategy.interval=2"},
+        std::vector<std::string>{"spec.strategy.type=multistep", "spec.strategy.interval=2"},
+        std::vector<std::string>{"spec.strategy.type=mp2", "spec.strategy.predictor=zero"}}) {
+    std::vector<std::string> argv = {HptrainBinary(), "run", "examples/synthetic-mlp.yaml",
+                                     "--quiet", "--set", "spec.model.name=resnet20", "--set",
+                                     "spec.model.hidden=[]", "--set",
+                                     "spec.dataset.synthetic.shape=[3,32,32]", "--set",
+                                     "spec.maxSteps=6"};
+    for (const auto& set : strategy) argv.insert(argv.end(), {"--set", set});
+    ProcessResult r = RunProcess(argv, 300);
+    EXPECT_EQ(r.exit_code, 0) << strategy[0] << ": " << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace hptrain::testing

@@ -84,6 +84,8 @@ TEST(LocalSgd, LongerIntervalAveragesEveryIntervalSteps) {
   SimResult ssgd = Simulate(PlainSgd("ssgd"), options);
   ASSERT_TRUE(ssgd.ok) << ssgd.error;
   ExpectNear(local.params[0], ssgd.params[0], 1e-5f);
+  // The trainer averages BatchNorm buffers after exactly the averaging steps.
+  EXPECT_EQ(local.synchronized_steps, (std::vector<int>{3, 7, 11, 15, 19}));
   // 20 steps at interval 4: 5 all-reduces of the parameters.
   const double p = static_cast<double>(Parameters(options));
   EXPECT_NEAR(local.bytes_sent[0], 5 * 2.0 * 3 / 4 * 4 * p, 0.01 * 5 * 6 * p);

@@ -177,6 +177,8 @@ TEST(Mp2Strategy, ModesAAndBTrainTheSameModel) {
   ASSERT_TRUE(a.ok) << a.error;
   ASSERT_TRUE(b.ok) << b.error;
   for (int r = 0; r < options.world; ++r) EXPECT_EQ(a.params[r], b.params[r]) << r;
+  // Every round gives the workers one model: the trainer averages BatchNorm buffers after each.
+  EXPECT_EQ(a.synchronized_steps.size(), static_cast<size_t>(options.steps));
   // The prediction did something: the zero change trains another model.
   SimResult zero = RunPs(Mp2Job(0.1, "A", "zero"), options, 2);
   ASSERT_TRUE(zero.ok) << zero.error;

@@ -40,6 +40,21 @@ TEST(Multistep, IntervalOneIsSsgdWithMomentumBitForBit) {
   }
 }
 
+// Several buckets (backward hands the last layers' first), as a model larger than one bucket has.
+TEST(Multistep, SeveralBucketsAreSsgdBitForBit) {
+  SimOptions options;
+  options.bucket_bytes = 16u << 10;  // LeNet-5's tensors in several buckets
+  SimResult ssgd = Simulate(HarnessJob("ssgd"), options);
+  ASSERT_TRUE(ssgd.ok) << ssgd.error;
+  SimResult r = Simulate(Multistep(1), options);
+  ASSERT_TRUE(r.ok) << r.error;
+  for (int rank = 0; rank < options.world; ++rank) {
+    EXPECT_TRUE(Identical(r.params[rank], ssgd.params[0])) << "rank " << rank;
+  }
+  SimResult rounds = Simulate(Multistep(4), options);
+  ASSERT_TRUE(rounds.ok) << rounds.error;
+}
+
 TEST(Multistep, RanksAgreeOnTheGlobalModelAfterEveryRound) {
   constexpr int kInterval = 4;
   SimOptions options;
@@ -98,6 +113,11 @@ TEST(Multistep, SendsOneAllReducePerRound) {
     ASSERT_TRUE(r.ok) << r.error;
     const double rounds = static_cast<double>(options.steps) / interval;
     EXPECT_NEAR(r.bytes_sent[0], rounds * ring, 0.01 * rounds * ring) << "interval " << interval;
+    // BatchNorm buffers are averaged at the end of every round of local steps (none at H = 1,
+    // which is ssgd).
+    std::vector<int> ends;
+    for (int s = interval - 1; interval > 1 && s < options.steps; s += interval) ends.push_back(s);
+    EXPECT_EQ(r.synchronized_steps, ends) << "interval " << interval;
   }
   // Adaptive, 3 epochs of 8 steps at H_0 = 8: 3 rounds, and nothing more for the interval (it
   // reads the epoch loss the trainer already agreed on).

@@ -142,6 +142,9 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
         if (auto s = (*strategy)->AfterOptimizerStep(info, absl::MakeSpan(params)); !s.ok()) {
           return fail(s);
         }
+        if (rank == 0 && (*strategy)->synchronized_models()) {
+          result.synchronized_steps.push_back(step);  // only rank 0 writes it
+        }
         if (options.after_step) options.after_step(rank, step, params);
         if (options.steps_per_epoch > 0 && (step + 1) % options.steps_per_epoch == 0) {
           EpochTiming timing;

@@ -47,6 +47,7 @@ struct SimResult {
   std::vector<int> bits;                   // rank 0's StrategyStats::bits after each epoch
   std::vector<int64_t> max_staleness;      // per rank, StrategyStats::max_staleness at the end
   std::vector<int> intervals;              // rank 0's StrategyStats::interval after each epoch
+  std::vector<int> synchronized_steps;     // rank 0's steps after which synchronized_models()
   std::vector<CheckpointSections> sections;  // per rank, with SimOptions::save_state
   bool ok = true;
   std::string error;
