@@ -76,7 +76,6 @@ absl::Status PredictionState::Apply(int64_t round, const std::vector<std::vector
   out = RoundStats();
   out.calibration.assign(static_cast<size_t>(pieces()), 1.0);
   const int K = options_.history;
-  std::vector<char> in_subset;
   for (int p = 0; p < pieces(); ++p) {
     const SubsetSchedule& schedule = schedules_[p];
     float* w = params_.data() + offsets_[p];
@@ -111,12 +110,10 @@ absl::Status PredictionState::Apply(int64_t round, const std::vector<std::vector
         if (norm > 0) a = std::clamp(dot / norm, 0.0, kMaxCalibration);
       }
       out.calibration[p] = a;
+      // Every element moves by its predicted change; the subset's are then overwritten with the
+      // fresh values below.
       const float scale = static_cast<float>(a * options_.damping);
-      in_subset.assign(static_cast<size_t>(n), 0);
-      for (int32_t index : subset) in_subset[index] = 1;
-      for (int64_t e = 0; e < n; ++e) {
-        if (!in_subset[e]) w[e] += scale * (predicted_[e] - w[e]);
-      }
+      for (int64_t e = 0; e < n; ++e) w[e] += scale * (predicted_[e] - w[e]);
     }
     for (size_t k = 0; k < subset.size(); ++k) w[subset[k]] = fresh[p][k];
   }

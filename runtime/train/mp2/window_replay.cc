@@ -130,9 +130,10 @@ absl::StatusOr<ReplayResult> ReplayWindow(const SnapshotDataset& data, const Sna
   result.rounds = rounds;
   result.truth = K + rounds - 1;
   const int64_t last_round = first_round + rounds - 1;
+  // The linear rounds and the error below follow the same schedules.
+  const std::vector<SubsetSchedule> schedules = Schedules(sizes, options);
 
   if (method == ReplayMethod::kLinear) {
-    const std::vector<SubsetSchedule> schedules = Schedules(sizes, options);
     std::vector<float> w = window.snapshots[K - 1];
     std::vector<float> previous = window.snapshots[K - 2];
     for (int j = 0; j < rounds; ++j) {
@@ -171,7 +172,6 @@ absl::StatusOr<ReplayResult> ReplayWindow(const SnapshotDataset& data, const Sna
   // The error over what the last round predicted: every predicted tensor's complement of its
   // pushed subset.
   const std::vector<float>& truth = window.snapshots[result.truth];
-  const std::vector<SubsetSchedule> schedules = Schedules(sizes, options);
   double sum = 0;
   std::vector<char> pushed;
   for (size_t p = 0; p < schedules.size(); ++p) {
