@@ -286,6 +286,7 @@ absl::Status ParseStrategy(const YAML::Node& node, StrategySpec* strategy) {
   r.Read("hMax", &strategy->h_max);
   r.Read("mu", &strategy->mu);
   r.Read("delay", &strategy->delay);
+  YAML::Node compression = r.Child("compression");
   r.Read("clipNorm", &strategy->clip_norm);
   r.Read("momentumMasking", &strategy->momentum_masking);
   r.Read("sparseEncoding", &strategy->sparse_encoding);
@@ -298,13 +299,44 @@ absl::Status ParseStrategy(const YAML::Node& node, StrategySpec* strategy) {
   r.Read("damping", &strategy->damping);
   r.Read("staleness", &strategy->staleness);
   HPTRAIN_RETURN_IF_ERROR(r.Finish());
+
+  MapReader c(compression, "spec.strategy.compression");
+  c.Read("type", &strategy->compression.type);
+  c.Read("bits", &strategy->compression.bits);
+  HPTRAIN_RETURN_IF_ERROR(c.Finish());
+
   // An integer, or the word "adaptive" (multistep: the AdaComm rule picks it every epoch).
   if (Absent(interval)) return absl::OkStatus();
   if (interval.IsScalar() && interval.Scalar() == "adaptive") {
     strategy->adaptive_interval = true;
     return absl::OkStatus();
   }
-  return Convert(interval, "spec.strategy.interval", &strategy->interval);
+  // Remembered as given: an explicit 0 is an error (ValidateJob), not the unset default.
+  HPTRAIN_RETURN_IF_ERROR(Convert(interval, "spec.strategy.interval", &strategy->interval));
+  strategy->interval_set = true;
+  return absl::OkStatus();
+}
+
+// spec.scheduler. The struct keeps 0 for "unset", so a 0 written in the document is refused here,
+// as the CRD's minimum of 1 refuses it on Kubernetes, instead of silently meaning the default.
+absl::Status ParseScheduler(const YAML::Node& node, ExchangeSchedulerSpec* scheduler) {
+  MapReader r(node, "spec.scheduler");
+  r.Read("type", &scheduler->type);
+  std::optional<int64_t> partition;
+  std::optional<int64_t> credit;
+  r.Read("partitionElements", &partition);
+  r.Read("creditElements", &credit);
+  HPTRAIN_RETURN_IF_ERROR(r.Finish());
+  const std::pair<const char*, std::optional<int64_t>> given[] = {
+      {"spec.scheduler.partitionElements", partition}, {"spec.scheduler.creditElements", credit}};
+  for (const auto& [path, value] : given) {
+    if (value.has_value() && *value < 1) {
+      return FieldError(path, absl::StrCat("must be >= 1, got ", *value));
+    }
+  }
+  scheduler->partition_elements = partition.value_or(0);
+  scheduler->credit_elements = credit.value_or(0);
+  return absl::OkStatus();
 }
 
 absl::Status ParseOptimizer(const YAML::Node& node, OptimizerSpec* optimizer) {
@@ -396,6 +428,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   YAML::Node testing = r.Child("testing");
   r.Read("schedulerName", &spec->scheduler_name);
   YAML::Node gang = r.Child("gangScheduling");
+  YAML::Node scheduler = r.Child("scheduler");
   HPTRAIN_RETURN_IF_ERROR(r.Finish());
 
   MapReader g(gang, "spec.gangScheduling");
@@ -408,6 +441,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   HPTRAIN_RETURN_IF_ERROR(ParseDataset(dataset, &spec->dataset));
   HPTRAIN_RETURN_IF_ERROR(ParseStrategy(strategy, &spec->strategy));
   HPTRAIN_RETURN_IF_ERROR(ParseOptimizer(optimizer, &spec->optimizer));
+  HPTRAIN_RETURN_IF_ERROR(ParseScheduler(scheduler, &spec->scheduler));
   HPTRAIN_RETURN_IF_ERROR(ParseWorkers(worker_groups, workers, &spec->worker_groups));
 
   MapReader p(ps, "spec.ps");

@@ -36,6 +36,13 @@ struct DatasetSpec {
   SyntheticSpec synthetic;
 };
 
+// spec.strategy.compression (multistep): how the round's all-reduce of the accumulator is
+// encoded on the wire.
+struct StrategyCompressionSpec {
+  std::string type;               // none | quantized | fp16; empty when unset (none)
+  int bits = 0;                   // quantized: 1, 2, 4 or 8; 0 = unset (8)
+};
+
 struct StrategySpec {
   std::string type = "ssgd";      // ssgd fp16 quantized topk dgc localsgd multistep hierarchical gossip ps hps mp2
   std::string bits;               // "1" "2" "4" "8" or "dynamic"; empty when unset
@@ -43,12 +50,15 @@ struct StrategySpec {
   double density = 0.0;           // topk / dgc; 0 = unset
   std::optional<bool> error_feedback;
   int interval = 0;               // localsgd / multistep / hierarchical; 0 = unset
+  bool interval_set = false;      // the document gave an integer interval, so an explicit 0 is
+                                  // an error rather than "unset"
   bool adaptive_interval = false; // multistep: `interval: adaptive` (AdaComm rule); interval is 0
   double warmup_epochs = 0.0;
   int h_min = 0;                  // multistep, adaptive: bounds of the interval; 0 = unset (1, 32)
   int h_max = 0;
   double mu = 0.0;                // multistep: proximal correction toward the global model
-  int delay = 0;                  // multistep: rounds the global update may lag (0; 1 unsupported)
+  int delay = 0;                  // multistep: rounds the global update may lag (0 or 1)
+  StrategyCompressionSpec compression;  // multistep: encoding of the round's all-reduce
   double clip_norm = 0.0;         // dgc: local gradient clipping bound (global norm); 0 = off
   std::optional<bool> momentum_masking;  // dgc: clear the momentum of sent elements (true)
   std::string sparse_encoding;    // topk / dgc: "pairs" or "compact"; empty when unset (pairs)
@@ -148,6 +158,25 @@ struct TestingSpec {
   int slowdown_window = 1;
 };
 
+// The priority scheduler's defaults for all-reduce (algorithms.md §3b).
+inline constexpr int64_t kSchedulerPartitionElements = int64_t{8} << 20;
+inline constexpr int64_t kSchedulerCreditElements = int64_t{16} << 20;
+
+// spec.scheduler: how a step's gradient exchange is ordered (algorithms.md §3b). "none": the
+// reducer's buckets in backward's order; "priority": the sub-tensor priority scheduler
+// (runtime/comm/priority_scheduler.h), ssgd and multistep only.
+struct ExchangeSchedulerSpec {
+  std::string type = "none";      // none | priority
+  int64_t partition_elements = 0; // δ: largest chunk; 0 = unset (kSchedulerPartitionElements)
+  int64_t credit_elements = 0;    // most elements in flight; 0 = unset (kSchedulerCreditElements)
+
+  // The values in force, defaults for unset ones.
+  int64_t partition() const {
+    return partition_elements > 0 ? partition_elements : kSchedulerPartitionElements;
+  }
+  int64_t credit() const { return credit_elements > 0 ? credit_elements : kSchedulerCreditElements; }
+};
+
 struct JobSpec {
   // metadata
   std::string name;
@@ -170,6 +199,7 @@ struct JobSpec {
   std::string ps_template_yaml;
   int ps_shards = 1;              // spec.ps.shards: parameter-server processes (ps, hps, mp2)
   std::string scheduler_name;     // Kubernetes scheduler of the job's pods; empty = default
+  ExchangeSchedulerSpec scheduler;  // spec.scheduler: the gradient exchange's order
   GangSchedulingSpec gang_scheduling;
   RebalanceSpec rebalance;
   CheckpointSpec checkpoint;

@@ -68,7 +68,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& StrategyTab
       {"topk", {"density", "errorFeedback", "warmupEpochs", "sparseEncoding"}},
       {"dgc", {"density", "warmupEpochs", "clipNorm", "momentumMasking", "sparseEncoding"}},
       {"localsgd", {"interval"}},
-      {"multistep", {"interval", "warmupEpochs", "hMin", "hMax", "mu", "delay"}},
+      {"multistep", {"interval", "warmupEpochs", "hMin", "hMax", "mu", "delay", "compression"}},
       {"hierarchical", {"interval"}},
       {"gossip", {"threshold", "interval"}},
       {"ps", {}},
@@ -136,6 +136,24 @@ absl::Status ValidateDataset(const DatasetSpec& dataset) {
   return absl::OkStatus();
 }
 
+// An integer interval was written (or set in code): 0 then is a value, and an invalid one.
+bool IntervalGiven(const StrategySpec& s) { return s.interval_set || s.interval != 0; }
+
+absl::Status ValidateCompression(const StrategyCompressionSpec& c) {
+  if (c.type.empty() && c.bits == 0) return absl::OkStatus();
+  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.compression.type", "compression", c.type,
+                                {"none", "quantized", "fp16"}));
+  if (c.bits == 0) return absl::OkStatus();
+  if (c.type != "quantized") {
+    return Invalid("spec.strategy.compression.bits",
+                   "applies only to compression type quantized, got type ", c.type);
+  }
+  if (c.bits != 1 && c.bits != 2 && c.bits != 4 && c.bits != 8) {
+    return Invalid("spec.strategy.compression.bits", "must be 1, 2, 4 or 8, got ", c.bits);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateStrategy(const StrategySpec& s) {
   HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.type", "strategy", s.type, StrategyTypes()));
   const std::vector<std::string> accepted = StrategyParameters(s.type);
@@ -144,7 +162,7 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
       {"bucketSize", s.bucket_size != 0},
       {"density", s.density != 0},
       {"errorFeedback", s.error_feedback.has_value()},
-      {"interval", s.interval != 0 || s.adaptive_interval},
+      {"interval", IntervalGiven(s) || s.adaptive_interval},
       {"warmupEpochs", s.warmup_epochs != 0},
       {"hMin", s.h_min != 0},
       {"hMax", s.h_max != 0},
@@ -161,6 +179,7 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
       {"momentumMasking", s.momentum_masking.has_value()},
       {"sparseEncoding", !s.sparse_encoding.empty()},
       {"staleness", s.staleness != -1},
+      {"compression", !s.compression.type.empty() || s.compression.bits != 0},
   };
   for (const auto& [key, is_set] : set) {
     if (!is_set || Contains(accepted, key)) continue;
@@ -191,7 +210,8 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
   if (s.bucket_size != 0)
     HPTRAIN_RETURN_IF_ERROR(AtLeast<int64_t>("spec.strategy.bucketSize", s.bucket_size, 1));
   if (s.density != 0) HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.strategy.density", s.density));
-  if (s.interval != 0) HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.interval", s.interval, 1));
+  // 0 is no default once written: it would silently mean "adaptive" (multistep) or 8 (localsgd).
+  if (IntervalGiven(s)) HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.interval", s.interval, 1));
   if (s.adaptive_interval && s.type != "multistep") {
     return Invalid("spec.strategy.interval", "adaptive applies only to strategy multistep, got ",
                    s.type, " (use an integer)");
@@ -199,7 +219,7 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
   // multistep: hMin/hMax bound the adaptive interval (an unset interval is adaptive).
   if (s.h_min != 0) HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.hMin", s.h_min, 1));
   if (s.h_max != 0) HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.hMax", s.h_max, 1));
-  if ((s.h_min != 0 || s.h_max != 0) && s.interval != 0) {
+  if ((s.h_min != 0 || s.h_max != 0) && IntervalGiven(s)) {
     return Invalid(s.h_min != 0 ? "spec.strategy.hMin" : "spec.strategy.hMax",
                    "applies only to an adaptive interval, but spec.strategy.interval is ",
                    s.interval);
@@ -211,12 +231,10 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
                    h_min);
   }
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.mu", s.mu, 0.0));
-  if (s.delay == 1) {
-    return Invalid("spec.strategy.delay",
-                   "1 (overlapping a round's all-reduce with the next round) is not supported "
-                   "yet; use 0");
+  if (s.delay != 0 && s.delay != 1) {
+    return Invalid("spec.strategy.delay", "must be 0 or 1, got ", s.delay);
   }
-  if (s.delay != 0) return Invalid("spec.strategy.delay", "must be 0 or 1, got ", s.delay);
+  HPTRAIN_RETURN_IF_ERROR(ValidateCompression(s.compression));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.warmupEpochs", s.warmup_epochs, 0.0));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.clipNorm", s.clip_norm, 0.0));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.threshold", s.threshold, 0.0));
@@ -233,6 +251,61 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
     return Invalid("spec.strategy.predictor",
                    "required for strategy mp2: a predictor file made by `hptrain mp2 train`, or "
                    "zero (the zero-change ablation)");
+  }
+  return absl::OkStatus();
+}
+
+// spec.scheduler. Its sizes keep 0 for "unset" (the parser refuses a written 0).
+absl::Status ValidateScheduler(const JobSpec& spec) {
+  const ExchangeSchedulerSpec& s = spec.scheduler;
+  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.scheduler.type", "scheduler", s.type, {"none", "priority"}));
+  if (s.partition_elements != 0) {
+    HPTRAIN_RETURN_IF_ERROR(
+        AtLeast<int64_t>("spec.scheduler.partitionElements", s.partition_elements, 1));
+  }
+  if (s.credit_elements != 0) {
+    HPTRAIN_RETURN_IF_ERROR(
+        AtLeast<int64_t>("spec.scheduler.creditElements", s.credit_elements, 1));
+  }
+  if (s.type != "priority") {
+    if (s.partition_elements != 0 || s.credit_elements != 0) {
+      return Invalid(s.partition_elements != 0 ? "spec.scheduler.partitionElements"
+                                               : "spec.scheduler.creditElements",
+                     "applies only to spec.scheduler.type priority, got ", s.type);
+    }
+    return absl::OkStatus();
+  }
+  // A chunk larger than the credit could never be launched.
+  const int64_t partition = s.partition();
+  const int64_t credit = s.credit();
+  if (credit < partition) {
+    if (s.credit_elements != 0) {
+      return Invalid("spec.scheduler.creditElements",
+                     "must be >= spec.scheduler.partitionElements (", partition, "), got ", credit);
+    }
+    return Invalid("spec.scheduler.partitionElements", "must be <= spec.scheduler.creditElements (",
+                   credit, "), got ", partition);
+  }
+  const StrategySpec& strategy = spec.strategy;
+  if (strategy.type != "ssgd" && strategy.type != "multistep") {
+    return Invalid("spec.scheduler.type",
+                   "priority applies only to strategies ssgd and multistep, got strategy ",
+                   strategy.type);
+  }
+  // The scheduler exchanges the round's last backward layer by layer and updates each layer
+  // before the next forward reaches it: no round may still be in flight then (delay 1), and its
+  // chunks travel uncompressed.
+  if (strategy.type == "multistep" && strategy.delay == 1) {
+    return Invalid("spec.scheduler.type",
+                   "priority cannot be combined with spec.strategy.delay 1 (the scheduler "
+                   "applies each round before the next forward)");
+  }
+  if (strategy.type == "multistep" && !strategy.compression.type.empty() &&
+      strategy.compression.type != "none") {
+    return Invalid("spec.scheduler.type",
+                   "priority cannot be combined with spec.strategy.compression (the scheduler's "
+                   "chunks travel uncompressed), got compression type ",
+                   strategy.compression.type);
   }
   return absl::OkStatus();
 }
@@ -468,6 +541,7 @@ absl::Status ValidateJob(const JobSpec& spec) {
   HPTRAIN_RETURN_IF_ERROR(ValidateDataset(spec.dataset));
   HPTRAIN_RETURN_IF_ERROR(ValidateStrategy(spec.strategy));
   HPTRAIN_RETURN_IF_ERROR(ValidatePs(spec));
+  HPTRAIN_RETURN_IF_ERROR(ValidateScheduler(spec));
   HPTRAIN_RETURN_IF_ERROR(ValidateOptimizer(spec.optimizer));
   if (spec.strategy.type == "multistep" && spec.optimizer.type != "sgd") {
     // Its delayed global update is an SGD step on the round's accumulated gradient.

@@ -10,19 +10,26 @@
 //   * enumerations: strategy type, model name, dataset name and format (and that the format is
 //     the one the data set comes in), optimizer and schedule type, device (cpu | cuda),
 //     strategy bits (1, 2, 4, 8, 16, 32, dynamic; hps: 2, 4, 8, 16, 32, dynamic),
-//     staleness (0 | 1), sparseEncoding (pairs | compact);
+//     staleness (0 | 1), delay (0 | 1), sparseEncoding (pairs | compact), compression type
+//     (none | quantized | fp16) and bits (1, 2, 4, 8; quantized only), scheduler type
+//     (none | priority);
 //   * ranges: lr > 0, momentum in [0, 1), weightDecay >= 0, density in (0, 1],
 //     pushRatio in (0, 1], bucketMiB >= 1, ps.shards in [1, 64], rebalance hysteresis in
-//     [0, 1), counts >= 0, ...;
+//     [0, 1), an integer strategy interval >= 1 (an explicit 0 included: interval_set),
+//     hMin <= hMax, mu >= 0, scheduler partitionElements and creditElements >= 1 and
+//     credit >= partition (defaults for the unset one), counts >= 0, ...;
 //   * cross-field rules: globalBatchSize >= world size; if any group sets batchSize, every group
 //     does and the sum of replicas x batchSize equals globalBatchSize; testing.slowdown has one
 //     factor >= 1 per worker; a strategy parameter the chosen type does not take is an error
 //     (see StrategyParameters()), as are sgd-only settings with adam and the reverse, schedule
 //     settings of another schedule type, and mlp's `hidden` with another model; ps.shards above
-//     1 with a strategy that has no parameter server (UsesParameterServer()).
+//     1 with a strategy that has no parameter server (UsesParameterServer()); scheduler
+//     partitionElements/creditElements only with type priority, and priority only with ssgd or
+//     multistep, never with multistep's delay 1 or compression.
 //
 // A parameter counts as "set" when it differs from its unset value in job_spec.h (0, empty,
-// nullopt, -1 for staleness, or the documented default for the optimizer and schedule fields).
+// nullopt, -1 for staleness, or the documented default for the optimizer and schedule fields);
+// an integer interval also counts when interval_set says the document wrote it.
 #ifndef HPTRAIN_RUNTIME_JOB_JOB_VALIDATE_H_
 #define HPTRAIN_RUNTIME_JOB_JOB_VALIDATE_H_
 

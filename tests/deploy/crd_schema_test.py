@@ -225,7 +225,8 @@ class CrdSchemaTest(unittest.TestCase):
         for path in ("spec.model.name", "spec.dataset.name", "spec.dataset.format",
                      "spec.strategy.type", "spec.optimizer.type",
                      "spec.optimizer.schedule.type", "spec.device",
-                     "spec.strategy.sparseEncoding", "spec.strategy.mode"):
+                     "spec.strategy.sparseEncoding", "spec.strategy.mode",
+                     "spec.strategy.compression.type", "spec.scheduler.type"):
             self.assertIn(path, enums, f"no OneOf(\"{path}\", ...) in job_validate.cc")
             node = k8s_schema.schema_at(self.schema, path)
             self.assertEqual(node["enum"], enums[path], path)
@@ -398,6 +399,21 @@ class CrdSchemaTest(unittest.TestCase):
                 "hMax": 16, "mu": 0.01, "delay": 0}),
             "multistep fixed": with_set(self.mlp, spec__strategy={"type": "multistep",
                                                                   "interval": 4}),
+            "multistep delay 1 compressed": with_set(self.mlp, spec__strategy={
+                "type": "multistep", "interval": 4, "delay": 1,
+                "compression": {"type": "quantized", "bits": 4}}),
+            "multistep fp16": with_set(self.mlp, spec__strategy={
+                "type": "multistep", "compression": {"type": "fp16"}}),
+            "multistep compression none": with_set(self.mlp, spec__strategy={
+                "type": "multistep", "compression": {"type": "none"}}),
+            "priority with default strategy": with_set(self.mlp, spec__scheduler={
+                "type": "priority"}),
+            "priority with multistep": with_set(
+                self.mlp, spec__strategy={"type": "multistep", "interval": 8, "delay": 0,
+                                          "compression": {"type": "none"}},
+                spec__scheduler={"type": "priority", "partitionElements": 1048576,
+                                 "creditElements": 1048576}),
+            "scheduler none": with_set(self.hetero, spec__scheduler={"type": "none"}),
             "localsgd": with_set(self.mlp, spec__strategy={"type": "localsgd", "interval": 8}),
             "hps ps shards": with_set(self.hetero, spec__ps__shards=4),
             "ps shards": with_set(self.mlp, spec__strategy={"type": "ps"},
@@ -555,7 +571,63 @@ class CrdSchemaTest(unittest.TestCase):
              "interval adaptive is only for strategy multistep"),
             ("interval word", with_set(mlp, spec__strategy={"type": "multistep",
                                                             "interval": "often"}),
-             "must be an integer >= 0 or adaptive"),
+             "must be a non-zero integer or adaptive"),
+            ("interval 0", with_set(mlp, spec__strategy={"type": "multistep", "interval": 0}),
+             "spec.strategy.interval: must be a non-zero integer or adaptive"),
+            ("interval 0 on localsgd",
+             with_set(mlp, spec__strategy={"type": "localsgd", "interval": 0}),
+             "spec.strategy.interval: must be a non-zero integer or adaptive"),
+            ("negative interval",
+             with_set(mlp, spec__strategy={"type": "localsgd", "interval": -1}),
+             "spec.strategy.interval must be >= 1"),
+            ("compression on quantized",
+             with_set(mlp, spec__strategy={"type": "quantized", "compression": {"type": "fp16"}}),
+             "spec.strategy.compression applies only to strategy multistep"),
+            ("compression bits on fp16",
+             with_set(mlp, spec__strategy={"type": "multistep",
+                                           "compression": {"type": "fp16", "bits": 8}}),
+             "spec.strategy.compression.bits applies only to compression type quantized"),
+            ("compression bits 3",
+             with_set(mlp, spec__strategy={"type": "multistep",
+                                           "compression": {"type": "quantized", "bits": 3}}),
+             "spec.strategy.compression.bits: 3 is not one of [1, 2, 4, 8]"),
+            ("unknown compression", with_set(mlp, spec__strategy={
+                "type": "multistep", "compression": {"type": "zstd"}}),
+             "spec.strategy.compression.type: 'zstd' is not one of"),
+            ("unknown compression key", with_set(mlp, spec__strategy={
+                "type": "multistep", "compression": {"type": "quantized", "bucket": 64}}),
+             "'bucket' was unexpected"),
+            ("unknown scheduler", with_set(mlp, spec__scheduler={"type": "fifo"}),
+             "spec.scheduler.type: 'fifo' is not one of ['none', 'priority']"),
+            ("unknown scheduler key", with_set(mlp, spec__scheduler={"priority": True}),
+             "'priority' was unexpected"),
+            ("zero partition", with_set(mlp, spec__scheduler={"type": "priority",
+                                                              "partitionElements": 0}),
+             "spec.scheduler.partitionElements: 0 is less than the minimum of 1"),
+            ("partition without priority", with_set(mlp, spec__scheduler={
+                "partitionElements": 1024}),
+             "spec.scheduler.partitionElements applies only to spec.scheduler.type priority"),
+            ("credit with scheduler none", with_set(mlp, spec__scheduler={
+                "type": "none", "creditElements": 1024}),
+             "spec.scheduler.creditElements applies only to spec.scheduler.type priority"),
+            ("credit below partition", with_set(mlp, spec__scheduler={
+                "type": "priority", "partitionElements": 4096, "creditElements": 1024}),
+             "spec.scheduler.creditElements must be >= spec.scheduler.partitionElements"),
+            ("credit below the default partition", with_set(mlp, spec__scheduler={
+                "type": "priority", "creditElements": 1048576}),
+             "spec.scheduler.creditElements must be >= spec.scheduler.partitionElements"),
+            ("priority with localsgd", with_set(mlp, spec__strategy={"type": "localsgd"},
+                                                spec__scheduler={"type": "priority"}),
+             "spec.scheduler.type priority applies only to strategies ssgd and multistep"),
+            ("priority with multistep delay 1",
+             with_set(mlp, spec__strategy={"type": "multistep", "delay": 1},
+                      spec__scheduler={"type": "priority"}),
+             "spec.scheduler.type priority cannot be combined with spec.strategy.delay 1"),
+            ("priority with multistep compression",
+             with_set(mlp, spec__strategy={"type": "multistep",
+                                           "compression": {"type": "quantized"}},
+                      spec__scheduler={"type": "priority"}),
+             "cannot be combined with spec.strategy.delay 1 or spec.strategy.compression"),
             ("hMin above hMax",
              with_set(mlp, spec__strategy={"type": "multistep", "hMin": 8, "hMax": 4}),
              "hMin must be <= spec.strategy.hMax"),

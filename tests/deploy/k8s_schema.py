@@ -189,6 +189,20 @@ def _ps_shards_fit_strategy(spec):
     return shards <= 1 or spec.get("strategy", {}).get("type") in ("ps", "hps", "mp2")
 
 
+def _priority_fits_strategy(spec):
+    if spec.get("scheduler", {}).get("type") != "priority":
+        return True
+    return spec.get("strategy", {}).get("type", "ssgd") in ("ssgd", "multistep")
+
+
+def _priority_fits_multistep(spec):
+    strategy = spec.get("strategy", {})
+    if spec.get("scheduler", {}).get("type") != "priority" or strategy.get("type") != "multistep":
+        return True
+    compression = strategy.get("compression", {}).get("type", "none")
+    return strategy.get("delay", 0) == 0 and compression == "none"
+
+
 def _bits_string(value):
     # CEL's string() of an int is its decimal form; booleans never reach here (not int-or-string).
     return str(value)
@@ -203,6 +217,21 @@ CEL_TWINS = {
     "!has(self.ps) || !has(self.ps.shards) || self.ps.shards <= 1 || (has(self.strategy) && "
     "has(self.strategy.type) && self.strategy.type in ['ps', 'hps', 'mp2'])":
         _ps_shards_fit_strategy,
+    "!has(self.scheduler) || !has(self.scheduler.type) || self.scheduler.type != 'priority' || "
+    "!has(self.strategy) || !has(self.strategy.type) || self.strategy.type in ['ssgd', 'multistep']":
+        _priority_fits_strategy,
+    "!has(self.scheduler) || !has(self.scheduler.type) || self.scheduler.type != 'priority' || "
+    "!has(self.strategy) || !has(self.strategy.type) || self.strategy.type != 'multistep' || "
+    "((!has(self.strategy.delay) || self.strategy.delay == 0) && (!has(self.strategy.compression) "
+    "|| !has(self.strategy.compression.type) || self.strategy.compression.type == 'none'))":
+        _priority_fits_multistep,
+    "!has(self.partitionElements) || (has(self.type) && self.type == 'priority')":
+        lambda s: "partitionElements" not in s or s.get("type") == "priority",
+    "!has(self.creditElements) || (has(self.type) && self.type == 'priority')":
+        lambda s: "creditElements" not in s or s.get("type") == "priority",
+    "(has(self.creditElements) ? self.creditElements : 16777216) >= "
+    "(has(self.partitionElements) ? self.partitionElements : 8388608)":
+        lambda s: s.get("creditElements", 16777216) >= s.get("partitionElements", 8388608),
     "has(self.name) != has(self.torchscript)":
         lambda s: ("name" in s) != ("torchscript" in s),
     "!has(self.hidden) || size(self.hidden) == 0 || (has(self.name) && self.name == 'mlp')":
@@ -237,6 +266,12 @@ CEL_TWINS = {
         _applies("mu", ["multistep"], zero=0),
     "!has(self.delay) || self.delay == 0 || (has(self.type) && self.type == 'multistep')":
         _applies("delay", ["multistep"], zero=0),
+    "!has(self.compression) || (has(self.type) && self.type == 'multistep')":
+        _applies("compression", ["multistep"]),
+    "!has(self.bits) || (has(self.type) && self.type == 'quantized')":
+        lambda s: "bits" not in s or s.get("type") == "quantized",
+    "!has(self.interval) || type(self.interval) != int || self.interval >= 1":
+        lambda s: "interval" not in s or not isinstance(s["interval"], int) or s["interval"] >= 1,
     "!has(self.interval) || type(self.interval) == int || "
     "(has(self.type) && self.type == 'multistep')":
         lambda s: "interval" not in s or isinstance(s["interval"], int)
@@ -244,8 +279,8 @@ CEL_TWINS = {
     "!has(self.hMin) || !has(self.hMax) || self.hMin == 0 || self.hMax == 0 || "
     "self.hMin <= self.hMax":
         lambda s: s.get("hMin", 0) == 0 or s.get("hMax", 0) == 0 or s["hMin"] <= s["hMax"],
-    "type(self) == int ? self >= 0 : self == 'adaptive'":
-        lambda s: s >= 0 if isinstance(s, int) else s == "adaptive",
+    "type(self) == int ? self != 0 : self == 'adaptive'":
+        lambda s: s != 0 if isinstance(s, int) else s == "adaptive",
     "!has(self.clipNorm) || self.clipNorm == 0.0 || (has(self.type) && self.type == 'dgc')":
         _applies("clipNorm", ["dgc"], zero=0),
     "!has(self.momentumMasking) || (has(self.type) && self.type == 'dgc')":

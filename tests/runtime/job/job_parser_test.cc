@@ -194,8 +194,126 @@ TEST(JobParserTest, MultistepIntervalIsAnIntegerOrAdaptive) {
   EXPECT_THAT(SetError({"spec.strategy.type=multistep", "spec.strategy.hMin=9",
                         "spec.strategy.hMax=4"}),
               HasSubstr("spec.strategy.hMin: must be <= spec.strategy.hMax (4), got 9"));
-  EXPECT_THAT(SetError({"spec.strategy.type=multistep", "spec.strategy.delay=1"}),
-              HasSubstr("spec.strategy.delay: 1 (overlapping"));
+  absl::StatusOr<JobSpec> delayed =
+      Parse(kMinimal, {"spec.strategy.type=multistep", "spec.strategy.delay=1"});
+  ASSERT_TRUE(delayed.ok()) << delayed.status();
+  EXPECT_EQ(delayed->strategy.delay, 1);
+  EXPECT_FALSE(delayed->strategy.interval_set);  // unset: adaptive
+  EXPECT_TRUE(fixed->strategy.interval_set);
+}
+
+// A written 0 is not "unset": it used to mean adaptive (multistep) or 8 (localsgd) silently.
+TEST(JobParserTest, MultistepRangesNameTheField) {
+  EXPECT_EQ(SetError({"spec.strategy.type=multistep", "spec.strategy.interval=0"}),
+            "job.yaml: spec.strategy.interval: must be >= 1, got 0");
+  EXPECT_EQ(SetError({"spec.strategy.type=localsgd", "spec.strategy.interval=0"}),
+            "job.yaml: spec.strategy.interval: must be >= 1, got 0");
+  EXPECT_EQ(SetError({"spec.strategy.type=multistep", "spec.strategy.interval=-1"}),
+            "job.yaml: spec.strategy.interval: must be >= 1, got -1");
+  EXPECT_THAT(SetError({"spec.strategy.interval=0"}),
+              StartsWith("job.yaml: spec.strategy.interval: does not apply to strategy ssgd"));
+  EXPECT_EQ(SetError({"spec.strategy.type=multistep", "spec.strategy.hMin=8",
+                      "spec.strategy.hMax=4"}),
+            "job.yaml: spec.strategy.hMin: must be <= spec.strategy.hMax (4), got 8");
+  EXPECT_EQ(SetError({"spec.strategy.type=multistep", "spec.strategy.mu=-0.5"}),
+            "job.yaml: spec.strategy.mu: must be >= 0, got -0.5");
+  EXPECT_EQ(SetError({"spec.strategy.type=multistep", "spec.strategy.delay=2"}),
+            "job.yaml: spec.strategy.delay: must be 0 or 1, got 2");
+  EXPECT_EQ(SetError({"spec.strategy.type=multistep", "spec.strategy.delay=-1"}),
+            "job.yaml: spec.strategy.delay: must be 0 or 1, got -1");
+}
+
+TEST(JobParserTest, MultistepCompression) {
+  absl::StatusOr<JobSpec> spec = Parse(kMinimal, {"spec.strategy.type=multistep"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->strategy.compression.type, "");  // unset: none
+  EXPECT_EQ(spec->strategy.compression.bits, 0);
+  spec = Parse(std::string(kMinimal) +
+               "  strategy:\n"
+               "    type: multistep\n"
+               "    interval: 4\n"
+               "    delay: 1\n"
+               "    compression: {type: quantized, bits: 4}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->strategy.compression.type, "quantized");
+  EXPECT_EQ(spec->strategy.compression.bits, 4);
+  EXPECT_EQ(spec->strategy.delay, 1);
+  spec = Parse(kMinimal, {"spec.strategy.type=multistep", "spec.strategy.compression.type=fp16"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->strategy.compression.type, "fp16");
+
+  EXPECT_EQ(SetError({"spec.strategy.type=multistep", "spec.strategy.compression.level=3"}),
+            "job.yaml: spec.strategy.compression.level: unknown field (expected one of type, "
+            "bits)");
+  EXPECT_EQ(SetError({"spec.strategy.type=multistep", "spec.strategy.compression=quantized"}),
+            "job.yaml: spec.strategy.compression: must be a map, got \"quantized\"");
+  EXPECT_EQ(SetError({"spec.strategy.type=multistep", "spec.strategy.compression.type=quantized",
+                      "spec.strategy.compression.bits=dynamic"}),
+            "job.yaml: spec.strategy.compression.bits: must be an integer, got \"dynamic\"");
+  EXPECT_EQ(SetError({"spec.strategy.type=multistep", "spec.strategy.compression.type=quantized",
+                      "spec.strategy.compression.bits=16"}),
+            "job.yaml: spec.strategy.compression.bits: must be 1, 2, 4 or 8, got 16");
+  EXPECT_EQ(SetError({"spec.strategy.type=multistep", "spec.strategy.compression.type=topk"}),
+            "job.yaml: spec.strategy.compression.type: unknown compression \"topk\" (expected "
+            "one of none, quantized, fp16)");
+  EXPECT_EQ(SetError({"spec.strategy.type=localsgd", "spec.strategy.compression.type=fp16"}),
+            "job.yaml: spec.strategy.compression: does not apply to strategy localsgd (localsgd "
+            "takes interval)");
+}
+
+TEST(JobParserTest, ExchangeScheduler) {
+  absl::StatusOr<JobSpec> spec = Parse(kMinimal);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->scheduler.type, "none");
+  EXPECT_EQ(spec->scheduler.partition_elements, 0);  // unset: kSchedulerPartitionElements
+  EXPECT_EQ(spec->scheduler.credit_elements, 0);
+  spec = Parse(std::string(kMinimal) +
+               "  strategy: {type: multistep, interval: 4}\n"
+               "  scheduler: {type: priority, partitionElements: 1048576, "
+               "creditElements: 4194304}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->scheduler.type, "priority");
+  EXPECT_EQ(spec->scheduler.partition_elements, 1048576);
+  EXPECT_EQ(spec->scheduler.credit_elements, 4194304);
+  spec = Parse(kMinimal, {"spec.scheduler.type=priority"});  // ssgd, default sizes
+  ASSERT_TRUE(spec.ok()) << spec.status();
+
+  EXPECT_EQ(SetError({"spec.scheduler.order=fifo"}),
+            "job.yaml: spec.scheduler.order: unknown field (expected one of type, "
+            "partitionElements, creditElements)");
+  EXPECT_EQ(SetError({"spec.scheduler=priority"}),
+            "job.yaml: spec.scheduler: must be a map, got \"priority\"");
+  EXPECT_EQ(SetError({"spec.scheduler.type=bytescheduler"}),
+            "job.yaml: spec.scheduler.type: unknown scheduler \"bytescheduler\" (expected one of "
+            "none, priority)");
+  EXPECT_EQ(SetError({"spec.scheduler.type=priority", "spec.scheduler.partitionElements=0"}),
+            "job.yaml: spec.scheduler.partitionElements: must be >= 1, got 0");
+  EXPECT_EQ(SetError({"spec.scheduler.type=priority", "spec.scheduler.creditElements=-4"}),
+            "job.yaml: spec.scheduler.creditElements: must be >= 1, got -4");
+  EXPECT_EQ(SetError({"spec.scheduler.type=priority", "spec.scheduler.creditElements=1.5"}),
+            "job.yaml: spec.scheduler.creditElements: must be an integer, got \"1.5\"");
+  EXPECT_EQ(SetError({"spec.scheduler.partitionElements=1024"}),
+            "job.yaml: spec.scheduler.partitionElements: applies only to spec.scheduler.type "
+            "priority, got none");
+  EXPECT_EQ(SetError({"spec.scheduler.type=priority", "spec.scheduler.partitionElements=2048",
+                      "spec.scheduler.creditElements=1024"}),
+            "job.yaml: spec.scheduler.creditElements: must be >= "
+            "spec.scheduler.partitionElements (2048), got 1024");
+  EXPECT_EQ(SetError({"spec.scheduler.type=priority", "spec.strategy.type=topk"}),
+            "job.yaml: spec.scheduler.type: priority applies only to strategies ssgd and "
+            "multistep, got strategy topk");
+  EXPECT_THAT(SetError({"spec.scheduler.type=priority", "spec.strategy.type=multistep",
+                        "spec.strategy.delay=1"}),
+              HasSubstr("spec.scheduler.type: priority cannot be combined with "
+                        "spec.strategy.delay 1"));
+  EXPECT_THAT(SetError({"spec.scheduler.type=priority", "spec.strategy.type=multistep",
+                        "spec.strategy.compression.type=fp16"}),
+              HasSubstr("spec.scheduler.type: priority cannot be combined with "
+                        "spec.strategy.compression"));
+  // spec.schedulerName (the pods' Kubernetes scheduler) is another field.
+  spec = Parse(kMinimal, {"spec.schedulerName=volcano", "spec.scheduler.type=none"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->scheduler_name, "volcano");
 }
 
 TEST(JobParserTest, SparseEncoding) {

@@ -254,13 +254,136 @@ INSTANTIATE_TEST_SUITE_P(
                s.strategy.mu = -0.1;
              },
              "spec.strategy.mu: must be >= 0, got -0.1"},
-        Case{"DelayOneNotSupportedYet",
+        Case{"ExplicitIntervalZero",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.strategy.interval = 0;
+               s.strategy.interval_set = true;
+             },
+             "spec.strategy.interval: must be >= 1, got 0"},
+        Case{"ExplicitIntervalZeroOnLocalSgd",
+             [](JobSpec& s) {
+               s.strategy.type = "localsgd";
+               s.strategy.interval_set = true;
+             },
+             "spec.strategy.interval: must be >= 1, got 0"},
+        Case{"ExplicitIntervalZeroOnSsgd", [](JobSpec& s) { s.strategy.interval_set = true; },
+             "spec.strategy.interval: does not apply to strategy ssgd"},
+        Case{"DelayNegative",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.strategy.delay = -1;
+             },
+             "spec.strategy.delay: must be 0 or 1, got -1"},
+        Case{"CompressionOnQuantized",
+             [](JobSpec& s) {
+               s.strategy.type = "quantized";
+               s.strategy.compression.type = "quantized";
+             },
+             "spec.strategy.compression: does not apply to strategy quantized (quantized takes "
+             "bits, bucketSize, errorFeedback)"},
+        Case{"CompressionOnDefaultSsgd", [](JobSpec& s) { s.strategy.compression.bits = 8; },
+             "spec.strategy.compression: does not apply to strategy ssgd"},
+        Case{"CompressionUnknownType",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.strategy.compression.type = "zip";
+             },
+             "spec.strategy.compression.type: unknown compression \"zip\" (expected one of none, "
+             "quantized, fp16)"},
+        Case{"CompressionBitsWithoutType",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.strategy.compression.bits = 4;
+             },
+             "spec.strategy.compression.type: required (one of none, quantized, fp16)"},
+        Case{"CompressionBitsThree",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.strategy.compression.type = "quantized";
+               s.strategy.compression.bits = 3;
+             },
+             "spec.strategy.compression.bits: must be 1, 2, 4 or 8, got 3"},
+        Case{"CompressionBitsWithFp16",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.strategy.compression.type = "fp16";
+               s.strategy.compression.bits = 8;
+             },
+             "spec.strategy.compression.bits: applies only to compression type quantized, got "
+             "type fp16"},
+        // scheduler
+        Case{"UnknownScheduler", [](JobSpec& s) { s.scheduler.type = "fifo"; },
+             "spec.scheduler.type: unknown scheduler \"fifo\" (expected one of none, priority)"},
+        Case{"SchedulerPartitionNegative",
+             [](JobSpec& s) {
+               s.scheduler.type = "priority";
+               s.scheduler.partition_elements = -5;
+             },
+             "spec.scheduler.partitionElements: must be >= 1, got -5"},
+        Case{"SchedulerCreditNegative",
+             [](JobSpec& s) {
+               s.scheduler.type = "priority";
+               s.scheduler.credit_elements = -1;
+             },
+             "spec.scheduler.creditElements: must be >= 1, got -1"},
+        Case{"SchedulerPartitionWithoutPriority",
+             [](JobSpec& s) { s.scheduler.partition_elements = 1024; },
+             "spec.scheduler.partitionElements: applies only to spec.scheduler.type priority, got "
+             "none"},
+        Case{"SchedulerCreditWithoutPriority", [](JobSpec& s) { s.scheduler.credit_elements = 1; },
+             "spec.scheduler.creditElements: applies only to spec.scheduler.type priority"},
+        Case{"SchedulerCreditBelowPartition",
+             [](JobSpec& s) {
+               s.scheduler.type = "priority";
+               s.scheduler.partition_elements = 4096;
+               s.scheduler.credit_elements = 1024;
+             },
+             "spec.scheduler.creditElements: must be >= spec.scheduler.partitionElements (4096), "
+             "got 1024"},
+        Case{"SchedulerCreditBelowDefaultPartition",
+             [](JobSpec& s) {
+               s.scheduler.type = "priority";
+               s.scheduler.credit_elements = 1 << 20;
+             },
+             "spec.scheduler.creditElements: must be >= spec.scheduler.partitionElements "
+             "(8388608), got 1048576"},
+        Case{"SchedulerPartitionAboveDefaultCredit",
+             [](JobSpec& s) {
+               s.scheduler.type = "priority";
+               s.scheduler.partition_elements = int64_t{32} << 20;
+             },
+             "spec.scheduler.partitionElements: must be <= spec.scheduler.creditElements "
+             "(16777216), got 33554432"},
+        Case{"PriorityWithLocalSgd",
+             [](JobSpec& s) {
+               s.strategy.type = "localsgd";
+               s.scheduler.type = "priority";
+             },
+             "spec.scheduler.type: priority applies only to strategies ssgd and multistep, got "
+             "strategy localsgd"},
+        Case{"PriorityWithQuantized",
+             [](JobSpec& s) {
+               s.strategy.type = "quantized";
+               s.scheduler.type = "priority";
+             },
+             "spec.scheduler.type: priority applies only to strategies ssgd and multistep, got "
+             "strategy quantized"},
+        Case{"PriorityWithDelayOne",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
                s.strategy.delay = 1;
+               s.scheduler.type = "priority";
              },
-             "spec.strategy.delay: 1 (overlapping a round's all-reduce with the next round) is "
-             "not supported yet"},
+             "spec.scheduler.type: priority cannot be combined with spec.strategy.delay 1"},
+        Case{"PriorityWithCompression",
+             [](JobSpec& s) {
+               s.strategy.type = "multistep";
+               s.strategy.compression.type = "quantized";
+               s.scheduler.type = "priority";
+             },
+             "spec.scheduler.type: priority cannot be combined with spec.strategy.compression "
+             "(the scheduler's chunks travel uncompressed), got compression type quantized"},
         Case{"DelayTwo",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
@@ -494,6 +617,8 @@ TEST(ValidateJobTest, EveryStrategyAcceptsItsOwnParameters) {
       if (key == "predictor") spec.strategy.predictor = "zero";
       if (key == "calibration") spec.strategy.calibration = true;
       if (key == "damping") spec.strategy.damping = 0.5;
+      if (key == "delay") spec.strategy.delay = 1;
+      if (key == "compression") spec.strategy.compression = {"quantized", 4};
     }
     EXPECT_TRUE(ValidateJob(spec).ok()) << type << ": " << ValidateJob(spec);
   }
@@ -508,8 +633,8 @@ TEST(ValidateJobTest, StrategyTable) {
   EXPECT_THAT(StrategyParameters("gossip"), ElementsAre("threshold", "interval"));
   EXPECT_THAT(StrategyParameters("hps"), ElementsAre("bits", "staleness"));
   EXPECT_THAT(StrategyParameters("localsgd"), ElementsAre("interval"));
-  EXPECT_THAT(StrategyParameters("multistep"),
-              ElementsAre("interval", "warmupEpochs", "hMin", "hMax", "mu", "delay"));
+  EXPECT_THAT(StrategyParameters("multistep"), ElementsAre("interval", "warmupEpochs", "hMin",
+                                                           "hMax", "mu", "delay", "compression"));
   EXPECT_THAT(StrategyParameters("nope"), IsEmpty());
 }
 
@@ -550,6 +675,50 @@ TEST(ValidateJobTest, PsShardsWithParameterServerStrategies) {
   EXPECT_EQ(PsShardCount(spec), 1);
   EXPECT_FALSE(UsesParameterServer("ssgd"));
   EXPECT_FALSE(UsesParameterServer("gossip"));
+}
+
+TEST(ValidateJobTest, MultistepDelayAndCompression) {
+  JobSpec spec = ValidSpec();
+  spec.strategy.type = "multistep";
+  spec.strategy.interval = 4;
+  spec.strategy.interval_set = true;
+  for (int delay : {0, 1}) {
+    spec.strategy.delay = delay;
+    for (const StrategyCompressionSpec& c :
+         std::vector<StrategyCompressionSpec>{{"", 0},
+                                              {"none", 0},
+                                              {"fp16", 0},
+                                              {"quantized", 0},
+                                              {"quantized", 1},
+                                              {"quantized", 2},
+                                              {"quantized", 8}}) {
+      spec.strategy.compression = c;
+      EXPECT_TRUE(ValidateJob(spec).ok())
+          << "delay " << delay << " " << c.type << " " << c.bits << ": " << ValidateJob(spec);
+    }
+  }
+  // An integer interval of 0 is an error only once written: unset, multistep is adaptive.
+  spec.strategy.interval = 0;
+  spec.strategy.interval_set = false;
+  EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
+}
+
+TEST(ValidateJobTest, PrioritySchedulerWithSsgdAndMultistep) {
+  JobSpec spec = ValidSpec();
+  spec.scheduler.type = "priority";
+  EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);  // ssgd, the defaults
+  spec.scheduler.partition_elements = 1 << 20;
+  spec.scheduler.credit_elements = 1 << 20;  // credit == partition: one chunk per launch
+  EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
+  spec.scheduler.credit_elements = 0;  // the default credit (16 Mi) above the partition
+  EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
+  spec.strategy.type = "multistep";
+  spec.strategy.compression.type = "none";  // no compression is no conflict
+  EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
+  spec = ValidSpec();
+  spec.scheduler.type = "none";
+  spec.strategy.type = "quantized";  // no scheduler with any strategy
+  EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
 }
 
 TEST(ValidateJobTest, GroupBatchSizesThatAddUpPass) {
