@@ -29,6 +29,12 @@ MODELS = {
 # The MP² predictor trained on LeNet-5/Fashion-MNIST snapshots (examples/predictors/README.md).
 MP2_PREDICTOR = os.path.join(ROOT, "examples", "predictors", "lenet5-fashion-mnist.mp2p")
 
+# The priority scheduler as the suite runs it (algorithms.md §3b): chunks of 65,536 elements
+# (256 KiB), two per launch, so that the MLP's 803,840-element first layer goes in 13 chunks and
+# the input side of the model is updated before its output side has been exchanged.
+SCHEDULER = {"spec.scheduler.type": "priority", "spec.scheduler.partitionElements": "65536",
+             "spec.scheduler.creditElements": "131072"}
+
 # hptrain systems: name -> job overrides. A key without a dot is a field of spec.strategy; a key
 # that starts with "spec." is a job path of its own (e.g. spec.ps.shards).
 HPTRAIN = {
@@ -51,6 +57,14 @@ HPTRAIN = {
     # and multistep after one warm-up epoch of ssgd with the interval picked every epoch.
     "hptrain-localsgd": {"type": "localsgd", "interval": "8"},
     "hptrain-multistep": {"type": "multistep", "warmupEpochs": "1", "interval": "adaptive"},
+    # ... with its round all-reduce quantized to 8 bits, and with the priority scheduler.
+    "hptrain-multistep-q8": {"type": "multistep", "warmupEpochs": "1", "interval": "adaptive",
+                             "spec.strategy.compression.type": "quantized",
+                             "spec.strategy.compression.bits": "8"},
+    "hptrain-multistep-prio": {"type": "multistep", "warmupEpochs": "1", "interval": "adaptive",
+                               **SCHEDULER},
+    # ssgd with the sub-tensor priority scheduler (its effect on plain SSGD).
+    "hptrain-ssgd-prio": {"type": "ssgd", **SCHEDULER},
     # MP² (algorithms.md §1): 10 % of each large tensor pushed, the rest predicted by the shipped
     # LeNet-5 predictor at the PS (mode A: full pulls; mode B: fresh values only, predicted on
     # every worker too), and the zero-change ablation (the complement stays stale).

@@ -1,5 +1,7 @@
 #include "runtime/cli/worker_metrics.h"
 
+#include <algorithm>
+
 namespace hptrain::cli {
 
 WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
@@ -25,6 +27,14 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
   sync_interval_ = r.Gauge("hptrain_sync_interval",
                            "Local steps between two synchronisations of the workers (localsgd, "
                            "multistep; 1 when every step synchronises).")->Get();
+  exposed_comm_seconds_ =
+      r.Counter("hptrain_exposed_comm_seconds_total",
+                "Time training waited for communication (what computation did not hide).")
+          ->Get();
+  overlap_ratio_ = r.Gauge("hptrain_comm_overlap_ratio",
+                           "Share of communication time hidden behind computation since start: "
+                           "1 - exposed / total communication time (1 before any).")
+                       ->Get();
   train_loss_ = r.Gauge("hptrain_train_loss", "Mean training loss of the last step.")->Get();
   eval_accuracy_ = r.Gauge("hptrain_eval_accuracy", "Test accuracy at the last evaluation.")->Get();
   step_ = r.Gauge("hptrain_step", "Global training steps completed.")->Get();
@@ -35,6 +45,7 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
   compression_ratio_->Set(1.0);
   quant_bits_->Set(32);
   sync_interval_->Set(1);
+  overlap_ratio_->Set(1);
 }
 
 void WorkerMetrics::OnStep(const train::StepStats& stats, int64_t bytes_sent,
@@ -52,6 +63,12 @@ void WorkerMetrics::OnStep(const train::StepStats& stats, int64_t bytes_sent,
   quant_bits_->Set(stats.bits);
   ps_staleness_->Set(static_cast<double>(stats.staleness));
   sync_interval_->Set(stats.interval);
+  exposed_comm_seconds_->Inc(stats.exposed_comm_seconds);
+  comm_total_ += stats.comm_seconds;
+  exposed_total_ += stats.exposed_comm_seconds;
+  if (comm_total_ > 0) {
+    overlap_ratio_->Set(std::clamp(1.0 - exposed_total_ / comm_total_, 0.0, 1.0));
+  }
   train_loss_->Set(stats.train_loss);
   step_->Set(static_cast<double>(stats.step));
   epoch_->Set(stats.epoch);

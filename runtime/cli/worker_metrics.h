@@ -30,6 +30,10 @@ class WorkerMetrics {
   metrics::Gauge* compression_ratio_;
   metrics::Gauge* quant_bits_;
   metrics::Gauge* sync_interval_;
+  metrics::Counter* exposed_comm_seconds_;
+  metrics::Gauge* overlap_ratio_;
+  double comm_total_ = 0;     // seconds, since start
+  double exposed_total_ = 0;
   metrics::Gauge* train_loss_;
   metrics::Gauge* eval_accuracy_;
   metrics::Gauge* step_;

@@ -1,5 +1,6 @@
-// multistep: multi-step delayed parameter update (algorithms.md §3b, without the sub-tensor
-// priority scheduler and with delay 0 only).
+// multistep: multi-step delayed parameter update (algorithms.md §3b), with delay 0 or 1, an
+// optionally compressed round all-reduce, and the sub-tensor priority scheduler (uncompressed,
+// delay 0; see supports_scheduler below).
 //
 // The strategy owns the parameters (the trainer runs no optimizer) and keeps, beside the worker's
 // model x_i (the trainer's flat parameters), the global model x̄ and global momentum m̄ (identical
@@ -14,42 +15,105 @@
 //      AfterOptimizerStep divides by B (Ā = Σ_i A_i / B, the weighted aggregation of DESIGN.md),
 //      takes the delayed global step in PyTorch SGD order, m̄ = β·m̄ + (Ā + H·λ·x̄); x̄ −= η·m̄,
 //      and corrects the local state: x_i ← x̄, m_i ← m̄.
-// With H = 1 the round is exactly SSGD's step (same bucketed all-reduce, same division, same
-// update kernel), bit for bit. Synchronize (before every evaluation and checkpoint) ends an open
-// round early as a round of the h steps done, so evaluations and checkpoints see x̄.
+// With H = 1 (and no compression) the round is exactly SSGD's step (same bucketed all-reduce,
+// same division, same update kernel), bit for bit. Synchronize (before every evaluation and
+// checkpoint) ends an open round early as a round of the h steps done, so evaluations and
+// checkpoints see x̄. BatchNorm buffers are averaged by the trainer at the end of every round of
+// local steps with delay 0 (synchronized_models) and at every evaluation.
 //
 // Interval: an integer `interval` is fixed. `interval: adaptive` (or unset) follows AdaComm at
 // every epoch end: F_0 is the mean training loss of the last warm-up epoch (the first epoch
 // without warm-up), F the loss smoothed by an EMA of 0.9, H = clamp(ceil(sqrt(F / F_0)·H_0),
 // hMin, hMax) with H_0 = 8; the new H applies from the next round.
 //
-// Bytes per worker: one ring all-reduce of 4P bytes per round, 2(N−1)/N · 4P / H per step; the
+// Delay 1 (`delay: 1`, SSD-SGD's overlap, algorithms.md §3b "Optional delay D = 1"), outside
+// warm-up: at step H of round r backward all-reduces nothing; AfterOptimizerStep hands A_r to a
+// thread of the strategy, which all-reduces it on the same Communicator while round r+1 starts
+// at once from the worker's current x_i (no correction). The communicator is free for it then:
+// ReduceGradients issues no collective during a round, a delayed round never reports
+// synchronized_models() (so the trainer averages no buffers), and the trainer calls Synchronize
+// before any collective of its own (evaluations, checkpoints, the epoch loss). At the END of
+// round r+1 (a fixed step, the same on every rank, never "whenever it lands") the worker waits
+// for Ā_r, takes the global step with it exactly as delay 0 does (round r's H, η and B), rebases
+// x_i ← x̄ + (x_i − x_i^{start of r+1}) and m_i ← m̄, and starts the all-reduce of A_{r+1}. The
+// first delayed round (after warm-up or a Synchronize) has nothing to wait for at its end: it only
+// starts its exchange. Synchronize drains: it waits for and applies the pending round, all-reduces
+// and applies the open one, then x_i ← x̄, m_i ← m̄ on every rank. A failed background all-reduce
+// is reported at the next wait, naming its round. Checkpoints follow a Synchronize, so nothing is
+// in flight when one is written and the sections below suffice; a resumed run restarts the
+// pipeline as the original did after that Synchronize.
+//
+// Compression (`compression: {type: quantized, bits: b}` or `{type: fp16}`): the round-end
+// all-reduce of A_i goes through the compressed ring (Communicator::AllReduceSumCompressed) with
+// the quantized and fp16 strategies' codecs and their defaults: one codec per reducer bucket,
+// error feedback on (a round's encoding error is added to the next round's accumulator),
+// quantization buckets of 512 elements with stochastic rounding keyed by the job seed, the
+// bucket, the rank and the step. Every round-end all-reduce is compressed, including the warm-up
+// steps (rounds of H = 1: a warm-up step is then the quantized strategy's step bit for bit, not
+// ssgd's), delay 1's background exchange and the short round Synchronize ends. Nothing else is:
+// the trainer's loss and buffer all-reduces stay fp32. stats() reports b (16 for fp16, 32 without
+// compression) and the accumulator's fp32 bytes over its encoding's as the compression ratio.
+//
+// Bytes per worker: one ring all-reduce of 4P bytes per round, 2(N−1)/N · 4P / H per step, for
+// either delay; compressed, 2(N−1)/N · EncodedBytes of each bucket per round (chunk rounding
+// aside: each rank sends all but one of the N ring chunks in each of the two passes). The
 // adaptive interval reads the epoch loss the trainer already all-reduced, at no extra bytes.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/update/update.h"
 #include "runtime/base/status.h"
+#include "runtime/sync/codecs/half_codec.h"
+#include "runtime/sync/codecs/quantize_codec.h"
 #include "runtime/sync/registry.h"
 
 namespace hptrain::sync {
 namespace {
 
 constexpr double kLossEma = 0.9;
+// The quantized strategy's defaults, so that a compressed warm-up step is its step.
+constexpr int kDefaultCompressionBits = 8;
+constexpr int64_t kQuantizationBucket = 512;
+
+// How the round all-reduce travels: 32 = fp32, 16 = fp16, 1..8 = quantized.
+struct Compression {
+  int bits = 32;
+};
+
+// One round of local steps, and what its global step needs once A is all-reduced.
+struct Round {
+  int64_t index = 0;       // rounds started since Start, for messages
+  int64_t first_step = 0;  // global step of its first step
+  int length = 1;          // H
+  int done = 0;            // steps taken so far
+  double lr = 0;           // η of its first step
+  int batch = 0;           // B of its last step
+  bool warmup = false;     // an SSGD step of the warm-up
+  bool delayed = false;    // delay 1: all-reduced in the background during the next round
+};
 
 class Multistep : public Strategy {
  public:
-  explicit Multistep(const StrategyContext& context)
-      : comm_(context.comm), spec_(*context.job) {
+  Multistep(const StrategyContext& context, Compression compression)
+      : comm_(context.comm), spec_(*context.job), compression_(compression) {
     const job::StrategySpec& s = spec_.strategy;
     adaptive_ = s.interval == 0;
     h_min_ = s.h_min > 0 ? s.h_min : job::kMultistepHMin;
     h_max_ = s.h_max > 0 ? s.h_max : job::kMultistepHMax;
     interval_ = adaptive_ ? std::clamp(job::kMultistepH0, h_min_, h_max_) : s.interval;
     h0_ = interval_;
+  }
+
+  // A background exchange still running (a run that ended on an error) must not outlive the
+  // buffers it writes.
+  ~Multistep() override {
+    if (exchange_.joinable()) exchange_.join();
   }
 
   std::string name() const override { return "multistep"; }
@@ -66,6 +130,19 @@ class Multistep : public Strategy {
     accumulator_.assign(n, 0.0f);
     gradient_.assign(n, 0.0f);
     if (spec_.optimizer.momentum != 0.0) local_momentum_.assign(n, 0.0f);
+    if (spec_.strategy.delay == 1) {
+      pending_accumulator_.assign(n, 0.0f);
+      round_start_.assign(n, 0.0f);
+    }
+    for (size_t k = 0; k < buckets_.size(); ++k) {
+      const size_t size = buckets_[k].end - buckets_[k].begin;
+      if (compression_.bits == 16) {
+        halves_.push_back(std::make_unique<HalfCodec>(size));
+      } else if (compression_.bits < 16) {
+        quantizers_.push_back(std::make_unique<QuantizeCodec>(
+            compression_.bits, kQuantizationBucket, size, spec_.seed + k, comm_->rank()));
+      }
+    }
     return absl::OkStatus();
   }
 
@@ -98,46 +175,113 @@ class Multistep : public Strategy {
 
   absl::Status ReduceGradients(const StepInfo& step, int bucket,
                                absl::Span<float> gradients) override {
-    if (bucket == 0 && done_in_round_ == 0) {  // a round starts
-      warmup_ = step.epoch_clock < spec_.strategy.warmup_epochs;
-      round_length_ = warmup_ ? 1 : interval_;
-      round_lr_ = step.lr;
-    }
+    if (bucket == 0 && round_.done == 0) StartRound(step);
     const size_t begin = buckets_[bucket].begin;
     float* a = accumulator_.data() + begin;
-    if (done_in_round_ == 0) {
+    if (round_.done == 0) {
       std::memcpy(a, gradients.data(), gradients.size() * sizeof(float));
     } else {
       for (size_t i = 0; i < gradients.size(); ++i) a[i] += gradients[i];
     }
-    if (done_in_round_ + 1 < round_length_) {  // a local step follows
+    if (round_.done + 1 < round_.length) {  // a local step follows
       std::memcpy(gradient_.data() + begin, gradients.data(), gradients.size() * sizeof(float));
       return absl::OkStatus();
     }
-    return Annotate(comm_->AllReduceSum(a, gradients.size()),
-                    absl::StrCat("multistep round all-reduce, bucket ", bucket));
+    // The round's last step. Delay 1 all-reduces in the background from AfterOptimizerStep on.
+    if (round_.delayed) return absl::OkStatus();
+    double wire = 0;
+    HPTRAIN_RETURN_IF_ERROR(ReduceBucket(accumulator_.data(), bucket, step.step, &wire),
+                            "multistep round all-reduce, bucket ", bucket);
+    tally_.Add(4.0 * gradients.size(), wire);
+    return absl::OkStatus();
   }
 
   absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) override {
-    round_batch_ = step.global_batch;
+    round_.batch = step.global_batch;
+    synchronized_ = false;
+    if (++round_.done < round_.length) {
+      LocalStep(gradient_.data(), step.local_batch, round_.lr, parameters, 0, parameters.size());
+      return absl::OkStatus();
+    }
+    if (round_.delayed) return EndDelayedRound(step.step, parameters);
     // A round of local steps ends here; a warm-up round (one SSGD step) keeps ssgd's buffers.
-    synchronized_ = ++done_in_round_ == round_length_ && round_length_ > 1;
-    if (done_in_round_ == round_length_) return GlobalUpdate(parameters);
-    LocalStep(step.local_batch, parameters);
+    synchronized_ = round_.length > 1;
+    GlobalStep(accumulator_, round_);
+    Correct(parameters);
     return absl::OkStatus();
   }
 
   bool synchronized_models() const override { return synchronized_; }
 
-  absl::Status Synchronize(int64_t, absl::Span<float> parameters) override {
-    if (done_in_round_ == 0) return absl::OkStatus();
-    for (size_t k = 0; k < buckets_.size(); ++k) {
-      HPTRAIN_RETURN_IF_ERROR(
-          comm_->AllReduceSum(accumulator_.data() + buckets_[k].begin,
-                              buckets_[k].end - buckets_[k].begin),
-          "multistep: all-reduce of a round ended after ", done_in_round_, " steps, bucket ", k);
+  // The priority scheduler (uncompressed, delay 0): a round's last step all-reduces A_i layer
+  // by layer, and each layer takes its global step and correction as soon as its chunks are in;
+  // a local step updates each layer as soon as backward has produced it. Every update is
+  // element-wise, so a round gives what the bucketed path gives from the same sums.
+  bool supports_scheduler() const override {
+    return spec_.strategy.delay == 0 && compression_.bits == 32;
+  }
+
+  float* PlanScheduledStep(const StepInfo& step, float*) override {
+    if (round_.done == 0) StartRound(step);
+    round_.batch = step.global_batch;
+    scheduled_first_step_ = round_.done == 0;
+    ++round_.done;
+    scheduled_round_ = round_;
+    scheduled_last_ = round_.done == round_.length;
+    scheduled_first_momentum_ = !momentum_started_;
+    synchronized_ = scheduled_last_ && round_.length > 1;
+    if (scheduled_last_) {
+      // The step's layers finish on the scheduler thread; the trainer waits for them before
+      // anything reads the round (Synchronize, the next plan).
+      momentum_started_ = true;
+      round_.done = 0;
     }
-    return GlobalUpdate(parameters);
+    return scheduled_last_ ? accumulator_.data() : nullptr;
+  }
+
+  absl::Status PrepareRange(const StepInfo&, size_t begin, size_t end,
+                            const float* gradients) override {
+    float* a = accumulator_.data();
+    if (scheduled_first_step_) {
+      std::memcpy(a + begin, gradients + begin, (end - begin) * sizeof(float));
+    } else {
+      for (size_t i = begin; i < end; ++i) a[i] += gradients[i];
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status FinishRange(const StepInfo& step, size_t begin, size_t end,
+                           const float* gradients, absl::Span<float> parameters) override {
+    if (!scheduled_last_) {
+      LocalStep(gradients, step.local_batch, scheduled_round_.lr, parameters, begin, end);
+      return absl::OkStatus();
+    }
+    GlobalStep(accumulator_, scheduled_round_, scheduled_first_momentum_, begin, end);
+    Correct(parameters, begin, end);
+    return absl::OkStatus();
+  }
+
+  absl::Status Synchronize(int64_t steps_done, absl::Span<float> parameters) override {
+    const bool drained = pending_;
+    if (pending_) {
+      HPTRAIN_RETURN_IF_ERROR(FinishExchange(), "multistep before step ", steps_done);
+      GlobalStep(pending_accumulator_, pending_round_);
+    }
+    if (round_.done > 0) {
+      double wire = 0;
+      for (size_t k = 0; k < buckets_.size(); ++k) {
+        // Keyed by the step the round's last gradient came from, as a full round's would be.
+        HPTRAIN_RETURN_IF_ERROR(
+            ReduceBucket(accumulator_.data(), k, steps_done - 1, &wire),
+            "multistep: all-reduce of a round ended after ", round_.done, " steps, bucket ", k);
+      }
+      tally_.Add(4.0 * accumulator_.size(), wire);
+      GlobalStep(accumulator_, round_);
+    } else if (!drained) {
+      return absl::OkStatus();  // x_i is x̄ already
+    }
+    Correct(parameters);
+    return absl::OkStatus();
   }
 
   absl::Status OnEpochEnd(const EpochTiming& timing) override {
@@ -170,44 +314,140 @@ class Multistep : public Strategy {
 
   StrategyStats stats() const override {
     StrategyStats s;
-    s.interval = warmup_ ? 1 : interval_;
+    s.interval = round_.warmup ? 1 : interval_;
+    s.bits = compression_.bits;
+    s.compression_ratio = tally_.ratio();
     return s;
   }
 
  private:
-  void LocalStep(int local_batch, absl::Span<float> x) {
-    const float inv = local_batch > 0 ? 1.0f / static_cast<float>(local_batch) : 0.0f;
-    const float mu = static_cast<float>(spec_.strategy.mu);
-    for (size_t i = 0; i < gradient_.size(); ++i) {
-      gradient_[i] *= inv;
-      if (mu != 0.0f) gradient_[i] += mu * (x[i] - global_[i]);
-    }
-    kernels::SgdStep(x.data(), gradient_.data(),
-                     local_momentum_.empty() ? nullptr : local_momentum_.data(), x.size(),
-                     UpdateParams(1.0));
+  void StartRound(const StepInfo& step) {
+    round_.index = rounds_started_++;
+    round_.first_step = step.step;
+    round_.warmup = step.epoch_clock < spec_.strategy.warmup_epochs;
+    round_.length = round_.warmup ? 1 : interval_;
+    round_.delayed = !round_.warmup && spec_.strategy.delay == 1;
+    round_.lr = step.lr;
   }
 
-  // The delayed global step on the all-reduced accumulator of the `done_in_round_` steps, then
-  // the correction x_i ← x̄, m_i ← m̄.
-  absl::Status GlobalUpdate(absl::Span<float> x) {
-    kernels::Scale(accumulator_.data(), accumulator_.size(),
-                   1.0f / static_cast<float>(round_batch_));
-    kernels::SgdParams p = UpdateParams(done_in_round_);
-    p.first_step = !momentum_started_;
-    kernels::SgdStep(global_.data(), accumulator_.data(),
-                     global_momentum_.empty() ? nullptr : global_momentum_.data(), global_.size(),
-                     p);
-    momentum_started_ = true;
-    std::copy(global_.begin(), global_.end(), x.begin());
-    if (!local_momentum_.empty()) local_momentum_ = global_momentum_;
-    done_in_round_ = 0;
+  // The local step on elements [begin, end) from the summed gradients `g` (gradient_ itself
+  // or the trainer's buffer): d = g/b_i + μ·(x_i − x̄), then the job's SGD with λ.
+  void LocalStep(const float* g, int local_batch, double lr, absl::Span<float> x, size_t begin,
+                 size_t end) {
+    const float inv = local_batch > 0 ? 1.0f / static_cast<float>(local_batch) : 0.0f;
+    const float mu = static_cast<float>(spec_.strategy.mu);
+    for (size_t i = begin; i < end; ++i) {
+      gradient_[i] = g[i] * inv;
+      if (mu != 0.0f) gradient_[i] += mu * (x[i] - global_[i]);
+    }
+    kernels::SgdStep(x.data() + begin, gradient_.data() + begin,
+                     local_momentum_.empty() ? nullptr : local_momentum_.data() + begin,
+                     end - begin, UpdateParams(lr, 1.0));
+  }
+
+  // All-reduces bucket k of `accumulator` in place, encoded as the job's compression says, and
+  // adds the bytes of its encoding to *wire.
+  absl::Status ReduceBucket(float* accumulator, size_t k, int64_t step, double* wire) {
+    const size_t begin = buckets_[k].begin;
+    const size_t n = buckets_[k].end - begin;
+    float* a = accumulator + begin;
+    if (!quantizers_.empty()) {
+      QuantizeCodec& q = *quantizers_[k];
+      q.set_step(step);
+      HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSumCompressed(a, n, q), "quantized at ", q.bits(),
+                              " bits");
+      *wire += static_cast<double>(q.EncodedBytes(n));
+    } else if (!halves_.empty()) {
+      HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSumCompressed(a, n, *halves_[k]), "fp16");
+      *wire += static_cast<double>(halves_[k]->EncodedBytes(n));
+    } else {
+      HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(a, n));
+      *wire += 4.0 * static_cast<double>(n);
+    }
     return absl::OkStatus();
   }
 
-  // The job's SGD with weight decay `steps`·λ (the global step covers that many local steps).
-  kernels::SgdParams UpdateParams(double steps) const {
+  // The delayed global step on the all-reduced accumulator of `round`'s `done` steps.
+  void GlobalStep(std::vector<float>& accumulator, const Round& round) {
+    GlobalStep(accumulator, round, !momentum_started_, 0, global_.size());
+    momentum_started_ = true;
+  }
+
+  // The same on elements [begin, end); `first`: m̄'s first step (torch: buf = d).
+  void GlobalStep(std::vector<float>& accumulator, const Round& round, bool first, size_t begin,
+                  size_t end) {
+    kernels::Scale(accumulator.data() + begin, end - begin,
+                   1.0f / static_cast<float>(round.batch));
+    kernels::SgdParams p = UpdateParams(round.lr, round.done);
+    p.first_step = first;
+    kernels::SgdStep(global_.data() + begin, accumulator.data() + begin,
+                     global_momentum_.empty() ? nullptr : global_momentum_.data() + begin,
+                     end - begin, p);
+  }
+
+  // The parameter correction x_i ← x̄, m_i ← m̄; the next step starts a round.
+  void Correct(absl::Span<float> x) {
+    Correct(x, 0, x.size());
+    round_.done = 0;
+  }
+
+  void Correct(absl::Span<float> x, size_t begin, size_t end) {
+    std::copy(global_.begin() + begin, global_.begin() + end, x.begin() + begin);
+    if (!local_momentum_.empty()) {
+      std::copy(global_momentum_.begin() + begin, global_momentum_.begin() + end,
+                local_momentum_.begin() + begin);
+    }
+  }
+
+  // Delay 1, round r+1 ends: apply round r's exchange and rebase onto it, then start this
+  // round's exchange in the background.
+  absl::Status EndDelayedRound(int64_t last_step, absl::Span<float> x) {
+    if (pending_) {
+      HPTRAIN_RETURN_IF_ERROR(FinishExchange(), "multistep at the end of round ", round_.index);
+      GlobalStep(pending_accumulator_, pending_round_);
+      // Keep this round's drift: its gradients are in A_{r+1}, whose global step comes next.
+      for (size_t i = 0; i < x.size(); ++i) x[i] = global_[i] + (x[i] - round_start_[i]);
+      if (!local_momentum_.empty()) local_momentum_ = global_momentum_;
+    }
+    accumulator_.swap(pending_accumulator_);
+    pending_round_ = round_;
+    round_.done = 0;
+    std::copy(x.begin(), x.end(), round_start_.begin());
+    LaunchExchange(last_step);
+    return absl::OkStatus();
+  }
+
+  // All-reduces pending_accumulator_ on exchange_, the only user of the communicator and the
+  // codecs until FinishExchange joins it.
+  void LaunchExchange(int64_t step) {
+    pending_ = true;
+    exchange_wire_ = 0;
+    exchange_ = std::thread([this, step] {
+      absl::Status status;
+      for (size_t k = 0; k < buckets_.size() && status.ok(); ++k) {
+        status = Annotate(ReduceBucket(pending_accumulator_.data(), k, step, &exchange_wire_),
+                          absl::StrCat("bucket ", k));
+      }
+      exchange_status_ = std::move(status);
+    });
+  }
+
+  absl::Status FinishExchange() {
+    exchange_.join();
+    pending_ = false;
+    tally_.Add(4.0 * pending_accumulator_.size(), exchange_wire_);
+    return Annotate(exchange_status_,
+                    absl::StrCat("all-reduce of round ", pending_round_.index, " (steps ",
+                                 pending_round_.first_step, " to ",
+                                 pending_round_.first_step + pending_round_.done - 1,
+                                 ") in the background"));
+  }
+
+  // The job's SGD at rate `lr` with weight decay `steps`·λ (a global step covers that many local
+  // steps).
+  kernels::SgdParams UpdateParams(double lr, double steps) const {
     kernels::SgdParams p;
-    p.lr = static_cast<float>(round_lr_);
+    p.lr = static_cast<float>(lr);
     p.momentum = static_cast<float>(spec_.optimizer.momentum);
     p.weight_decay = static_cast<float>(steps * spec_.optimizer.weight_decay);
     p.nesterov = spec_.optimizer.nesterov;
@@ -216,6 +456,7 @@ class Multistep : public Strategy {
 
   comm::Communicator* comm_;
   const job::JobSpec& spec_;
+  const Compression compression_;
   bool adaptive_ = false;
   int h_min_ = 1;
   int h_max_ = 1;
@@ -226,25 +467,62 @@ class Multistep : public Strategy {
   std::vector<float> global_;           // x̄
   std::vector<float> global_momentum_;  // m̄
   std::vector<float> local_momentum_;   // m_i (empty without momentum)
-  std::vector<float> accumulator_;      // A_i, all-reduced in the round's last step
+  std::vector<float> accumulator_;      // A_i of the open round, all-reduced at its end
   std::vector<float> gradient_;         // this step's G_i, for the local step
   bool momentum_started_ = false;       // m̄ has had a first step (torch: buf = d at first)
+  // One codec per bucket (error feedback is kept per element of the bucket); none uncompressed.
+  std::vector<std::unique_ptr<QuantizeCodec>> quantizers_;
+  std::vector<std::unique_ptr<HalfCodec>> halves_;
+  CompressionTally tally_;
 
   // The round in progress. Written by ReduceGradients (communicator thread) at the round's
   // first bucket and by AfterOptimizerStep (trainer thread); the reducer's step hand-off
   // orders the two.
-  bool warmup_ = false;
-  int round_length_ = 1;
-  int done_in_round_ = 0;
+  Round round_;
+  int64_t rounds_started_ = 0;
   bool synchronized_ = false;  // the last AfterOptimizerStep ended a round of local steps
-  double round_lr_ = 0;
-  int round_batch_ = 0;
+
+  // The step planned for the priority scheduler (written by PlanScheduledStep while the
+  // scheduler is idle, read by its hooks): the round as of that step, whether the step is the
+  // round's first and last, and whether its global step is m̄'s first.
+  Round scheduled_round_;
+  bool scheduled_first_step_ = false;
+  bool scheduled_last_ = false;
+  bool scheduled_first_momentum_ = false;
+
+  // Delay 1. The previous round, whose accumulator exchange_ all-reduces; exchange_status_ and
+  // exchange_wire_ are written by exchange_ and read after joining it.
+  bool pending_ = false;
+  Round pending_round_;
+  std::vector<float> pending_accumulator_;
+  std::vector<float> round_start_;  // x_i when the open round started
+  std::thread exchange_;
+  absl::Status exchange_status_;
+  double exchange_wire_ = 0;
 
   // AdaComm.
   bool have_f0_ = false;
   double f0_ = 0;
   double loss_ema_ = 0;
 };
+
+absl::StatusOr<Compression> CompressionOf(const job::StrategyCompressionSpec& spec) {
+  Compression c;
+  if (spec.type.empty() || spec.type == "none") return c;
+  if (spec.type == "fp16") {
+    c.bits = 16;
+    return c;
+  }
+  if (spec.type == "quantized") {
+    c.bits = spec.bits != 0 ? spec.bits : kDefaultCompressionBits;
+    if (c.bits == 1 || c.bits == 2 || c.bits == 4 || c.bits == 8) return c;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.strategy.compression.bits: must be 1, 2, 4 or 8, got ", spec.bits));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("spec.strategy.compression.type: unknown compression \"", spec.type,
+                   "\" (expected one of none, quantized, fp16)"));
+}
 
 }  // namespace
 
@@ -256,10 +534,13 @@ bool multistep_registered = RegisterStrategy(
             "spec.optimizer.type: strategy multistep takes optimizer sgd, got ",
             spec.optimizer.type));
       }
-      if (spec.strategy.delay != 0) {
-        return absl::UnimplementedError("spec.strategy.delay: only 0 is supported yet");
+      if (spec.strategy.delay != 0 && spec.strategy.delay != 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("spec.strategy.delay: must be 0 or 1, got ", spec.strategy.delay));
       }
-      return std::make_unique<Multistep>(context);
+      HPTRAIN_ASSIGN_OR_RETURN(Compression compression,
+                               CompressionOf(spec.strategy.compression));
+      return std::make_unique<Multistep>(context, compression);
     });
 
 }  // namespace hptrain::sync

@@ -168,6 +168,45 @@ class Strategy {
   }
 
   virtual StrategyStats stats() const { return StrategyStats(); }
+
+  // The sub-tensor priority scheduler (spec.scheduler.type: priority;
+  // runtime/comm/priority_scheduler.h) replaces hooks 1 and 2 for strategies that support it: the
+  // step is planned on the trainer thread, then each layer is prepared as backward produces it
+  // and finished (updated) as soon as its exchange completes, on the scheduler thread, while the
+  // next step's forward already runs on the layers finished before. Every range below is one
+  // layer's [begin, end) of the flat buffers; the calls of one step come in no fixed layer
+  // order, and never concurrently.
+  virtual bool supports_scheduler() const { return false; }
+
+  // Trainer thread, before the step's backward (the previous step is done): the buffer the step
+  // all-reduces in place, in the gradients' layout, or null for a step without an exchange.
+  // `gradients` is the trainer's flat gradient buffer. Strategies that do not own the
+  // parameters all-reduce the gradients themselves; the trainer then divides each finished
+  // layer by B and runs its optimizer on it.
+  virtual float* PlanScheduledStep(const StepInfo& step, float* gradients) {
+    (void)step;
+    return gradients;
+  }
+  // Scheduler thread, when backward has produced the layer's summed gradients.
+  virtual absl::Status PrepareRange(const StepInfo& step, size_t begin, size_t end,
+                                    const float* gradients) {
+    (void)step;
+    (void)begin;
+    (void)end;
+    (void)gradients;
+    return absl::OkStatus();
+  }
+  // Scheduler thread, strategies that own the parameters: the layer's update, after its
+  // exchange (at once in a step without one). `parameters` is the whole flat model.
+  virtual absl::Status FinishRange(const StepInfo& step, size_t begin, size_t end,
+                                   const float* gradients, absl::Span<float> parameters) {
+    (void)step;
+    (void)begin;
+    (void)end;
+    (void)gradients;
+    (void)parameters;
+    return absl::OkStatus();
+  }
 };
 
 }  // namespace hptrain::sync

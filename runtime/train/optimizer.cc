@@ -15,7 +15,15 @@ Optimizer::Optimizer(const job::OptimizerSpec& spec, size_t num_parameters)
 }
 
 void Optimizer::Step(float* params, const float* grads, double lr) {
-  ++steps_;
+  BeginStep();
+  StepRange(params, grads, 0, n_, lr);
+}
+
+void Optimizer::StepRange(float* params, const float* grads, size_t begin, size_t end,
+                          double lr) {
+  const size_t n = end - begin;
+  params += begin;
+  grads += begin;
   if (spec_.type == "adam") {
     kernels::AdamParams p;
     p.lr = static_cast<float>(lr);
@@ -24,7 +32,7 @@ void Optimizer::Step(float* params, const float* grads, double lr) {
     p.eps = static_cast<float>(spec_.eps);
     p.weight_decay = static_cast<float>(spec_.weight_decay);
     p.step = steps_;
-    kernels::AdamStep(params, grads, m_.data(), v_.data(), n_, p);
+    kernels::AdamStep(params, grads, m_.data() + begin, v_.data() + begin, n, p);
     return;
   }
   kernels::SgdParams p;
@@ -33,7 +41,7 @@ void Optimizer::Step(float* params, const float* grads, double lr) {
   p.weight_decay = static_cast<float>(spec_.weight_decay);
   p.nesterov = spec_.nesterov;
   p.first_step = steps_ == 1;
-  kernels::SgdStep(params, grads, momentum_.empty() ? nullptr : momentum_.data(), n_, p);
+  kernels::SgdStep(params, grads, momentum_.empty() ? nullptr : momentum_.data() + begin, n, p);
 }
 
 std::map<std::string, std::vector<float>*> Optimizer::state() {

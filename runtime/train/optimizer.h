@@ -22,6 +22,12 @@ class Optimizer {
   // params -= update(grads) at learning rate `lr`. Both buffers hold num_parameters floats.
   void Step(float* params, const float* grads, double lr);
 
+  // The same step in parts (the priority scheduler updates one layer at a time): BeginStep
+  // once, then StepRange on disjoint ranges [begin, end) that together cover every element.
+  // The update is element-wise, so the parts give Step's result bit for bit.
+  void BeginStep() { ++steps_; }
+  void StepRange(float* params, const float* grads, size_t begin, size_t end, double lr);
+
   int64_t steps() const { return steps_; }
   // Named state vectors ("momentum", or "adam.m" and "adam.v"), for checkpoints.
   std::map<std::string, std::vector<float>*> state();

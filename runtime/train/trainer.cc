@@ -12,6 +12,7 @@
 #include "kernels/update/update.h"
 #include "runtime/base/status.h"
 #include "runtime/comm/bucketed_reducer.h"
+#include "runtime/comm/priority_scheduler.h"
 #include "runtime/ps/mp2/dataset.h"
 #include "runtime/ps/mp2/job_options.h"
 #include "runtime/sync/registry.h"
@@ -95,6 +96,14 @@ class Trainer::Impl {
                           static_cast<size_t>(flat_params_.numel()));
   }
   absl::Status RestoreCheckpoint();
+  // spec.scheduler priority: the scheduler over the reducer's buffer, and the forward gate.
+  absl::Status CreateScheduler();
+  // Before a backward under the scheduler: waits for the previous step's exchange and updates,
+  // plans this step and starts it.
+  absl::Status BeginScheduledStep();
+  // Waits until the scheduler has finished every step begun (before any collective of the
+  // trainer's own and anything that reads the whole model).
+  absl::Status Drain();
 
   job::JobSpec spec_;
   TrainerOptions options_;
@@ -110,6 +119,11 @@ class Trainer::Impl {
   std::unique_ptr<sync::Strategy> strategy_;
   std::unique_ptr<Optimizer> optimizer_;
   sync::StepInfo step_info_;
+  // spec.scheduler priority (null otherwise). Declared after what its hooks use, so that it is
+  // destroyed (its thread joined) first. scheduled_info_ is the step it works on: written only
+  // while it is idle, as step_info_ already describes the next step while it runs.
+  std::unique_ptr<comm::PriorityScheduler> scheduler_;
+  sync::StepInfo scheduled_info_;
   sync::EpochTiming epoch_timing_;
   Slowdown slowdown_;
 
@@ -159,6 +173,7 @@ absl::Status Trainer::Impl::Init() {
   if (strategy_->applies_momentum()) optimizer_spec.momentum = 0.0;
   optimizer_ = std::make_unique<Optimizer>(optimizer_spec, reducer_->size());
 
+  if (spec_.scheduler.type == "priority") HPTRAIN_RETURN_IF_ERROR(CreateScheduler());
   // Autograd hooks: copy each finished gradient into its slot and mark it ready. The returned
   // undefined tensor leaves the gradient itself unchanged.
   for (size_t t = 0; t < params_.size(); ++t) {
@@ -166,7 +181,11 @@ absl::Status Trainer::Impl::Init() {
     params_[t].register_hook([this, index](torch::Tensor grad) {
       torch::Tensor g = grad.contiguous();
       std::memcpy(reducer_->data_for(index), g.data_ptr<float>(), g.numel() * sizeof(float));
-      reducer_->MarkReady(index);
+      if (scheduler_) {
+        scheduler_->MarkReady(index);
+      } else {
+        reducer_->MarkReady(index);
+      }
     });
   }
   if (options_.resume && !spec_.checkpoint.path.empty()) {
@@ -190,6 +209,55 @@ absl::Status Trainer::Impl::Init() {
     recorder_ = std::make_unique<ps::mp2::SnapshotRecorder>(recorder, tensor_sizes);
   }
   return absl::OkStatus();
+}
+
+absl::Status Trainer::Impl::CreateScheduler() {
+  if (!strategy_->supports_scheduler()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.scheduler.type: strategy ", strategy_->name(),
+        " does not support the priority scheduler (ssgd and multistep do)"));
+  }
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for (int t = 0; t < reducer_->num_tensors(); ++t) {
+    ranges.push_back({reducer_->offset(t), reducer_->offset(t) + reducer_->tensor_size(t)});
+  }
+  comm::PriorityScheduler::Options options;
+  options.partition_elements = spec_.scheduler.partition();
+  options.credit_elements = spec_.scheduler.credit();
+  comm::PriorityScheduler::Hooks hooks;
+  hooks.prepare = [this](int, size_t begin, size_t end) {
+    return strategy_->PrepareRange(scheduled_info_, begin, end, reducer_->data());
+  };
+  hooks.finish = [this](int, size_t begin, size_t end) -> absl::Status {
+    if (strategy_->owns_parameters()) {
+      return strategy_->FinishRange(scheduled_info_, begin, end, reducer_->data(),
+                                    FlatParameters());
+    }
+    float* grads = reducer_->data();
+    kernels::Scale(grads + begin, end - begin,
+                   1.0f / static_cast<float>(spec_.global_batch_size));
+    optimizer_->StepRange(flat_params_.data_ptr<float>(), grads, begin, end, scheduled_info_.lr);
+    return absl::OkStatus();
+  };
+  scheduler_ = std::make_unique<comm::PriorityScheduler>(
+      comm_, std::move(ranges), model_->parameter_layers(), reducer_->data(), options, hooks);
+  // The next forward of layer l waits only for layer l's update.
+  if (model_->gates_forward()) {
+    model_->set_forward_gate([this](int layer) { scheduler_->WaitLayer(layer); });
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Impl::BeginScheduledStep() {
+  HPTRAIN_RETURN_IF_ERROR(scheduler_->WaitIdle(), "step ", global_step_ - 1);
+  scheduled_info_ = step_info_;
+  if (!strategy_->owns_parameters()) optimizer_->BeginStep();
+  return scheduler_->BeginStep(strategy_->PlanScheduledStep(scheduled_info_, reducer_->data()));
+}
+
+absl::Status Trainer::Impl::Drain() {
+  if (!scheduler_) return absl::OkStatus();
+  return Annotate(scheduler_->WaitIdle(), absl::StrCat("step ", global_step_ - 1));
 }
 
 absl::Status Trainer::Impl::FlattenParameters() {
@@ -247,8 +315,15 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   std::vector<int64_t> indices = WorkerSlice(perm, step_in_epoch, spec_.global_batch_size,
                                              options_.allocation, rank);
   HPTRAIN_ASSIGN_OR_RETURN(Batch batch, train_data_->Gather(indices));
-  reducer_->BeginStep();
+  // Under the scheduler the previous step's exchange may still run: a model whose forward
+  // waits layer by layer starts at once, any other waits for the whole update first.
+  if (scheduler_ == nullptr) {
+    reducer_->BeginStep();
+  } else if (!model_->gates_forward()) {
+    HPTRAIN_RETURN_IF_ERROR(Drain());
+  }
   double loss_value = 0;
+  absl::Status scheduled;
   HPTRAIN_RETURN_IF_ERROR(TorchCall("forward/backward", [&] {
     for (auto& p : params_) p.mutable_grad() = torch::Tensor();
     auto logits = model_->Forward(batch.inputs);
@@ -256,18 +331,38 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
     torch::Tensor loss = torch::nn::functional::cross_entropy(
         *logits, batch.targets,
         torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    if (scheduler_ && !(scheduled = BeginScheduledStep()).ok()) return;
     loss.backward();
     loss_value = loss.item<double>();
   }));
-  const double compute = Since(step_start);
+  HPTRAIN_RETURN_IF_ERROR(scheduled);
+  double compute = Since(step_start);
   const double compute_cpu = Slowdown::ThreadCpuSeconds() - cpu_start;
-  HPTRAIN_RETURN_IF_ERROR(reducer_->FinishStep(), "step ", global_step_);
-  if (!strategy_->owns_parameters()) {
-    float* grads = reducer_->data();
-    kernels::Scale(grads, reducer_->size(), 1.0f / static_cast<float>(spec_.global_batch_size));
-    optimizer_->Step(flat_params_.data_ptr<float>(), grads, lr);
+  double comm_seconds = 0, exposed_seconds = 0;
+  if (scheduler_) {
+    // The layers are updated as their exchange completes, during the next forward.
+    scheduler_->EndBackward();
+    // The forward's and BeginScheduledStep's waits are exposed communication, not compute.
+    scheduler_->TakeSeconds(&comm_seconds, &exposed_seconds);
+    compute = std::max(0.0, compute - exposed_seconds);
+    if (strategy_->synchronized_models() || recorder_) {
+      HPTRAIN_RETURN_IF_ERROR(Drain());
+      double more_comm = 0, more_exposed = 0;
+      scheduler_->TakeSeconds(&more_comm, &more_exposed);
+      comm_seconds += more_comm;
+      exposed_seconds += more_exposed;
+    }
+  } else {
+    HPTRAIN_RETURN_IF_ERROR(reducer_->FinishStep(), "step ", global_step_);
+    comm_seconds = reducer_->last_comm_seconds();
+    exposed_seconds = reducer_->last_exposed_seconds();
+    if (!strategy_->owns_parameters()) {
+      float* grads = reducer_->data();
+      kernels::Scale(grads, reducer_->size(), 1.0f / static_cast<float>(spec_.global_batch_size));
+      optimizer_->Step(flat_params_.data_ptr<float>(), grads, lr);
+    }
+    HPTRAIN_RETURN_IF_ERROR(strategy_->AfterOptimizerStep(step_info_, FlatParameters()));
   }
-  HPTRAIN_RETURN_IF_ERROR(strategy_->AfterOptimizerStep(step_info_, FlatParameters()));
   if (strategy_->synchronized_models()) {
     HPTRAIN_RETURN_IF_ERROR(AverageBuffers(), "step ", global_step_);
   }
@@ -289,8 +384,8 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   stats->batch_size = local_batch;
   stats->train_loss = local_batch > 0 ? loss_value / local_batch : 0.0;
   stats->compute_seconds = compute_seconds;
-  stats->comm_seconds = reducer_->last_comm_seconds();
-  stats->exposed_comm_seconds = reducer_->last_exposed_seconds();
+  stats->comm_seconds = comm_seconds;
+  stats->exposed_comm_seconds = exposed_seconds;
   stats->step_seconds = Since(step_start);
   stats->lr = lr;
   const sync::StrategyStats strategy_stats = strategy_->stats();
@@ -361,6 +456,7 @@ absl::Status Trainer::Impl::Evaluate(double* accuracy, double* loss) {
 
 absl::Status Trainer::Impl::Evaluation(int epoch, int64_t steps_done, int64_t steps_per_epoch,
                                        bool interim, double loss_sum, double loss_count) {
+  HPTRAIN_RETURN_IF_ERROR(Drain());
   HPTRAIN_RETURN_IF_ERROR(strategy_->Synchronize(global_step_, FlatParameters()),
                           "strategy ", strategy_->name(), " before evaluation");
   float train[2] = {static_cast<float>(loss_sum), static_cast<float>(loss_count)};
@@ -391,6 +487,7 @@ absl::Status Trainer::Impl::SaveCheckpointIfDue(bool force, int epoch,
   const int interval = spec_.checkpoint.interval_steps;
   if (!force && (interval <= 0 || global_step_ % interval != 0)) return absl::OkStatus();
   // Every rank, so that all continue from the same model.
+  HPTRAIN_RETURN_IF_ERROR(Drain());
   HPTRAIN_RETURN_IF_ERROR(strategy_->Synchronize(global_step_, FlatParameters()),
                           "strategy ", strategy_->name(), " before a checkpoint");
   if (options_.rank != 0) return absl::OkStatus();

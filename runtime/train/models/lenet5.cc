@@ -24,12 +24,19 @@ class LeNet5 final : public ZooNet {
     fc3_ = register_module("fc3", nn::Linear(84, s.num_classes));
   }
 
+  bool gates_forward() const override { return true; }
+
   torch::Tensor forward(torch::Tensor x) override {
+    Gate(0);
     x = torch::max_pool2d(torch::relu(conv1_->forward(x)), 2);
+    Gate(1);
     x = torch::max_pool2d(torch::relu(conv2_->forward(x)), 2);
     x = x.flatten(1);
+    Gate(2);
     x = torch::relu(fc1_->forward(x));
+    Gate(3);
     x = torch::relu(fc2_->forward(x));
+    Gate(4);
     return fc3_->forward(x);
   }
 

@@ -21,9 +21,12 @@ class Mlp final : public ZooNet {
     for (const nn::Linear& l : linears_) layers_->push_back(l);
   }
 
+  bool gates_forward() const override { return true; }
+
   torch::Tensor forward(torch::Tensor x) override {
     x = x.flatten(1);
     for (size_t i = 0; i < linears_.size(); ++i) {
+      Gate(static_cast<int>(i));
       x = linears_[i]->forward(x);
       if (i + 1 < linears_.size()) x = torch::relu(x);
     }

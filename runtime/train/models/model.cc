@@ -65,6 +65,11 @@ class ModuleModel final : public Model {
   void train(bool on) override { net_->train(on); }
   bool is_training() const override { return net_->is_training(); }
 
+  bool gates_forward() const override { return net_->gates_forward(); }
+  void set_forward_gate(std::function<void(int)> gate) override {
+    net_->set_gate(std::move(gate));
+  }
+
   absl::Status to(const torch::Device& device) override {
     try {
       net_->to(device);
@@ -134,6 +139,22 @@ int64_t Model::num_parameters() const {
   int64_t n = 0;
   for (const torch::Tensor& p : parameters()) n += p.numel();
   return n;
+}
+
+std::vector<int> Model::parameter_layers() const {
+  std::vector<int> layers;
+  std::string previous;
+  for (const std::string& name : parameter_names()) {
+    const size_t dot = name.rfind('.');
+    std::string module = dot == std::string::npos ? std::string() : name.substr(0, dot);
+    if (layers.empty()) {
+      layers.push_back(0);
+    } else {
+      layers.push_back(module == previous ? layers.back() : layers.back() + 1);
+    }
+    previous = std::move(module);
+  }
+  return layers;
 }
 
 std::vector<std::string> ZooModelNames() {

@@ -26,6 +26,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,6 +81,17 @@ class Model {
 
   // Total number of parameter elements.
   int64_t num_parameters() const;
+
+  // The layer of each parameter, for the priority scheduler: the parameters of one module (the
+  // name up to its last dot: "conv1", "layer1.0.bn1") form one layer, numbered from 0 in
+  // registration order, which is forward order for the zoo models.
+  std::vector<int> parameter_layers() const;
+
+  // Models whose forward calls the gate before each layer (numbered as in parameter_layers())
+  // return true here; the trainer then lets each layer wait only for its own update (the
+  // priority scheduler). Others get no calls, and the trainer waits for the whole update first.
+  virtual bool gates_forward() const { return false; }
+  virtual void set_forward_gate(std::function<void(int layer)> gate) { (void)gate; }
 
  protected:
   explicit Model(std::string name) : name_(std::move(name)) {}

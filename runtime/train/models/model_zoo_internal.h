@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -19,6 +20,18 @@ namespace hptrain::train::internal {
 class ZooNet : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(torch::Tensor x) = 0;
+
+  // Networks that call Gate(layer) before each layer of Model::parameter_layers() in forward.
+  virtual bool gates_forward() const { return false; }
+  void set_gate(std::function<void(int)> gate) { gate_ = std::move(gate); }
+
+ protected:
+  void Gate(int layer) const {
+    if (gate_) gate_(layer);
+  }
+
+ private:
+  std::function<void(int)> gate_;
 };
 
 // Builds a network for `shape`; may throw c10::Error (CreateModel catches it). InvalidArgument

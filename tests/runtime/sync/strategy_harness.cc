@@ -10,6 +10,7 @@
 #include "runtime/comm/bucketed_reducer.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/loopback_transport.h"
+#include "runtime/comm/priority_scheduler.h"
 #include "runtime/ps/mp2/job_options.h"
 #include "runtime/sync/registry.h"
 #include "runtime/train/optimizer.h"
@@ -116,6 +117,36 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
       std::vector<float> params(reducer.size());
       for (size_t i = 0; i < params.size(); ++i) params[i] = 0.01f * std::cos(0.01f * i);
       if (auto s = (*strategy)->Start(absl::MakeSpan(params), 0, {}); !s.ok()) return fail(s);
+      // spec.scheduler priority: the trainer's scheduled path (trainer.cc, CreateScheduler and
+      // BeginScheduledStep), with the tensors paired into layers (weight, bias).
+      StepInfo scheduled_info;
+      std::unique_ptr<comm::PriorityScheduler> scheduler;
+      if (spec.scheduler.type == "priority") {
+        std::vector<std::pair<size_t, size_t>> ranges;
+        std::vector<int> layers;
+        for (int t = 0; t < reducer.num_tensors(); ++t) {
+          ranges.push_back({reducer.offset(t), reducer.offset(t) + reducer.tensor_size(t)});
+          layers.push_back(t / 2);
+        }
+        comm::PriorityScheduler::Options scheduler_options;
+        scheduler_options.partition_elements = spec.scheduler.partition();
+        scheduler_options.credit_elements = spec.scheduler.credit();
+        comm::PriorityScheduler::Hooks hooks;
+        hooks.prepare = [&](int, size_t begin, size_t end) {
+          return (*strategy)->PrepareRange(scheduled_info, begin, end, reducer.data());
+        };
+        hooks.finish = [&](int, size_t begin, size_t end) {
+          if ((*strategy)->owns_parameters()) {
+            return (*strategy)->FinishRange(scheduled_info, begin, end, reducer.data(),
+                                            absl::MakeSpan(params));
+          }
+          kernels::Scale(reducer.data() + begin, end - begin, 1.0f / options.global_batch);
+          optimizer.StepRange(params.data(), reducer.data(), begin, end, scheduled_info.lr);
+          return absl::OkStatus();
+        };
+        scheduler = std::make_unique<comm::PriorityScheduler>(
+            &comm, ranges, layers, reducer.data(), scheduler_options, hooks);
+      }
       for (int step = 0; step < options.steps; ++step) {
         info.step = step;
         info.epoch = options.steps_per_epoch > 0 ? step / options.steps_per_epoch : 0;
@@ -126,21 +157,42 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
         info.local_batch = options.local_batches.empty() ? options.global_batch / world
                                                          : options.local_batches[rank];
         info.lr = spec.optimizer.lr;
-        reducer.BeginStep();
+        if (scheduler) {
+          if (auto s = scheduler->WaitIdle(); !s.ok()) return fail(s);
+          scheduled_info = info;
+          if (!(*strategy)->owns_parameters()) optimizer.BeginStep();
+          float* exchange = (*strategy)->PlanScheduledStep(scheduled_info, reducer.data());
+          if (auto s = scheduler->BeginStep(exchange); !s.ok()) return fail(s);
+        } else {
+          reducer.BeginStep();
+        }
         for (int t = reducer.num_tensors() - 1; t >= 0; --t) {
           float* g = reducer.data_for(t);
           for (size_t i = 0; i < reducer.tensor_size(t); ++i) {
             g[i] = gradient(rank, step, reducer.offset(t) + i);
           }
-          reducer.MarkReady(t);
+          if (scheduler) {
+            scheduler->MarkReady(t);
+          } else {
+            reducer.MarkReady(t);
+          }
         }
-        if (auto s = reducer.FinishStep(); !s.ok()) return fail(s);
-        if (!(*strategy)->owns_parameters()) {
-          kernels::Scale(reducer.data(), reducer.size(), 1.0f / options.global_batch);
-          optimizer.Step(params.data(), reducer.data(), spec.optimizer.lr);
-        }
-        if (auto s = (*strategy)->AfterOptimizerStep(info, absl::MakeSpan(params)); !s.ok()) {
-          return fail(s);
+        if (scheduler) {
+          scheduler->EndBackward();
+          // What follows reads the whole model (the trainer drains at the same points).
+          if ((*strategy)->synchronized_models() || options.after_step ||
+              (options.steps_per_epoch > 0 && (step + 1) % options.steps_per_epoch == 0)) {
+            if (auto s = scheduler->WaitIdle(); !s.ok()) return fail(s);
+          }
+        } else {
+          if (auto s = reducer.FinishStep(); !s.ok()) return fail(s);
+          if (!(*strategy)->owns_parameters()) {
+            kernels::Scale(reducer.data(), reducer.size(), 1.0f / options.global_batch);
+            optimizer.Step(params.data(), reducer.data(), spec.optimizer.lr);
+          }
+          if (auto s = (*strategy)->AfterOptimizerStep(info, absl::MakeSpan(params)); !s.ok()) {
+            return fail(s);
+          }
         }
         if (rank == 0 && (*strategy)->synchronized_models()) {
           result.synchronized_steps.push_back(step);  // only rank 0 writes it
@@ -157,6 +209,9 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
           if (rank == 0) result.bits.push_back((*strategy)->stats().bits);
           if (rank == 0) result.intervals.push_back((*strategy)->stats().interval);
         }
+      }
+      if (scheduler) {
+        if (auto s = scheduler->WaitIdle(); !s.ok()) return fail(s);
       }
       if (auto s = (*strategy)->Synchronize(options.steps, absl::MakeSpan(params)); !s.ok()) {
         return fail(s);

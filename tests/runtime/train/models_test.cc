@@ -43,6 +43,36 @@ TEST_F(ModelsTest, LeNet5Has61706Parameters) {
   EXPECT_EQ((*cifar)->num_parameters(), 61706 + 2 * 6 * 25);
 }
 
+// The priority scheduler's layers: one per module, in forward order; LeNet-5 and the MLP call
+// the forward gate before each of them, in that order.
+TEST_F(ModelsTest, LayersAndForwardGates) {
+  auto lenet = CreateModel(Zoo("lenet5"), kMnist, 1);
+  ASSERT_TRUE(lenet.ok()) << lenet.status();
+  EXPECT_EQ((*lenet)->parameter_layers(), (std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3, 4, 4}));
+  ASSERT_TRUE((*lenet)->gates_forward());
+  std::vector<int> calls;
+  (*lenet)->set_forward_gate([&](int layer) { calls.push_back(layer); });
+  ASSERT_TRUE((*lenet)->Forward(torch::zeros({2, 1, 28, 28})).ok());
+  EXPECT_EQ(calls, (std::vector<int>{0, 1, 2, 3, 4}));
+
+  auto mlp = CreateModel(Zoo("mlp"), kMnist, 1);
+  ASSERT_TRUE(mlp.ok()) << mlp.status();
+  EXPECT_EQ((*mlp)->parameter_layers(), (std::vector<int>{0, 0, 1, 1, 2, 2}));
+  calls.clear();
+  (*mlp)->set_forward_gate([&](int layer) { calls.push_back(layer); });
+  ASSERT_TRUE((*mlp)->Forward(torch::zeros({2, 1, 28, 28})).ok());
+  EXPECT_EQ(calls, (std::vector<int>{0, 1, 2}));
+
+  // ResNet-20 does not gate: the trainer waits for the whole update before its forward.
+  auto resnet = CreateModel(Zoo("resnet20"), kCifar, 1);
+  ASSERT_TRUE(resnet.ok()) << resnet.status();
+  EXPECT_FALSE((*resnet)->gates_forward());
+  const std::vector<int> layers = (*resnet)->parameter_layers();
+  ASSERT_EQ(layers.size(), (*resnet)->parameters().size());
+  EXPECT_EQ(layers.front(), 0);
+  for (size_t i = 1; i < layers.size(); ++i) EXPECT_LE(layers[i] - layers[i - 1], 1);
+}
+
 TEST_F(ModelsTest, ResNet20HasTheCifarParameterCount) {
   auto model = CreateModel(Zoo("resnet20"), kCifar, 1);
   ASSERT_TRUE(model.ok()) << model.status();
