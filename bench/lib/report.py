@@ -35,7 +35,9 @@ def write(out_dir, header, suites):
               "is what hptrain's communicator counted as payload. Samples/s is measured inside",
               "training steps. Compute and comm s/step are hptrain's per-worker means of data +",
               "forward + backward time and of gradient exchange time (encoding included) per step;",
-              "the peer does not report them. `vs DDP` divides DDP's time to target by the system's",
+              "the peer does not report them. Overlap is the share of that exchange time training",
+              "did not wait for (1 − exposed / total, over all workers). `vs DDP`",
+              "divides DDP's time to target by the system's",
               "(above 1 = faster than DDP); where either did not reach the target it compares",
               "samples/s. CPU steal is the share of the machine's CPU time that the hypervisor",
               "gave to other guests while the system ran (/proc/stat): above a few percent, the",
@@ -63,13 +65,13 @@ def _table(title, settings, rows, out_dir):
            + (f"every {settings.eval_every} steps and " if settings.eval_every else "")
            + "at each epoch's end", "",
            "| system | time to target (s) | final acc. | KiB/worker/step (interfaces) | "
-           "KiB/worker/step (runtime) | compute s/step | comm s/step | samples/s | vs DDP | "
-           "wall (s) | CPU steal | CPU others |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "KiB/worker/step (runtime) | compute s/step | comm s/step | overlap | samples/s | "
+           "vs DDP | wall (s) | CPU steal | CPU others |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row, _ in rows:
         if not row["ok"]:
             why = "time cap" if row["capped"] else row["error"]
-            out.append(f"| {row['name']} | failed: {why} | | | | | | | | "
+            out.append(f"| {row['name']} | failed: {why} | | | | | | | | | "
                        f"{row['wall_seconds']:.1f} | | |")
             continue
         ratio = None
@@ -85,6 +87,7 @@ def _table(title, settings, rows, out_dir):
             f"{_fmt(_kib(row['runtime_bytes_per_worker_step']), '.1f')} | "
             f"{_fmt(row.get('compute_seconds_per_step'), '.3f')} | "
             f"{_fmt(row.get('comm_seconds_per_step'), '.3f')} | "
+            f"{_fmt(row.get('overlap_ratio'), '.2f')} | "
             f"{_fmt(row['samples_per_second'], '.0f')} | {_fmt(ratio, '.2f')} | "
             f"{row['wall_seconds']:.1f} | "
             f"{_fmt(None if row.get('cpu_steal') is None else 100 * row['cpu_steal'], '.1f')} % | "

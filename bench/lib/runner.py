@@ -173,6 +173,12 @@ def summarize(run, settings):
         row["interface_over_runtime"] = tx / sent if sent else None
         row["compute_seconds_per_step"] = sum(k["compute_seconds"] for k in ranks) / len(ranks) / steps
         row["comm_seconds_per_step"] = sum(k["comm_seconds"] for k in ranks) / len(ranks) / steps
+        # The overlap ratio: the share of the exchange's time that training
+        # did not wait for, over all workers; None for summaries without the exposed time.
+        comm = sum(k["comm_seconds"] for k in ranks)
+        if comm > 0 and all("exposed_comm_seconds" in k for k in ranks):
+            exposed = sum(k["exposed_comm_seconds"] for k in ranks)
+            row["overlap_ratio"] = min(1.0, max(0.0, 1.0 - exposed / comm))
         # Per worker: compute (slowdown included) and communication seconds per step, and idle:
         # the step's wall time (the run's time inside training steps over its steps, which every
         # rank shares, since each global step waits for all of them) less the rank's compute, i.e.

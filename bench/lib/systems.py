@@ -29,7 +29,7 @@ MODELS = {
 # The MP² predictor trained on LeNet-5/Fashion-MNIST snapshots (examples/predictors/README.md).
 MP2_PREDICTOR = os.path.join(ROOT, "examples", "predictors", "lenet5-fashion-mnist.mp2p")
 
-# The priority scheduler as the suite runs it (algorithms.md §3b): chunks of 65,536 elements
+# The priority scheduler as the suite runs it (docs/algorithms.md §3b): chunks of 65,536 elements
 # (256 KiB), two per launch, so that the MLP's 803,840-element first layer goes in 13 chunks and
 # the input side of the model is updated before its output side has been exchanged.
 SCHEDULER = {"spec.scheduler.type": "priority", "spec.scheduler.partitionElements": "65536",
@@ -45,7 +45,7 @@ HPTRAIN = {
     "hptrain-qdyn": {"type": "quantized", "bits": "dynamic"},
     "hptrain-topk": {"type": "topk", "density": "0.01"},
     "hptrain-dgc": {"type": "dgc", "density": "0.01"},
-    # Parameter server (algorithms.md §5): BSP, then H-PS with everything on (8-bit pushes and
+    # Parameter server (docs/algorithms.md §5): BSP, then H-PS with everything on (8-bit pushes and
     # deltas, staleness 1, batch allocation) and its ablations, each with one part of H-PS.
     "hptrain-ps": {"type": "ps"},
     "hptrain-hps": {"type": "hps", "bits": "8", "staleness": "1", "spec.rebalance.enabled": "true"},
@@ -53,10 +53,12 @@ HPTRAIN = {
     "hptrain-hps-b": {"type": "hps", "bits": "32", "staleness": "1"},   # pipelining only
     "hptrain-hps-c": {"type": "hps", "bits": "8", "staleness": "0"},    # quantization only
     "hptrain-ps2": {"type": "ps", "spec.ps.shards": "2"},  # shard 1 on a host of its own
-    # Model averaging (algorithms.md §3): local SGD every 8 steps (the peer of ddp-postlocal8),
+    # Model averaging (docs/algorithms.md §3): local SGD every 8 steps (the peer of ddp-postlocal8),
     # and multistep after one warm-up epoch of ssgd with the interval picked every epoch.
     "hptrain-localsgd": {"type": "localsgd", "interval": "8"},
     "hptrain-multistep": {"type": "multistep", "warmupEpochs": "1", "interval": "adaptive"},
+    # ... after a warm-up of a tenth of an epoch only,
+    "hptrain-multistep-w01": {"type": "multistep", "warmupEpochs": "0.1", "interval": "adaptive"},
     # ... with its round all-reduce quantized to 8 bits, and with the priority scheduler.
     "hptrain-multistep-q8": {"type": "multistep", "warmupEpochs": "1", "interval": "adaptive",
                              "spec.strategy.compression.type": "quantized",
@@ -65,7 +67,7 @@ HPTRAIN = {
                                **SCHEDULER},
     # ssgd with the sub-tensor priority scheduler (its effect on plain SSGD).
     "hptrain-ssgd-prio": {"type": "ssgd", **SCHEDULER},
-    # MP² (algorithms.md §1): 10 % of each large tensor pushed, the rest predicted by the shipped
+    # MP² (docs/algorithms.md §1): 10 % of each large tensor pushed, the rest predicted by the shipped
     # LeNet-5 predictor at the PS (mode A: full pulls; mode B: fresh values only, predicted on
     # every worker too), and the zero-change ablation (the complement stays stale).
     "hptrain-mp2": {"type": "mp2", "predictor": MP2_PREDICTOR},

@@ -12,7 +12,7 @@
 namespace hptrain::job {
 namespace {
 
-// ordered_json keeps DESIGN.md's key order, which is what a person reading the file expects.
+// ordered_json keeps docs/design.md's key order, which is what a person reading the file expects.
 using Json = nlohmann::ordered_json;
 
 std::string FieldName(const std::string& where, const char* key) {
@@ -117,6 +117,10 @@ absl::Status ReadRank(const Json& object, const std::string& where, RankSummary*
   HPTRAIN_RETURN_IF_ERROR(Read(object, "batch_size", where, &out->batch_size));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "compute_seconds", where, &out->compute_seconds));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "comm_seconds", where, &out->comm_seconds));
+  if (object.contains("exposed_comm_seconds")) {  // summaries written before the scheduler
+    HPTRAIN_RETURN_IF_ERROR(
+        Read(object, "exposed_comm_seconds", where, &out->exposed_comm_seconds));
+  }
   return absl::OkStatus();
 }
 
@@ -204,6 +208,7 @@ std::string RunSummaryToJson(const RunSummary& summary) {
                          {"batch_size", r.batch_size},
                          {"compute_seconds", r.compute_seconds},
                          {"comm_seconds", r.comm_seconds},
+                         {"exposed_comm_seconds", r.exposed_comm_seconds},
                          {"ps_bytes_sent", r.ps_bytes_sent},
                          {"ps_bytes_received", r.ps_bytes_received}});
   }

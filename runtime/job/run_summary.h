@@ -1,6 +1,6 @@
 // RunSummary: what `hptrain run JOB.yaml --output-json PATH` reports at the end of a run, and its
 // JSON form. The JSON is an interface that the benchmark harness and users script against
-// (DESIGN.md, "Job file and run summary"); the structs below mirror it field for field, with the
+// (docs/design.md, "Job file and run summary"); the structs below mirror it field for field, with the
 // same names:
 //
 //   { "job": str, "strategy": str, "workers": int, "epochs": int, "steps": int,
@@ -12,7 +12,8 @@
 //                        "test_loss": float, "elapsed_seconds": float } ],
 //     "ranks": [ { "rank": int, "group": str, "bytes_sent": int, "bytes_received": int,
 //                  "ps_bytes_sent": int, "ps_bytes_received": int (optional when reading),
-//                  "batch_size": int, "compute_seconds": float, "comm_seconds": float } ] }
+//                  "batch_size": int, "compute_seconds": float, "comm_seconds": float,
+//                  "exposed_comm_seconds": float (optional when reading) } ] }
 //
 // Fields may be added; existing ones keep their names and meaning. JSON has no NaN or infinity: a
 // non-finite float (e.g. a test loss never measured) is written as null and read back as NaN.
@@ -51,6 +52,9 @@ struct RankSummary {
   int64_t batch_size = 0;  // the rank's batch at the end of the run
   double compute_seconds = 0.0;
   double comm_seconds = 0.0;
+  // Of comm_seconds, the time training waited for communication; 1 − exposed / comm is the
+  // share hidden behind computation (the overlap ratio).
+  double exposed_comm_seconds = 0.0;
   int64_t ps_bytes_sent = 0;  // of bytes_sent / bytes_received, exchanged with the parameter server
   int64_t ps_bytes_received = 0;
 };
