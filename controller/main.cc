@@ -82,7 +82,9 @@ int Run(int argc, char** argv, const sigset_t& signals) {
   ControllerOptions options;
   options.namespaces = flags->namespaces;
   options.workers = flags->workers;
-  options.reconcile.default_image = flags->default_image;
+  options.reconcile.default_image.image = flags->default_image;
+  options.reconcile.default_image.pull_policy = flags->default_image_pull_policy;
+  options.reconcile.default_image.pull_secrets = flags->default_image_pull_secrets;
   if (flags->leader_elect) {
     kube::LeaderElectionConfig election;
     election.lease_name = flags->leader_election_id;

@@ -99,14 +99,31 @@ std::vector<FlagDef> Definitions() {
       {"default-image", "HPTRAIN_DEFAULT_IMAGE", "IMAGE", Kind::kString,
        "image of pods whose template names none (default hptrain/runtime:<version>)",
        str(&F::default_image)},
+      {"default-image-pull-policy", "HPTRAIN_DEFAULT_IMAGE_PULL_POLICY", "POLICY", Kind::kString,
+       "imagePullPolicy of the default image (Always, IfNotPresent or Never; default: "
+       "Kubernetes' rule), unless the pod template sets one",
+       str(&F::default_image_pull_policy)},
+      {"default-image-pull-secrets", "HPTRAIN_DEFAULT_IMAGE_PULL_SECRETS", "NAME[,NAME...]",
+       Kind::kList,
+       "imagePullSecrets of pods that run the default image, unless the pod template sets "
+       "some; each Secret must exist in the job's namespace; repeatable or comma-separated",
+       [](F* f, const std::string& v) {
+         AppendList(v, &f->default_image_pull_secrets);
+         return absl::OkStatus();
+       }},
   };
 }
 
-// One --help entry: `left` in a 36-column field, `text` word-wrapped to 100 columns beside it.
+// One --help entry: `left` in a 36-column field, `text` word-wrapped to 100 columns beside it;
+// a `left` too long for the field gets a line of its own.
 void AppendHelpEntry(std::string left, const std::string& text, std::string* out) {
   constexpr size_t kIndent = 37;
   constexpr size_t kWidth = 100;
-  if (left.size() < kIndent) left.resize(kIndent, ' ');
+  if (left.size() >= kIndent) {
+    absl::StrAppend(out, left, "\n");
+    left.clear();
+  }
+  left.resize(kIndent, ' ');
   std::string line = left;
   bool first_word = true;
   for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
@@ -120,6 +137,19 @@ void AppendHelpEntry(std::string left, const std::string& text, std::string* out
     first_word = false;
   }
   absl::StrAppend(out, line, "\n");
+}
+
+// A DNS-1123 subdomain, what Kubernetes accepts as a Secret's name. Checked here so that a typo
+// fails at start-up rather than in every pod the controller creates.
+bool IsSecretName(absl::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  for (absl::string_view label : absl::StrSplit(name, '.')) {
+    if (label.empty() || label.front() == '-' || label.back() == '-') return false;
+    for (char c : label) {
+      if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c) && c != '-') return false;
+    }
+  }
+  return true;
 }
 
 absl::Status Check(const ControllerFlags& flags) {
@@ -141,6 +171,19 @@ absl::Status Check(const ControllerFlags& flags) {
   }
   if (flags.leader_election_id.empty()) {
     return absl::InvalidArgumentError("--leader-election-id: must not be empty");
+  }
+  const std::string& policy = flags.default_image_pull_policy;
+  if (!policy.empty() && policy != "Always" && policy != "IfNotPresent" && policy != "Never") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--default-image-pull-policy: expected Always, IfNotPresent or Never, got \"", policy,
+        "\""));
+  }
+  for (const std::string& secret : flags.default_image_pull_secrets) {
+    if (!IsSecretName(secret)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--default-image-pull-secrets: \"", secret,
+          "\" is not a Secret name (lowercase letters, digits, '-' and '.', at most 253)"));
+    }
   }
   return absl::OkStatus();
 }

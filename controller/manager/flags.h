@@ -16,6 +16,11 @@
 //   --prometheus-url URL              [$HPTRAIN_PROMETHEUS_URL]
 //   --workers N                       default 2 [$HPTRAIN_WORKERS]
 //   --default-image IMAGE             default hptrain/runtime:<version> [$HPTRAIN_DEFAULT_IMAGE]
+//   --default-image-pull-policy P     Always | IfNotPresent | Never; default: Kubernetes' rule
+//                                     [$HPTRAIN_DEFAULT_IMAGE_PULL_POLICY]
+//   --default-image-pull-secrets S[,S...]  repeatable [$HPTRAIN_DEFAULT_IMAGE_PULL_SECRETS]
+// The pull policy and pull secrets go with the default image: they are applied to the pods that
+// run it (a template naming no image), unless the template sets its own.
 //   --help, -h
 // Values come as "--name value" or "--name=value"; a boolean takes no separate value.
 //
@@ -50,6 +55,8 @@ struct ControllerFlags {
   std::string prometheus_url;
   int workers = 2;
   std::string default_image;  // set to DefaultImage() unless given
+  std::string default_image_pull_policy;                // "" = Kubernetes' default
+  std::vector<std::string> default_image_pull_secrets;  // Secret names in each job's namespace
   bool help = false;
 };
 
@@ -64,8 +71,9 @@ std::string DefaultImage();
 
 // Parses `args` (argv without the program name). InvalidArgument, one line naming the flag (or
 // the variable), for an unknown flag, a missing or malformed value, a positional argument,
-// --workers below 1, an address ParseListenAddress rejects, or a --prometheus-url that is not
-// http(s). With --help the other flags are still parsed but not checked.
+// --workers below 1, an address ParseListenAddress rejects, a --prometheus-url that is not
+// http(s), a pull policy Kubernetes does not know, or a pull secret that is not a valid Secret
+// name. With --help the other flags are still parsed but not checked.
 absl::StatusOr<ControllerFlags> ParseControllerFlags(const std::vector<std::string>& args,
                                                      const EnvLookup& env = ProcessEnv);
 

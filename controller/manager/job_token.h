@@ -1,4 +1,4 @@
-// The job token: the shared secret a TrainingJob's pods authenticate their RPCs with (DESIGN.md,
+// The job token: the shared secret a TrainingJob's pods authenticate their RPCs with (docs/design.md,
 // "Every RPC carries the job's token"). The controller draws a fresh one for every reconcile
 // pass; the reconciler uses it only when it must create the job's Secret, so a job keeps the
 // token its Secret was created with.

@@ -1,4 +1,4 @@
-// RebalanceLoop: the controller side of H-PS batch allocation (algorithms.md §5b part 1) for
+// RebalanceLoop: the controller side of H-PS batch allocation (docs/algorithms.md §5b part 1) for
 // TrainingJobs with spec.rebalance.enabled.
 //
 // Every `period` the loop takes one reading of the workers of every such Running job

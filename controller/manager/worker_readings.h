@@ -1,5 +1,5 @@
 // Worker readings: what the controller knows of each worker process of each TrainingJob, read
-// from the metrics the runtime exposes (DESIGN.md, "Metrics"), and the two places it reads them
+// from the metrics the runtime exposes (docs/design.md, "Metrics"), and the two places it reads them
 // from.
 //
 //   PrometheusReadings  one instant query per pass to the Prometheus HTTP API (--prometheus-url):

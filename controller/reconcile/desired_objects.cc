@@ -6,9 +6,11 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "controller/reconcile/labels.h"
 #include "controller/reconcile/pod_template.h"
+#include "runtime/base/status.h"
 #include "runtime/job/job_validate.h"
 
 namespace hptrain::reconcile {
@@ -44,8 +46,90 @@ Json PsTemplate(const ParsedJob& job) {
   return Json{{"spec", std::move(spec)}};
 }
 
+// Readiness: the runtime answers /readyz once the process has joined the job (a worker after
+// the rendezvous, a ps once it serves); a shard's Service routes to it only then.
+Json ReadinessProbe() {
+  return Json{{"httpGet", {{"path", "/readyz"}, {"port", kMetricsPortName}}}, {"periodSeconds", 5}};
+}
+
+// Liveness: /healthz is answered by the metrics server's own threads, not by the training loop,
+// so a worker deep in a long step, or blocked in an all-reduce on a slow peer, still answers;
+// only a process wedged as a whole (or starved of CPU for a minute) fails it. With restartPolicy
+// Never a failed liveness check fails the pod, and the controller restarts the whole gang, so a
+// false alarm is expensive: six misses 10 s apart, after 30 s for the process to read its job
+// and open the port (an mp2 ps loads its predictor first).
+Json LivenessProbe() {
+  return Json{{"httpGet", {{"path", "/healthz"}, {"port", kMetricsPortName}}},
+              {"initialDelaySeconds", 30},
+              {"periodSeconds", 10},
+              {"timeoutSeconds", 5},
+              {"failureThreshold", 6}};
+}
+
+// For a main container that names neither cpu nor memory: requests keep the pod out of the
+// BestEffort class (the first evicted under node pressure) and let the scheduler count it. No CPU
+// limit: CFS quota throttling stalls a throttled worker in the middle of a step, and every
+// synchronous collective waits for the slowest worker, so one throttled pod slows the whole job;
+// above its request a pod only uses CPU nobody else asked for. Memory is not compressible, so
+// it is limited: a leak ends in this pod's OOM kill (and a gang restart) rather than the node's.
+Json DefaultResources() {
+  return Json{{"requests", {{"cpu", "1"}, {"memory", "2Gi"}}}, {"limits", {{"memory", "4Gi"}}}};
+}
+
+// The directory of an absolute file path; "" for a relative path or a file in "/".
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (path.empty() || path.front() != '/' || slash == 0) return "";
+  return path.substr(0, slash);
+}
+
+bool InScratch(const std::string& directory) {
+  return directory == kScratchPath || absl::StartsWith(directory, absl::StrCat(kScratchPath, "/"));
+}
+
+// spec.checkpoint.volume as JSON. The runtime's parser keeps it as YAML text; the manifest
+// (job.yaml, which is JSON) holds it as the user wrote it.
+absl::StatusOr<Json> CheckpointVolumeSource(const ParsedJob& job) {
+  const Json manifest = Json::parse(job.manifest, nullptr, /*allow_exceptions=*/false);
+  const Json* source = Find(manifest, {"spec", "checkpoint", "volume"});
+  if (source == nullptr || !source->is_object() || source->empty()) {
+    return absl::InvalidArgumentError(
+        "spec.checkpoint.volume: must be a volume source, e.g. "
+        "{persistentVolumeClaim: {claimName: NAME}}");
+  }
+  Json out = *source;
+  out.erase("name");  // the volume is named by the controller
+  return out;
+}
+
+// The volumes every pod of `job` gets besides the job's Secret (desired_objects.h).
+absl::StatusOr<std::vector<PodVolume>> JobVolumes(const ParsedJob& job) {
+  std::vector<PodVolume> volumes;
+  auto scratch = [&](const char* name, const std::string& directory) {
+    if (directory.empty() || InScratch(directory)) return;
+    for (const PodVolume& v : volumes) {
+      if (v.path == directory) return;
+    }
+    volumes.push_back({name, Json{{"emptyDir", Json::object()}}, directory, /*scratch=*/true});
+  };
+  volumes.push_back({kScratchVolumeName, Json{{"emptyDir", Json::object()}}, kScratchPath,
+                     /*scratch=*/true});
+  const job::CheckpointSpec& checkpoint = job.spec.checkpoint;
+  if (!checkpoint.volume_yaml.empty()) {
+    // Validation made the path absolute and below a directory.
+    HPTRAIN_ASSIGN_OR_RETURN(Json source, CheckpointVolumeSource(job));
+    volumes.push_back({kCheckpointVolumeName, std::move(source), DirectoryOf(checkpoint.path),
+                       /*scratch=*/false});
+  } else {
+    scratch(kCheckpointVolumeName, DirectoryOf(checkpoint.path));
+  }
+  scratch(kCollectVolumeName, DirectoryOf(job.spec.collect.path));
+  return volumes;
+}
+
 PodSettings CommonSettings(const ParsedJob& job, int64_t restart_generation,
-                           absl::string_view default_image) {
+                           const RuntimeImage& default_image,
+                           const std::vector<PodVolume>& volumes) {
   PodSettings s;
   s.ns = job.ns;
   s.owner_reference = OwnerReference(job.name, job.uid);
@@ -53,10 +137,30 @@ PodSettings CommonSettings(const ParsedJob& job, int64_t restart_generation,
   s.mount_path = kMountPath;
   s.subdomain = ServiceName(job.name);
   s.scheduler_name = job.scheduler_name;
-  s.default_image = std::string(default_image);
+  s.default_image = default_image;
   s.annotations[kRestartGenerationAnnotation] = absl::StrCat(restart_generation);
   s.annotations[kSpecHashAnnotation] = job.spec_hash;
   if (job.gang == GangScheduler::kVolcano) s.annotations[kVolcanoGroupAnnotation] = job.name;
+  s.readiness_probe = ReadinessProbe();
+  s.liveness_probe = LivenessProbe();
+  s.resources = DefaultResources();
+  // The restricted Pod Security Standard. fsGroup makes a checkpoint volume writable by the
+  // runtime's user where the volume's driver supports ownership (most block-backed claims; not
+  // NFS); OnRootMismatch skips the recursive chown of a volume that is already right.
+  s.pod_security_context = Json{{"runAsNonRoot", true},
+                                {"runAsUser", kRuntimeUser},
+                                {"runAsGroup", kRuntimeUser},
+                                {"fsGroup", kRuntimeUser},
+                                {"fsGroupChangePolicy", "OnRootMismatch"},
+                                {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+  s.container_security_context = Json{{"allowPrivilegeEscalation", false},
+                                      {"capabilities", {{"drop", Json::array({"ALL"})}}}};
+  // Only the main container's root filesystem is made read-only: the runtime writes nothing but
+  // /tmp and the volumes above, while a user's sidecar may need to write anywhere.
+  s.main_security_context = Json{{"readOnlyRootFilesystem", true}};
+  // The runtime talks to the coordinator only; a token it never uses is one less to leak.
+  s.automount_service_account_token = false;
+  s.volumes = volumes;
   return s;
 }
 
@@ -91,8 +195,6 @@ void FinishSettings(const ParsedJob& job, absl::string_view role, int rank, absl
                   {{"HPTRAIN_PS_SHARD", absl::StrCat(rank)},
                    {"HPTRAIN_PS_ADVERTISE", absl::StrCat(PsServiceName(job.name, rank), ".", job.ns,
                                                          ".svc:", kCoordinatorPort)}});
-    s->readiness_probe =
-        Json{{"httpGet", {{"path", "/readyz"}, {"port", kMetricsPortName}}}, {"periodSeconds", 5}};
   }
 }
 
@@ -159,17 +261,20 @@ std::string WorkerTemplatePath(const ParsedJob& job, size_t index) {
 
 absl::StatusOr<DesiredObjects> BuildDesiredObjects(const ParsedJob& job, absl::string_view token,
                                                    int64_t restart_generation,
-                                                   absl::string_view default_image) {
+                                                   const RuntimeImage& default_image) {
   DesiredObjects out;
   out.secret = BuildSecret(job, token);
   out.service = BuildService(job);
+  HPTRAIN_ASSIGN_OR_RETURN(const std::vector<PodVolume> volumes, JobVolumes(job));
+  const bool resume = restart_generation > 0 && !job.spec.checkpoint.path.empty();
 
   int rank = 0;
   for (size_t g = 0; g < job.spec.worker_groups.size(); ++g) {
     const job::WorkerGroupSpec& group = job.spec.worker_groups[g];
     for (int i = 0; i < group.replicas; ++i, ++rank) {
-      PodSettings w = CommonSettings(job, restart_generation, default_image);
+      PodSettings w = CommonSettings(job, restart_generation, default_image, volumes);
       FinishSettings(job, kRoleWorker, rank, group.name, &w);
+      if (resume) w.env.emplace_back(kResumeEnv, "1");
       absl::StatusOr<Json> pod = BuildPodFromTemplate(job.worker_templates[g], w);
       if (!pod.ok()) {
         return absl::Status(pod.status().code(),
@@ -185,7 +290,7 @@ absl::StatusOr<DesiredObjects> BuildDesiredObjects(const ParsedJob& job, absl::s
   const int shards = job::PsShardCount(job.spec);
   std::vector<Json> ps_pods;
   for (int shard = 0; shard < shards; ++shard) {
-    PodSettings ps = CommonSettings(job, restart_generation, default_image);
+    PodSettings ps = CommonSettings(job, restart_generation, default_image, volumes);
     FinishSettings(job, kRolePs, shard, "", &ps);
     absl::StatusOr<Json> ps_pod = BuildPodFromTemplate(ps_template, ps);
     if (!ps_pod.ok()) {

@@ -5,8 +5,9 @@
 //                       "coordinator" and 9090 "metrics", publishNotReadyAddresses (workers
 //                       resolve J-ps-0.J.N.svc before any pod is ready).
 //   Pod     J-ps-0      `hptrain ps` from spec.ps.template or, when absent, from the first worker
-//                       group's image (and imagePullPolicy / imagePullSecrets) with no resources,
-//                       so no GPU is spent on it and it is not pinned to the GPU pools.
+//                       group's image (and imagePullPolicy / imagePullSecrets) with the default
+//                       resources below, so no GPU is spent on it and it is not pinned to the
+//                       GPU pools.
 //   Pods    J-ps-s      parameter-server strategies (ps, hps, mp2) only: spec.ps.shards = S pods
 //                       J-ps-0 .. J-ps-<S-1>, all from the ps template, rank s. The coordinator
 //                       stays in J-ps-0; each pod serves one range of the parameters.
@@ -20,8 +21,33 @@
 // read-only at /etc/hptrain), HPTRAIN_COORDINATOR=J-ps-0.J.N.svc:29400, HPTRAIN_RANK,
 // HPTRAIN_GROUP (workers), HPTRAIN_PS_HOST/PORT, HPTRAIN_METRICS_HOST/PORT, HPTRAIN_BIND_HOST;
 // with a parameter-server strategy the ps pods also get HPTRAIN_PS_SHARD=<s> and
-// HPTRAIN_PS_ADVERTISE=J-ps-s.N.svc:29400 (their Service), and a readiness probe on
-// GET /readyz at the metrics port (a shard's Service sends traffic only once it is ready).
+// HPTRAIN_PS_ADVERTISE=J-ps-s.N.svc:29400 (their Service).
+//
+// Defaults of every pod, ps and worker, each kept only where the template leaves the field
+// unset (pod_template.h says how they merge):
+//   * the restricted Pod Security Standard: pod securityContext runAsNonRoot, runAsUser,
+//     runAsGroup and fsGroup kRuntimeUser (the runtime image's user), fsGroupChangePolicy
+//     OnRootMismatch, seccompProfile RuntimeDefault; every container allowPrivilegeEscalation
+//     false and capabilities drop [ALL]; the main container readOnlyRootFilesystem, with an
+//     emptyDir "hptrain-tmp" at /tmp for scratch; automountServiceAccountToken false (the
+//     runtime never calls the API server);
+//   * probes on the metrics port: readiness GET /readyz (ready once the process has joined the
+//     job; a shard's Service sends traffic only then), liveness GET /healthz;
+//   * resources requests cpu 1, memory 2Gi and limits memory 4Gi when the main container names
+//     neither cpu nor memory (a GPU-only template keeps its GPUs beside them), so that no pod
+//     runs BestEffort;
+//   * the default image (RuntimeImage) when the main container names none, then also its pull
+//     policy and pull secrets.
+// Checkpoints: with spec.checkpoint.volume, a volume "hptrain-checkpoint" of that source is
+// mounted at the directory of spec.checkpoint.path in every ps and worker pod. Without it, that
+// directory and spec.collect.path's, when outside /tmp, get an emptyDir instead (the root
+// filesystem is read-only), unless the template mounts a volume there or above.
+// Resume: on every gang after the first (restart_generation > 0) of a job with
+// spec.checkpoint.path, the workers get HPTRAIN_RESUME=1, the equivalent of `hptrain worker
+// --resume`: they continue from the checkpoint when the file exists, else start over. The ps
+// pods do not: a ps starts empty either way, and worker 0 re-initialises it from the checkpoint.
+// The first gang never resumes, so a checkpoint left behind by an earlier job at the same path
+// is not picked up by a new one.
 //
 // Pure and deterministic; thread-safe.
 #ifndef HPTRAIN_CONTROLLER_RECONCILE_DESIRED_OBJECTS_H_
@@ -34,12 +60,22 @@
 #include "absl/strings/string_view.h"
 #include "controller/reconcile/object_meta.h"
 #include "controller/reconcile/parsed_job.h"
+#include "controller/reconcile/pod_template.h"
 
 namespace hptrain::reconcile {
 
 inline constexpr char kMountPath[] = "/etc/hptrain";
 inline constexpr char kVolcanoGroupAnnotation[] = "scheduling.k8s.io/group-name";
 inline constexpr char kSchedulerPluginsGroupLabel[] = "scheduling.x-k8s.io/pod-group";
+
+// The uid and gid the pods run as: the runtime image's user (deploy/docker/runtime.Dockerfile,
+// USER 65532:65532, the conventional "nonroot" of distroless images).
+inline constexpr int kRuntimeUser = 65532;
+inline constexpr char kScratchVolumeName[] = "hptrain-tmp";
+inline constexpr char kScratchPath[] = "/tmp";
+inline constexpr char kCheckpointVolumeName[] = "hptrain-checkpoint";
+inline constexpr char kCollectVolumeName[] = "hptrain-collect";
+inline constexpr char kResumeEnv[] = "HPTRAIN_RESUME";
 
 struct DesiredObjects {
   Json secret;
@@ -48,13 +84,14 @@ struct DesiredObjects {
   std::vector<Json> pods;         // the ps pods by shard first, then the workers by rank
 };
 
-// Builds every object of `job`. `token` goes into the Secret; `restart_generation` is stamped
-// on the pods; `default_image` is used where a template names no image (may be empty).
+// Builds every object of `job`. `token` goes into the Secret; `restart_generation`
+// (status.restarts: 0 for the first gang) is stamped on the pods and decides HPTRAIN_RESUME;
+// `default_image` is used where a template names no image (its image may be empty).
 // Returns InvalidArgument "<field path>: <reason>" when a template is malformed or no image is
 // known for a pod, e.g. "spec.workerGroups[1].template.spec.containers[0].image: required".
 absl::StatusOr<DesiredObjects> BuildDesiredObjects(const ParsedJob& job, absl::string_view token,
                                                    int64_t restart_generation,
-                                                   absl::string_view default_image);
+                                                   const RuntimeImage& default_image);
 
 // The Kubernetes field path of worker group `index`'s template ("spec.workers.template" for
 // the shorthand form, else "spec.workerGroups[<index>].template").

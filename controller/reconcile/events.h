@@ -28,6 +28,14 @@ inline constexpr char kReasonFailed[] = "Failed";
 inline constexpr char kReasonInvalidSpec[] = "InvalidSpec";
 // Warning: a pod failed; every pod is deleted and recreated.
 inline constexpr char kReasonGangRestart[] = "GangRestart";
+// Warning: a pod exited with a code no restart can fix (2: bad input; 130: interrupted) under
+// runPolicy.restartPolicy ExitCode; the job failed at once.
+inline constexpr char kReasonBadInput[] = "BadInput";
+// Warning, once with Created: the job writes checkpoints but has no spec.checkpoint.volume to
+// share them with the gangs a restart creates, which therefore start over.
+inline constexpr char kReasonNoSharedCheckpoint[] = "NoSharedCheckpoint";
+// Warning: a pod failed under runPolicy.restartPolicy Never; the job failed.
+inline constexpr char kReasonPodFailed[] = "PodFailed";
 // Warning: a pod failed after runPolicy.backoffLimit restarts; the job failed.
 inline constexpr char kReasonBackoffLimitExceeded[] = "BackoffLimitExceeded";
 // Warning: the job ran past runPolicy.activeDeadlineSeconds; the job failed.

@@ -1,6 +1,7 @@
 #include "controller/reconcile/observed_objects.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -82,20 +83,36 @@ NameState LookupName(const std::vector<Json>& objects, absl::string_view name, c
   return NameState::kFree;
 }
 
-std::string FailureSummary(const Json& pod) {
+namespace {
+
+// The first container status (init containers first) whose container terminated with a non-zero
+// exit code, with that termination; nulls when none did.
+std::pair<const Json*, const Json*> FirstFailedContainer(const Json& pod) {
   for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
     const Json* statuses = Find(pod, {"status", list});
     if (statuses == nullptr || !statuses->is_array()) continue;
     for (const Json& s : *statuses) {
       const Json* terminated = Find(s, {"state", "terminated"});
       if (terminated == nullptr || !terminated->is_object()) continue;
-      int64_t code = IntAt(*terminated, {"exitCode"}, 0);
-      if (code == 0) continue;
-      std::string reason = StringAt(*terminated, {"reason"});
-      std::string container = StringAt(s, {"name"});
-      return absl::StrCat("container ", container, ": ", reason.empty() ? "" : reason + ", ",
-                          "exit code ", code);
+      if (IntAt(*terminated, {"exitCode"}, 0) != 0) return {&s, terminated};
     }
+  }
+  return {nullptr, nullptr};
+}
+
+}  // namespace
+
+int64_t FailedExitCode(const Json& pod) {
+  const Json* terminated = FirstFailedContainer(pod).second;
+  return terminated == nullptr ? -1 : IntAt(*terminated, {"exitCode"}, 0);
+}
+
+std::string FailureSummary(const Json& pod) {
+  if (const auto [status, terminated] = FirstFailedContainer(pod); terminated != nullptr) {
+    std::string reason = StringAt(*terminated, {"reason"});
+    return absl::StrCat("container ", StringAt(*status, {"name"}), ": ",
+                        reason.empty() ? "" : reason + ", ", "exit code ",
+                        IntAt(*terminated, {"exitCode"}, 0));
   }
   std::string reason = StringAt(pod, {"status", "reason"});
   std::string message = StringAt(pod, {"status", "message"});

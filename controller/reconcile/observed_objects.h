@@ -60,6 +60,10 @@ NameState LookupName(const std::vector<Json>& objects, absl::string_view name, c
 // "Evicted: The node was low on resource: memory.". "" when the pod says nothing.
 std::string FailureSummary(const Json& pod);
 
+// The exit code of the pod's first container (init containers first) that terminated with a
+// non-zero code; -1 when none did (an evicted or lost pod).
+int64_t FailedExitCode(const Json& pod);
+
 }  // namespace hptrain::reconcile
 
 #endif  // HPTRAIN_CONTROLLER_RECONCILE_OBSERVED_OBJECTS_H_

@@ -12,14 +12,28 @@
 //   * the job's Secret is mounted read-only (volume "hptrain-job");
 //   * the container ports named by PodSettings::ports replace user ports of the same name or
 //     number;
-//   * PodSettings::readiness_probe, when set, unless the main container has its own;
 //   * restartPolicy Never (the controller restarts the whole gang, never one pod), hostname and
 //     subdomain (stable DNS through the headless Service), schedulerName when one is given;
 //   * labels, annotations, name, namespace and the owner reference.
+// Defaults fill in only what the template leaves unset (the template wins):
+//   * the image (PodSettings::default_image) when the main container names none, and then its
+//     pull policy (main container) and pull secrets (pod), unless the template sets them;
+//   * readiness and liveness probes on the main container, unless it has its own;
+//   * the main container's resources, when the template names neither cpu nor memory in them
+//     (requests or limits); other resources it names, such as nvidia.com/gpu, are kept beside;
+//   * securityContext keys, one by one: the pod's, every container's (init containers
+//     included: the pod is judged by all of them) and the main container's. Two combinations
+//     the API server or the kubelet refuse are avoided: allowPrivilegeEscalation: false is not
+//     added to a privileged container or one given CAP_SYS_ADMIN, and runAsNonRoot: true is not
+//     added to a pod whose template asks for uid 0;
+//   * automountServiceAccountToken, unless the template sets it;
+//   * the volumes of PodSettings::volumes, each mounted in the main container unless the
+//     template mounts something at that path already (or, for a scratch volume, above it).
 // The result is deterministic: the same inputs give byte-identical JSON. Pure; thread-safe.
 #ifndef HPTRAIN_CONTROLLER_RECONCILE_POD_TEMPLATE_H_
 #define HPTRAIN_CONTROLLER_RECONCILE_POD_TEMPLATE_H_
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +44,32 @@
 namespace hptrain::reconcile {
 
 inline constexpr char kJobVolumeName[] = "hptrain-job";
+
+// The image of pods whose template names none, and how to pull it.
+struct RuntimeImage {
+  RuntimeImage() = default;
+  // A bare image reference is the common case, and may stand wherever a RuntimeImage is
+  // expected (options.default_image = "hptrain/runtime:0.1.0").
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  RuntimeImage(std::string image) : image(std::move(image)) {}
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  RuntimeImage(const char* image) : image(image) {}
+
+  std::string image;        // "" = none: a template without an image is invalid
+  std::string pull_policy;  // Always | IfNotPresent | Never; "" = Kubernetes' default
+  std::vector<std::string> pull_secrets;  // Secret names, in the job's namespace
+};
+
+// A volume hptrain adds to the pod, mounted read-write in the main container.
+struct PodVolume {
+  std::string name;
+  Json source;       // the volume source, e.g. {"emptyDir": {}}
+  std::string path;  // mount path
+  // A scratch volume only makes a directory writable: it is skipped when a mount of the
+  // template is at or above `path` (it would hide what is there). Otherwise it is skipped only
+  // when a mount of the template is at `path` exactly.
+  bool scratch = false;
+};
 
 struct ContainerPort {
   std::string name;
@@ -44,6 +84,14 @@ struct PodSettings {
   std::vector<std::pair<std::string, std::string>> env;  // name, value; in this order
   std::vector<ContainerPort> ports;
   Json readiness_probe;               // the main container's readinessProbe; null = none added
+  Json liveness_probe;                // the main container's livenessProbe; null = none added
+  // The main container's resources when the template names neither cpu nor memory; null = none.
+  Json resources;
+  Json pod_security_context = Json::object();        // defaults of the pod's securityContext
+  Json container_security_context = Json::object();  // ... of every container's
+  Json main_security_context = Json::object();       // ... of the main container's, in addition
+  std::optional<bool> automount_service_account_token;  // nullopt = leave it to the template
+  std::vector<PodVolume> volumes;
   Json labels = Json::object();       // merged over the template's labels
   Json annotations = Json::object();  // merged over the template's annotations
   Json owner_reference;
@@ -52,7 +100,7 @@ struct PodSettings {
   std::string hostname;
   std::string subdomain;
   std::string scheduler_name;  // "" = keep the template's (or the cluster default)
-  std::string default_image;   // used when the main container has no image
+  RuntimeImage default_image;  // used when the main container has no image
 };
 
 // Builds the Pod (apiVersion v1, kind Pod). `pod_template` is a PodTemplateSpec

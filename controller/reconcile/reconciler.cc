@@ -41,7 +41,14 @@ class Pass {
   void Fail(const std::string& reason, const std::string& message);
   void Suspend();
   void Succeed(const GangAssessment& gang);
-  void Restart(const GangAssessment& gang, int backoff_limit);
+  // A pod of the current gang failed (`exit_code` -1: lost, or no container exit code):
+  // restart the gang, or fail the job, as runPolicy says.
+  void Restart(const GangAssessment& gang, const job::RunPolicySpec& policy,
+               const std::string& cause, int64_t exit_code);
+  // The first desired pod that a running gang lost (deleted by hand, evicted, gone with its
+  // node), or empty.
+  std::string LostPod(const ParsedJob& job, const std::vector<std::string>& names,
+                      const GangAssessment& gang) const;
   void Converge(const ParsedJob& job, const DesiredObjects& desired, const GangAssessment& gang);
   void UpdatePhase(const DesiredObjects& desired, const GangAssessment& gang, bool spec_changed);
 
@@ -152,8 +159,15 @@ Plan Pass::Run() {
     }
     if (all_succeeded) {
       Succeed(gang);  // step 7
-    } else if (gang.failed != nullptr) {
-      Restart(gang, spec.run_policy.backoff_limit);  // step 8
+    } else if (gang.failed != nullptr) {  // step 8
+      std::string cause = absl::StrCat("pod ", gang.failed->name, " failed");
+      if (std::string why = FailureSummary(*gang.failed->object); !why.empty()) {
+        absl::StrAppend(&cause, " (", why, ")");
+      }
+      Restart(gang, spec.run_policy, cause, FailedExitCode(*gang.failed->object));
+    } else if (std::string lost = LostPod(*job, names, gang); !lost.empty()) {
+      Restart(gang, spec.run_policy,
+              absl::StrCat("pod ", lost, " of the running gang was deleted or lost"), -1);
     } else {
       Converge(*job, *desired, gang);  // steps 9 and 10
     }
@@ -186,8 +200,11 @@ void Pass::DeletePod(const PodView& pod) {
 
 void Pass::Finished() {
   bool succeeded = IsConditionTrue(status_, kConditionSucceeded);
+  // A succeeded job keeps its finished workers, a failed one its failed pods (their logs and
+  // exit status, for `kubectl logs` and `describe`), until the job itself is deleted.
   DeleteLivePodsExcept([succeeded](const PodView& pod) {
-    return succeeded && pod.role == kRoleWorker && pod.phase == kPhaseSucceeded;
+    return succeeded ? pod.role == kRoleWorker && pod.phase == kPhaseSucceeded
+                     : pod.phase == kPhaseFailed;
   });
   int64_t ttl = TtlSecondsOf(job_);
   std::optional<absl::Time> expiry = TtlExpiryOf(ttl, status_);
@@ -211,7 +228,8 @@ void Pass::Fail(const std::string& reason, const std::string& message) {
     Emit(kEventWarning, reason, message);
   }
   NotRunning(reason, message);
-  DeleteAllLivePods();
+  // The failed pods stay (their logs say why); Finished() keeps them on later passes.
+  DeleteLivePodsExcept([](const PodView& pod) { return pod.phase == kPhaseFailed; });
   if (auto expiry = TtlExpiryOf(TtlSecondsOf(job_), status_)) {
     RequeueAt(*expiry, now_, &plan_.requeue_after);
   }
@@ -243,19 +261,47 @@ void Pass::Succeed(const GangAssessment& gang) {
   });
 }
 
-void Pass::Restart(const GangAssessment& gang, int backoff_limit) {
-  const int64_t restarts = gang.restarts + 1;
-  status_["restarts"] = restarts;
-  std::string cause = absl::StrCat("pod ", gang.failed->name, " failed");
-  if (std::string why = FailureSummary(*gang.failed->object); !why.empty()) {
-    absl::StrAppend(&cause, " (", why, ")");
+std::string Pass::LostPod(const ParsedJob& job, const std::vector<std::string>& names,
+                          const GangAssessment& gang) const {
+  // Only a gang that ran in full at this generation can lose a pod: before that a missing pod
+  // is one still being created, and a spec change makes the pods stale, not lost.
+  if (StringAt(old_status_, {"phase"}) != kPhaseRunning || !gang.stale.empty()) return "";
+  for (const std::string& name : names) {
+    const PodView* pod = pods_.Owned(name);
+    if (pod == nullptr) return name;
+    if (pod->terminating && pod->restart_generation == gang.restarts &&
+        pod->spec_hash == job.spec_hash) {
+      return name;
+    }
   }
+  return "";
+}
+
+void Pass::Restart(const GangAssessment& gang, const job::RunPolicySpec& policy,
+                   const std::string& cause, int64_t exit_code) {
+  if (policy.restart_policy == "Never") {
+    Fail(kReasonPodFailed, absl::StrCat(cause, "; runPolicy.restartPolicy is Never"));
+    return;
+  }
+  if (policy.restart_policy == "ExitCode" && (exit_code == 2 || exit_code == 130)) {
+    Fail(kReasonBadInput,
+         absl::StrCat(cause, ": exit code ", exit_code,
+                      exit_code == 2 ? " means bad input (the job file, its data or flags), "
+                                       "which no restart can fix"
+                                     : " means the run was interrupted",
+                      "; runPolicy.restartPolicy is ExitCode (OnFailure retries every failure)"));
+    return;
+  }
+  const int64_t restarts = gang.restarts + 1;
+  const int backoff_limit = policy.backoff_limit;
   if (restarts > backoff_limit) {
+    // status.restarts keeps counting the restarts that happened: at most backoffLimit.
     Fail(kReasonBackoffLimitExceeded,
          absl::StrCat(cause, " after ", gang.restarts, " gang restarts; runPolicy.backoffLimit is ",
                       backoff_limit));
     return;
   }
+  status_["restarts"] = restarts;
   DeleteAllLivePods();
   status_["phase"] = kPhasePending;
   std::string message = absl::StrCat(cause, "; restarting all pods (restart ", restarts,
@@ -338,6 +384,12 @@ void Pass::Converge(const ParsedJob& job, const DesiredObjects& desired,
     }
     Set(kConditionCreated, kTrue, kReasonCreated, message);
     Emit(kEventNormal, kReasonCreated, message);
+    // Checkpoints asked for, but where no later gang can read them.
+    if (!job.spec.checkpoint.path.empty() && job.spec.checkpoint.volume_yaml.empty()) {
+      Emit(kEventWarning, kReasonNoSharedCheckpoint,
+           "spec.checkpoint.volume is not set: the checkpoint stays in the pod that wrote it, "
+           "so a gang restart starts training over from step 0");
+    }
   }
   if (spec_changed && Generation(job_) != IntAt(old_status_, {"observedGeneration"}, -1)) {
     Emit(kEventNormal, kReasonSpecChanged,

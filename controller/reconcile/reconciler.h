@@ -12,9 +12,9 @@
 //   2. A finished job (condition Succeeded or Failed is True) is terminal: nothing is created
 //      and status is not rewritten. After success the ps pods (and any pod that is not a
 //      succeeded worker) is deleted, the succeeded workers are kept for their logs; after a
-//      failure every live pod is deleted. With runPolicy.ttlSecondsAfterFinished the job itself
-//      is deleted once completionTime + TTL has passed (TTLExpired event); until then the pass
-//      asks to be requeued at that moment.
+//      failure every live pod but the failed ones is deleted. With
+//      runPolicy.ttlSecondsAfterFinished the job itself is deleted once completionTime + TTL
+//      has passed (TTLExpired event); until then the pass asks to be requeued at that moment.
 //   3. The spec is parsed with the runtime's parser and validator (parsed_job.h). A spec that
 //      cannot run fails the job for good: phase Failed, condition Failed=True reason
 //      InvalidSpec with the validator's message, one Warning event, no pod created, existing
@@ -32,9 +32,15 @@
 //      Succeeded=True (event), the ps pods deleted. The ps pods' own state does not matter here:
 //      the workers' results are the job's. (A ps pod that exits 0 while workers still run is not
 //      a failure either; the workers then finish or fail on their own.)
-//   8. A pod of the current gang Failed (gang_restart.h): restarts + 1 written to status, every
-//      live pod deleted, Warning GangRestart, Running=False; or, when restarts would exceed
-//      runPolicy.backoffLimit, phase Failed with reason BackoffLimitExceeded.
+//   8. A pod of the current gang Failed, or a gang that ran in full lost a pod (deleted by
+//      hand, evicted, gone with its node: never replaced alone, since a new rank cannot join a
+//      running ring). runPolicy.restartPolicy decides: Never fails the job (reason PodFailed);
+//      ExitCode (the default) fails it at once on exit code 2 or 130 (reason BadInput); else
+//      (and always with OnFailure) a gang restart (gang_restart.h): restarts + 1 written to
+//      status, every live pod deleted, Warning GangRestart, Running=False; or, when restarts
+//      would exceed runPolicy.backoffLimit, phase Failed with reason BackoffLimitExceeded and
+//      status.restarts left at the restarts that happened. A failed job keeps its failed pods
+//      (for their logs) and deletes the others.
 //   9. Converge: delete stale pods (older generation, outdated spec, names no longer desired);
 //      replace the Secret when its spec hash is outdated; create the Services (the headless one
 //      and, with a parameter-server strategy, one per ps shard) and the Secret when absent,
@@ -61,6 +67,7 @@
 #include "absl/time/time.h"
 #include "controller/reconcile/object_meta.h"
 #include "controller/reconcile/plan.h"
+#include "controller/reconcile/pod_template.h"
 #include "controller/reconcile/worker_status.h"
 
 namespace hptrain::reconcile {
@@ -81,9 +88,10 @@ struct Observed {
 };
 
 struct Options {
-  // Image for pods whose template names none (e.g. hptrain/runtime:<version>); "" = such a
-  // template is an invalid spec.
-  std::string default_image;
+  // Image for pods whose template names none (e.g. hptrain/runtime:<version>), with the pull
+  // policy and pull secrets that go with it; an empty image = such a template is an invalid
+  // spec. A bare image name converts to it.
+  RuntimeImage default_image;
 };
 
 Plan Reconcile(const Observed& observed, const Options& options, absl::Time now);

@@ -214,6 +214,34 @@ class ChartLintTest(unittest.TestCase):
         self.assertEqual(self.values["replicas"], 1)
         self.assertTrue(self.values["leaderElection"]["enabled"])
 
+    def test_runtime_image(self):
+        text = self.texts["deployment.yaml"]
+        for expected in ("--default-image={{ .Values.runtime.image.repository }}:",
+                         ".Values.runtime.image.tag | default .Chart.AppVersion",
+                         "--default-image-pull-policy=",
+                         "--default-image-pull-secrets=", "$secret.name"):
+            self.assertIn(expected, text)
+        # The pull settings are passed only when set: an empty flag value would be an error.
+        for value in ("pullPolicy", "pullSecrets"):
+            self.assertIn("{{- with .Values.runtime.image." + value + " }}", text)
+        image = self.values["runtime"]["image"]
+        # The controller's own default (hptrain/runtime:<version>) when the tag is left empty.
+        self.assertEqual((image["repository"], image["tag"]), ("hptrain/runtime", ""))
+        self.assertEqual(image["pullSecrets"], [])
+        validator = k8s_schema.jsonschema.Draft7Validator(self.schema)
+
+        def with_image(**changes):
+            values = json.loads(json.dumps(self.values))
+            values["runtime"]["image"].update(changes)
+            return values
+        self.assertTrue(validator.is_valid(with_image(pullPolicy="",
+                                                      pullSecrets=[{"name": "reg.cred-1"}])))
+        self.assertFalse(validator.is_valid(with_image(pullPolicy="Sometimes")))
+        self.assertFalse(validator.is_valid(with_image(pullSecrets=["regcred"])))
+        self.assertFalse(validator.is_valid(with_image(pullSecrets=[{"name": "Reg_Cred"}])))
+        self.assertFalse(validator.is_valid(with_image(repository="")))
+        self.assertFalse(validator.is_valid(with_image(digest="sha256:0")))
+
     def test_monitors_and_dashboards_are_opt_in(self):
         for name, path in (("servicemonitor.yaml", "metrics.serviceMonitor.enabled"),
                            ("podmonitor.yaml", "metrics.podMonitor.enabled"),

@@ -2,16 +2,16 @@
 compare manifests, the chart and the dashboards against. One place, so a change to the contract
 is one edit here plus the manifests it governs."""
 
-# ClusterRole rules: (apiGroup, resource) -> verbs. Events are granted in both event APIs
-# (core v1 and events.k8s.io/v1), whichever the controller's client posts to.
+# ClusterRole rules: (apiGroup, resource) -> verbs, exactly the calls hptrain-controller makes
+# (tests/controller/manager/controller_rbac_test.cc runs it under deploy/rbac and fails on a
+# missing or an unused verb). delete on trainingjobs: runPolicy.ttlSecondsAfterFinished.
 CLUSTER_RULES = {
-    ("hptrain.io", "trainingjobs"): {"get", "list", "watch", "update", "patch"},
-    ("hptrain.io", "trainingjobs/status"): {"get", "update", "patch"},
-    ("", "pods"): {"get", "list", "watch", "create", "delete"},
-    ("", "services"): {"get", "list", "watch", "create", "delete"},
-    ("", "secrets"): {"get", "list", "watch", "create", "delete"},
+    ("hptrain.io", "trainingjobs"): {"list", "watch", "delete"},
+    ("hptrain.io", "trainingjobs/status"): {"update"},
+    ("", "pods"): {"list", "watch", "create", "delete"},
+    ("", "services"): {"list", "watch", "create", "delete"},
+    ("", "secrets"): {"list", "watch", "create", "delete"},
     ("", "events"): {"create", "patch"},
-    ("events.k8s.io", "events"): {"create", "patch"},
 }
 
 # Role in the leader-election namespace.
@@ -28,10 +28,12 @@ CONTROLLER_METRICS = {
     "hptrain_controller_rebalances_total": "counter",
 }
 
-# Flags of hptrain-controller.
+# Flags of hptrain-controller (controller/manager/flags.cc; manifests_test.py checks the two
+# agree).
 CONTROLLER_FLAGS = {
     "--kubeconfig", "--namespace", "--leader-elect", "--leader-election-namespace",
     "--leader-election-id", "--metrics-address", "--health-address", "--prometheus-url",
+    "--workers", "--default-image", "--default-image-pull-policy", "--default-image-pull-secrets",
 }
 
 

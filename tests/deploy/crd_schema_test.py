@@ -89,7 +89,9 @@ def schema_keys(node, path="", keys=None, templates=None):
         sub_path = f"{path}.{name}".lstrip(".")
         if sub_path in ("metadata", "status"):
             continue
-        if name == "template":
+        # Pod templates, and opaque maps the parser keeps as YAML text (a volume source).
+        if name == "template" or (sub.get("x-kubernetes-preserve-unknown-fields")
+                                  and "properties" not in sub):
             templates.add(sub_path)
         elif sub.get("type") == "object" and "properties" in sub:
             schema_keys(sub, sub_path, keys, templates)

@@ -89,8 +89,21 @@ class ManifestsTest(unittest.TestCase):
         self.assertIn("--leader-elect", args)
         self.assertIn("--metrics-address=:8080", args)
         self.assertIn("--health-address=:8081", args)
+        # The job pods' image follows the controller's version.
+        self.assertIn("--default-image=hptrain/runtime:" + container["image"].split(":")[1],
+                      args)
         for arg in args:
             self.assertIn(arg.split("=")[0], contract.CONTROLLER_FLAGS, arg)
+
+    def test_contract_flags_are_the_controllers(self):
+        path = os.path.join(REPO, "controller", "manager", "flags.cc")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        # Each flag's table entry starts {"name", "HPTRAIN_..." (or nullptr for --kubeconfig).
+        defined = {"--" + name for name in re.findall(
+            r'^\s*\{"([a-z][a-z-]*)", (?:nullptr|"HPTRAIN_[A-Z_]+")', text, re.M)}
+        self.assertGreaterEqual(len(defined), 10)
+        self.assertEqual(defined, contract.CONTROLLER_FLAGS)
 
     def test_job_pod_monitor(self):
         (monitor,) = load("monitoring", "podmonitor-jobs.yaml")

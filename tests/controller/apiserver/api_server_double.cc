@@ -202,6 +202,8 @@ void ApiServerDouble::SetAuthorizer(Authorizer authorizer) {
   policy_.SetAuthorizer(std::move(authorizer));
 }
 
+std::vector<RequestAttributes> ApiServerDouble::Denials() const { return policy_.Denials(); }
+
 void ApiServerDouble::InjectFault(Fault fault) { policy_.InjectFault(std::move(fault)); }
 
 void ApiServerDouble::ClearFaults() { policy_.ClearFaults(); }

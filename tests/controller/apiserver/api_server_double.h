@@ -110,7 +110,10 @@ class ApiServerDouble {
   void AddValidator(const std::string& resource, Validator validator);
   // Requires bearer tokens: `token` authenticates as `user`.
   void AddToken(const std::string& token, const std::string& user);
+  // Decides every request after authentication (rbac.h builds one from Roles); a denial is 403.
   void SetAuthorizer(Authorizer authorizer);
+  // The requests the authorizer denied, oldest first.
+  std::vector<RequestAttributes> Denials() const;
   void InjectFault(Fault fault);
   void ClearFaults();
 

@@ -1,5 +1,6 @@
 // Request policy of the API server double: bearer tokens (401), authorizer and RBAC rules (403),
-// fault injection, the request log, dry runs and WaitFor.
+// Roles and ClusterRoles read from manifests (deploy/rbac included), fault injection, the
+// request log, dry runs and WaitFor.
 #include <string>
 #include <thread>
 
@@ -95,6 +96,117 @@ rules:
               ::testing::HasSubstr("cannot patch resource \"pods/status\""));
   EXPECT_EQ(controller.Get("/api/v1/namespaces/ns/secrets").status, 403);
   EXPECT_EQ(controller.Get("/apis").status, 200) << "discovery is not restricted";
+}
+
+// A ClusterRole, a Role without a namespace and the Role's binding, as in deploy/rbac.
+constexpr char kRoles[] = R"(
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: reader}
+rules:
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: leases}
+rules:
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, create]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: leases}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: leases}
+subjects: [{kind: ServiceAccount, name: sa, namespace: home}]
+)";
+
+TEST_F(ApiServerPolicyTest, ARoleGrantsOnlyInItsNamespaceAndDenialsAreKept) {
+  absl::StatusOr<std::vector<RoleGrant>> grants = GrantsFromManifest(kRoles, "home");
+  ASSERT_TRUE(grants.ok()) << grants.status();
+  ASSERT_EQ(grants->size(), 2u) << "the RoleBinding is no role";
+  EXPECT_EQ((*grants)[0].role, "ClusterRole/reader");
+  EXPECT_EQ((*grants)[0].ns, "");
+  EXPECT_EQ((*grants)[1].role, "Role/leases");
+  EXPECT_EQ((*grants)[1].ns, "home") << "placed where kustomize would put it";
+
+  const std::string sa = ServiceAccountUser("home", "sa");
+  EXPECT_EQ(sa, "system:serviceaccount:home:sa");
+  server_->AddToken("admin", "kubernetes-admin");
+  server_->AddToken("sa", sa);
+  server_->SetAuthorizer(
+      GrantsAuthorizer([&sa](const std::string& user) { return user == sa; }, *grants));
+  TestClient admin(port_, "admin");
+  TestClient restricted(port_, "sa");
+  const std::string leases = "/apis/coordination.k8s.io/v1/namespaces/";
+  EXPECT_EQ(restricted.Get(leases + "home/leases/l").status, 404) << "allowed, not there";
+  EXPECT_EQ(restricted.Get("/api/v1/pods").status, 200) << "a ClusterRole covers all namespaces";
+  EXPECT_EQ(restricted.Get(leases + "other/leases/l").status, 403);
+  EXPECT_EQ(restricted.Get("/apis/coordination.k8s.io/v1/leases").status, 403)
+      << "a Role grants nothing at the cluster scope";
+  EXPECT_EQ(restricted.Delete(PodPath("home")).status, 403) << "deletecollection";
+  EXPECT_EQ(admin.Get(leases + "other/leases/l").status, 404) << "other users are not restricted";
+
+  std::vector<RequestAttributes> denials = server_->Denials();
+  ASSERT_EQ(denials.size(), 3u);
+  EXPECT_EQ(denials[0].user, sa);
+  EXPECT_EQ(denials[0].verb, "get");
+  EXPECT_EQ(denials[0].ns, "other");
+  EXPECT_EQ(denials[1].verb, "list");
+  EXPECT_EQ(denials[1].ns, "");
+  EXPECT_EQ(denials[2].verb, "deletecollection");
+  EXPECT_EQ(denials[2].resource, "pods");
+}
+
+TEST_F(ApiServerPolicyTest, TheDeployManifestsHoldTheControllerToTheirRules) {
+  // The repository's own manifests, as the controller's scenario tests load them.
+  const std::string dir = HPTRAIN_DEPLOY_RBAC_DIR;
+  absl::StatusOr<std::vector<RoleGrant>> grants = GrantsFromManifestFiles(
+      {dir + "/cluster_role.yaml", dir + "/leader_election_role.yaml"}, "hptrain-system");
+  ASSERT_TRUE(grants.ok()) << grants.status();
+  ASSERT_EQ(grants->size(), 2u);
+  EXPECT_EQ((*grants)[0].role, "ClusterRole/hptrain-controller");
+  EXPECT_EQ((*grants)[1].role, "Role/hptrain-controller-leader-election");
+  EXPECT_EQ((*grants)[1].ns, "hptrain-system");
+  EXPECT_FALSE(GrantsFromManifestFiles({dir + "/no-such-file.yaml"}, "x").ok());
+
+  const std::string controller = ServiceAccountUser("hptrain-system", "hptrain-controller");
+  server_->AddToken("admin", "kubernetes-admin");
+  server_->AddToken("controller", controller);
+  server_->SetAuthorizer(GrantsAuthorizer(
+      [&controller](const std::string& user) { return user == controller; }, *grants));
+  TestClient admin(port_, "admin");
+  TestClient restricted(port_, "controller");
+  ASSERT_EQ(admin.Post(TjPath("ns"), TrainingJob("x", "ns")).status, 201);
+
+  // Replacing a job's spec is the user's business, not the controller's: the real message.
+  nlohmann::json job = admin.Get(TjPath("ns", "x")).body;
+  HttpResult update = restricted.Put(TjPath("ns", "x"), job);
+  ASSERT_EQ(update.status, 403);
+  nlohmann::json forbidden = {
+      {"kind", "Status"},
+      {"apiVersion", "v1"},
+      {"metadata", nlohmann::json::object()},
+      {"status", "Failure"},
+      {"message",
+       "trainingjobs.hptrain.io \"x\" is forbidden: User "
+       "\"system:serviceaccount:hptrain-system:hptrain-controller\" cannot update resource "
+       "\"trainingjobs\" in API group \"hptrain.io\" in the namespace \"ns\""},
+      {"reason", "Forbidden"},
+      {"details", {{"name", "x"}, {"group", "hptrain.io"}, {"kind", "trainingjobs"}}},
+      {"code", 403}};
+  EXPECT_EQ(update.body, forbidden);
+  EXPECT_EQ(restricted.Delete(TjPath("ns")).status, 403) << "deletecollection is not granted";
+  EXPECT_EQ(restricted.Get("/apis/coordination.k8s.io/v1/namespaces/ns/leases/l").status, 403)
+      << "the Lease Role applies in hptrain-system only";
+  EXPECT_EQ(
+      restricted.Get("/apis/coordination.k8s.io/v1/namespaces/hptrain-system/leases/l").status,
+      404);
+  // ttlSecondsAfterFinished deletes the job: the grant this test was written for.
+  EXPECT_EQ(restricted.Delete(TjPath("ns", "x")).status, 200);
+  EXPECT_EQ(server_->Denials().size(), 3u);
 }
 
 TEST_F(ApiServerPolicyTest, InjectedFaultsFailTheNextMatchingRequests) {

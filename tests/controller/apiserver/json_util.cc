@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <regex>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -79,6 +80,19 @@ absl::StatusOr<nlohmann::json> ParseBody(absl::string_view body, absl::string_vi
 absl::StatusOr<nlohmann::json> YamlToJson(absl::string_view text) {
   try {
     return NodeToJson(YAML::Load(std::string(text)));
+  } catch (const YAML::Exception& e) {
+    return BadRequestError(absl::StrCat("error converting YAML to JSON: ", e.what()));
+  }
+}
+
+absl::StatusOr<std::vector<nlohmann::json>> YamlDocumentsToJson(absl::string_view text) {
+  try {
+    std::vector<nlohmann::json> documents;
+    for (const YAML::Node& node : YAML::LoadAll(std::string(text))) {
+      nlohmann::json document = NodeToJson(node);
+      if (!document.is_null()) documents.push_back(std::move(document));
+    }
+    return documents;
   } catch (const YAML::Exception& e) {
     return BadRequestError(absl::StrCat("error converting YAML to JSON: ", e.what()));
   }

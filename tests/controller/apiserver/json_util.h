@@ -36,6 +36,9 @@ absl::StatusOr<nlohmann::json> ParseBody(absl::string_view body, absl::string_vi
 // YAML text (one document) to JSON. Plain scalars become null/bool/int/float when they read as
 // such (YAML 1.2 core schema), quoted scalars stay strings. Errors: 400 BadRequest.
 absl::StatusOr<nlohmann::json> YamlToJson(absl::string_view text);
+// Every document of a YAML stream ("---" separated), converted as YamlToJson does; empty
+// documents are skipped. Errors: 400 BadRequest.
+absl::StatusOr<std::vector<nlohmann::json>> YamlDocumentsToJson(absl::string_view text);
 
 // RFC 7386 merge patch of `target`. A non-object patch replaces the target. Never fails.
 nlohmann::json ApplyMergePatch(const nlohmann::json& target, const nlohmann::json& patch);

@@ -1,9 +1,12 @@
 #include "tests/controller/apiserver/rbac.h"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "tests/controller/apiserver/json_util.h"
 
 namespace hptrain::testing {
 namespace {
@@ -55,9 +58,70 @@ bool RulesAllow(const std::vector<PolicyRule>& rules, const RequestAttributes& a
   return false;
 }
 
+bool GrantsAllow(const std::vector<RoleGrant>& grants, const RequestAttributes& attributes) {
+  if (!attributes.resource_request) return true;
+  for (const RoleGrant& grant : grants) {
+    // A RoleBinding grants nothing outside its namespace, cluster-scoped requests included.
+    if (!grant.ns.empty() && grant.ns != attributes.ns) continue;
+    if (RulesAllow(grant.rules, attributes)) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<std::vector<RoleGrant>> GrantsFromManifest(absl::string_view manifest,
+                                                          const std::string& role_namespace) {
+  absl::StatusOr<std::vector<nlohmann::json>> documents = YamlDocumentsToJson(manifest);
+  if (!documents.ok()) return absl::InvalidArgumentError(documents.status().message());
+  std::vector<RoleGrant> grants;
+  for (const nlohmann::json& object : *documents) {
+    if (!object.is_object()) continue;
+    const std::string kind = object.value("kind", "");
+    if (kind != "Role" && kind != "ClusterRole") continue;
+    const nlohmann::json metadata = object.value("metadata", nlohmann::json::object());
+    RoleGrant grant;
+    grant.role = absl::StrCat(kind, "/", metadata.value("name", ""));
+    if (kind == "Role") grant.ns = metadata.value("namespace", role_namespace);
+    absl::StatusOr<std::vector<PolicyRule>> rules = PolicyRulesFromRole(object);
+    if (!rules.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(grant.role, ": ", rules.status().message()));
+    }
+    grant.rules = *std::move(rules);
+    grants.push_back(std::move(grant));
+  }
+  return grants;
+}
+
+absl::StatusOr<std::vector<RoleGrant>> GrantsFromManifestFiles(
+    const std::vector<std::string>& paths, const std::string& role_namespace) {
+  std::vector<RoleGrant> grants;
+  for (const std::string& path : paths) {
+    std::ifstream in(path);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<std::vector<RoleGrant>> more = GrantsFromManifest(text.str(), role_namespace);
+    if (!more.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", more.status().message()));
+    }
+    grants.insert(grants.end(), more->begin(), more->end());
+  }
+  return grants;
+}
+
+std::string ServiceAccountUser(absl::string_view ns, absl::string_view name) {
+  return absl::StrCat("system:serviceaccount:", ns, ":", name);
+}
+
 Authorizer RbacAuthorizer(std::string user, std::vector<PolicyRule> rules) {
-  return [user = std::move(user), rules = std::move(rules)](const RequestAttributes& attributes) {
-    return attributes.user != user || RulesAllow(rules, attributes);
+  return GrantsAuthorizer([user = std::move(user)](const std::string& u) { return u == user; },
+                          {RoleGrant{"ClusterRole", "", std::move(rules)}});
+}
+
+Authorizer GrantsAuthorizer(std::function<bool(const std::string& user)> restricted,
+                            std::vector<RoleGrant> grants) {
+  return [restricted = std::move(restricted),
+          grants = std::move(grants)](const RequestAttributes& attributes) {
+    return !restricted(attributes.user) || GrantsAllow(grants, attributes);
   };
 }
 

@@ -36,13 +36,18 @@ void RequestPolicy::SetAuthorizer(Authorizer authorizer) {
   authorizer_ = std::move(authorizer);
 }
 
-absl::Status RequestPolicy::Authorize(const RequestAttributes& attributes) const {
+absl::Status RequestPolicy::Authorize(const RequestAttributes& attributes) {
   Authorizer authorizer;
   {
     absl::MutexLock lock(&mu_);
     authorizer = authorizer_;
   }
+  // The authorizer runs outside the lock: it is the test's code and may be slow.
   if (!authorizer || authorizer(attributes)) return absl::OkStatus();
+  {
+    absl::MutexLock lock(&mu_);
+    denials_.push_back(attributes);
+  }
   if (!attributes.resource_request) {
     return ApiError(FailureBody(403, "Forbidden",
                                 absl::StrCat("forbidden: User \"", attributes.user, "\" cannot ",
@@ -51,6 +56,11 @@ absl::Status RequestPolicy::Authorize(const RequestAttributes& attributes) const
   }
   return ForbiddenError(attributes.user, attributes.verb, attributes.group, attributes.resource,
                         attributes.subresource, attributes.ns, attributes.name);
+}
+
+std::vector<RequestAttributes> RequestPolicy::Denials() const {
+  absl::MutexLock lock(&mu_);
+  return denials_;
 }
 
 void RequestPolicy::InjectFault(Fault fault) {

@@ -4,8 +4,9 @@
 //  - Authentication: bearer tokens mapped to user names. With no token configured every request
 //    is accepted as user "system:admin"; otherwise a missing or unknown token is 401 (fixture 40).
 //  - Authorization: an optional hook (user, verb, group, resource, subresource, namespace, name)
-//    -> allow/deny; a denial is 403 with the real server's message (fixture 42). rbac.h builds
-//    one from RBAC rules.
+//    -> allow/deny; a denial is 403 with the real server's message (fixture 42) and is kept in a
+//    list of denials, so a test can tell a missing RBAC grant from other 403s. rbac.h builds
+//    hooks from RBAC rules.
 //  - Fault injection: the next N requests matching verb/resource/namespace fail with a given
 //    HTTP code (Status body with the matching reason), optionally after a delay; a fault with
 //    code 0 only delays.
@@ -80,8 +81,11 @@ class RequestPolicy {
 
   // Replaces the authorizer; an empty function allows everything (the default).
   void SetAuthorizer(Authorizer authorizer);
-  // Errors: 403 Forbidden API error when the authorizer denies.
-  absl::Status Authorize(const RequestAttributes& attributes) const;
+  // Errors: 403 Forbidden API error when the authorizer denies (the request is then added to
+  // Denials()).
+  absl::Status Authorize(const RequestAttributes& attributes);
+  // The requests the authorizer denied, oldest first.
+  std::vector<RequestAttributes> Denials() const;
 
   void InjectFault(Fault fault);
   void ClearFaults();
@@ -103,6 +107,7 @@ class RequestPolicy {
   mutable absl::Mutex mu_;
   std::map<std::string, std::string> tokens_ ABSL_GUARDED_BY(mu_);
   Authorizer authorizer_ ABSL_GUARDED_BY(mu_);
+  std::vector<RequestAttributes> denials_ ABSL_GUARDED_BY(mu_);
   std::vector<Fault> faults_ ABSL_GUARDED_BY(mu_);
   std::vector<RequestRecord> log_ ABSL_GUARDED_BY(mu_);
   int unrecorded_ ABSL_GUARDED_BY(mu_) = 0;  // begun, not yet recorded

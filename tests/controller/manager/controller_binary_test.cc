@@ -146,7 +146,7 @@ TEST_F(ControllerBinaryRunTest, ReconcilesFromAKubeconfigAndStopsCleanlyOnSigter
                   .Start({HPTRAIN_CONTROLLER_BIN, "--kubeconfig", kubeconfig,
                           absl::StrCat("--namespace=", kNs), "--metrics-address=127.0.0.1:0",
                           "--health-address=127.0.0.1:0", "--leader-elect",
-                          absl::StrCat("--leader-election-namespace=", kNs)},
+                          absl::StrCat("--leader-election-namespace=", kControllerNs)},
                          kUnset)
                   .ok());
   auto has = [](const char* what) {
@@ -173,8 +173,8 @@ TEST_F(ControllerBinaryRunTest, ReconcilesFromAKubeconfigAndStopsCleanlyOnSigter
   CreateJob(MlpJob("mlp"));
   ASSERT_TRUE(WaitFor([&] { return PodNames("mlp").size() == 3 && Phase("mlp") == "Pending"; }))
       << controller.stderr_text();
-  EXPECT_EQ(Succeeded("create", "pods", "hptrain-controller"), 3);
-  absl::StatusOr<Json> lease = server_->Get("leases.coordination.k8s.io", kNs,
+  EXPECT_EQ(Succeeded("create", "pods", kControllerUser), 3);
+  absl::StatusOr<Json> lease = server_->Get("leases.coordination.k8s.io", kControllerNs,
                                             "hptrain-controller");
   ASSERT_TRUE(lease.ok()) << lease.status();
   EXPECT_FALSE((*lease)["spec"].value("holderIdentity", "").empty());
@@ -198,7 +198,7 @@ TEST_F(ControllerBinaryRunTest, ReconcilesFromAKubeconfigAndStopsCleanlyOnSigter
   std::optional<int> code = controller.Wait(absl::Seconds(15));
   EXPECT_EQ(code, 0) << controller.stderr_text();
   EXPECT_THAT(controller.stderr_text(), HasSubstr("stopped"));
-  lease = server_->Get("leases.coordination.k8s.io", kNs, "hptrain-controller");
+  lease = server_->Get("leases.coordination.k8s.io", kControllerNs, "hptrain-controller");
   ASSERT_TRUE(lease.ok()) << lease.status();
   EXPECT_EQ((*lease)["spec"].value("holderIdentity", ""), "");  // released for the next replica
   std::remove(kubeconfig.c_str());

@@ -2,12 +2,36 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "controller/kube/rate_limiter.h"
 #include "controller/kube/resource.h"
 #include "controller/reconcile/labels.h"
 #include "tests/controller/reconcile/testing/jobs.h"
 
 namespace hptrain::manager::testing {
+
+std::string DeployRbacFile(const std::string& file) {
+  return absl::StrCat(HPTRAIN_DEPLOY_RBAC_DIR, "/", file);
+}
+
+std::vector<hptrain::testing::RoleGrant> ControllerGrants() {
+  absl::StatusOr<std::vector<hptrain::testing::RoleGrant>> grants =
+      hptrain::testing::GrantsFromManifestFiles(
+          {DeployRbacFile("cluster_role.yaml"), DeployRbacFile("leader_election_role.yaml")},
+          kControllerNs);
+  EXPECT_TRUE(grants.ok()) << grants.status();
+  return grants.ok() ? *std::move(grants) : std::vector<hptrain::testing::RoleGrant>();
+}
+
+std::string DescribeDenial(const hptrain::testing::RequestAttributes& denial) {
+  std::string resource = denial.resource;
+  if (!denial.subresource.empty()) absl::StrAppend(&resource, "/", denial.subresource);
+  if (!denial.group.empty()) absl::StrAppend(&resource, ".", denial.group);
+  std::string out = absl::StrCat(denial.user, " cannot ", denial.verb, " ", resource);
+  if (!denial.ns.empty()) absl::StrAppend(&out, " in ", denial.ns);
+  if (!denial.name.empty()) absl::StrAppend(&out, " ", denial.name);
+  return out;
+}
 
 Json MlpJob(const std::string& name, int replicas) {
   // The reconciler tests' job, as a user would submit it: no server-set metadata.
@@ -22,8 +46,9 @@ void ControllerTest::SetUp() {
   server_ = std::make_unique<hptrain::testing::ApiServerDouble>();
   absl::StatusOr<int> port = server_->Start();
   ASSERT_TRUE(port.ok()) << port.status();
-  AddUser("test-token", "tester");
-  AddUser("controller-token", "hptrain-controller");
+  AddUser("test-token", kTestUser);
+  AddUser("controller-token", kControllerUser);
+  RestrictControllers(ControllerGrants());
   test_client_ = NewClient("test-token");
   controller_client_ = NewClient("controller-token");
 }
@@ -38,7 +63,23 @@ void ControllerTest::TearDown() {
   if (server_ != nullptr) {
     server_->CloseAllWatches();
     server_->Stop();
+    if (!denials_expected_) {
+      for (const hptrain::testing::RequestAttributes& denial : server_->Denials()) {
+        ADD_FAILURE() << "RBAC: " << DescribeDenial(denial)
+                      << " (deploy/rbac grants it not; a cluster would answer 403 too)";
+      }
+    }
   }
+}
+
+void ControllerTest::RestrictControllers(std::vector<hptrain::testing::RoleGrant> grants) {
+  server_->SetAuthorizer(hptrain::testing::GrantsAuthorizer(
+      [](const std::string& user) { return user != kTestUser; }, std::move(grants)));
+}
+
+void ControllerTest::AllowControllersEverything(const char* why) {
+  RecordProperty("rbac_not_enforced", why);  // in the XML report, beside the test
+  server_->SetAuthorizer(nullptr);
 }
 
 void ControllerTest::AddUser(const std::string& token, const std::string& user) {

@@ -1,6 +1,12 @@
 // What the controller's scenario tests share: the API server double started on 127.0.0.1, real
 // kube clients pointed at it over HTTP, a Controller with short retry settings, a valid
 // TrainingJob, and helpers that play the kubelet and read back what the controller did.
+//
+// RBAC is enforced as on a cluster: every client but the test's own ("test-token", which plays
+// kubectl and the kubelet) is a controller replica, held to the ClusterRole and the
+// leader-election Role (in kControllerNs) of the repository's deploy/rbac manifests. A request
+// the manifests do not grant is a 403, and any such denial fails the test at TearDown unless the
+// test expects it (denials_expected_), so a verb the manifests lack cannot go unnoticed.
 #ifndef HPTRAIN_TESTS_CONTROLLER_MANAGER_CONTROLLER_FIXTURE_H_
 #define HPTRAIN_TESTS_CONTROLLER_MANAGER_CONTROLLER_FIXTURE_H_
 
@@ -15,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/controller/apiserver/api_server_double.h"
+#include "tests/controller/apiserver/rbac.h"
 
 namespace hptrain::manager::testing {
 
@@ -22,6 +29,21 @@ using Json = nlohmann::json;
 
 inline constexpr char kNs[] = "team-a";
 inline constexpr char kImage[] = "hptrain/runtime:test";
+// Where deploy/ installs the controller (kustomization.yaml), so where its leader-election Role
+// and Lease live.
+inline constexpr char kControllerNs[] = "hptrain-system";
+// The controller's service account (deploy/rbac) as the API server names it.
+inline constexpr char kControllerUser[] = "system:serviceaccount:hptrain-system:hptrain-controller";
+// The test's own user ("test-token"): seeds jobs and plays the kubelet, unrestricted.
+inline constexpr char kTestUser[] = "tester";
+
+// deploy/rbac/<file> in this source tree.
+std::string DeployRbacFile(const std::string& file);
+// The ClusterRole of deploy/rbac/cluster_role.yaml and the Role of leader_election_role.yaml,
+// placed in kControllerNs. Fails the test (and returns nothing) when they do not load.
+std::vector<hptrain::testing::RoleGrant> ControllerGrants();
+// "<user> cannot <verb> <resource>[/<subresource>][.<group>] [in <ns>] [<name>]".
+std::string DescribeDenial(const hptrain::testing::RequestAttributes& denial);
 
 // A TrainingJob that runs: synthetic MLP, global batch 64, `replicas` workers in the
 // spec.workers shorthand, namespace kNs.
@@ -36,9 +58,15 @@ class ControllerTest : public ::testing::Test {
   std::unique_ptr<kube::Client> NewClient(const std::string& token);
   // The same, owned by the fixture and destroyed after the controllers.
   kube::Client* KeptClient(const std::string& token);
-  // Registers bearer `token` as `user` (before the first use of the server's tokens every
-  // request is admitted as system:admin; SetUp registers "test-token" for the test itself).
+  // Registers bearer `token` as `user`. SetUp registers "test-token" (kTestUser) for the test
+  // itself and "controller-token" (kControllerUser); every user but kTestUser is held to the
+  // controller's RBAC.
   void AddUser(const std::string& token, const std::string& user);
+
+  // Holds every user but kTestUser to `grants` instead (SetUp: ControllerGrants()).
+  void RestrictControllers(std::vector<hptrain::testing::RoleGrant> grants);
+  // Lifts RBAC for a test about something else; `why` says why, for the reader.
+  void AllowControllersEverything(const char* why);
 
   // Options that make retries, relists and resyncs fast, for kNs.
   ControllerOptions FastOptions() const;
@@ -77,6 +105,9 @@ class ControllerTest : public ::testing::Test {
   // succeeded (2xx), optionally only those of `user`.
   int Succeeded(const std::string& verb, const std::string& resource,
                 const std::string& user = "") const;
+
+  // Set by a test that provokes RBAC denials on purpose; otherwise TearDown fails on any.
+  bool denials_expected_ = false;
 
   std::unique_ptr<hptrain::testing::ApiServerDouble> server_;
   std::unique_ptr<kube::Client> test_client_;        // the test's own writes

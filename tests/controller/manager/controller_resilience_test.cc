@@ -59,7 +59,7 @@ TEST_F(ControllerTest, OnlyTheLeaderReconcilesAndAStandbyTakesOverAfterTheLeaseE
   auto options = [&](const std::string& identity) {
     ControllerOptions o = FastOptions();
     kube::LeaderElectionConfig election;
-    election.lease_namespace = kNs;
+    election.lease_namespace = kControllerNs;  // where the leader-election Role grants it
     election.lease_name = "hptrain-controller";
     election.identity = identity;
     // Short enough for a quick takeover, long enough that a loaded machine (a parallel test
@@ -97,7 +97,7 @@ TEST_F(ControllerTest, OnlyTheLeaderReconcilesAndAStandbyTakesOverAfterTheLeaseE
   leader->Stop();
   ASSERT_TRUE(WaitFor([&] { return standby->IsLeader(); }, absl::Seconds(20)));
   absl::StatusOr<Json> lease =
-      server_->Get("leases.coordination.k8s.io", kNs, "hptrain-controller");
+      server_->Get("leases.coordination.k8s.io", kControllerNs, "hptrain-controller");
   ASSERT_TRUE(lease.ok()) << lease.status();
   EXPECT_EQ((*lease)["spec"]["holderIdentity"], standby_user);
   EXPECT_EQ(standby->metrics().is_leader->Value(), 1);

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "controller/reconcile/labels.h"
@@ -19,7 +20,7 @@ using testing::HeteroJob;
 using testing::ShorthandJob;
 
 DesiredObjects Build(const Json& object, int64_t generation = 0,
-                     const std::string& default_image = "") {
+                     const RuntimeImage& default_image = {}) {
   absl::StatusOr<ParsedJob> job = ParseTrainingJob(object);
   EXPECT_TRUE(job.ok()) << job.status();
   absl::StatusOr<DesiredObjects> desired =
@@ -98,14 +99,16 @@ TEST(DesiredObjectsTest, WorkerPodSpec) {
   EXPECT_EQ(spec["subdomain"], "mlp");
   EXPECT_FALSE(spec.contains("schedulerName"));
   EXPECT_EQ(spec["volumes"], Json::parse(R"([{"name": "hptrain-job",
-                                              "secret": {"secretName": "mlp-hptrain"}}])"));
+                                              "secret": {"secretName": "mlp-hptrain"}},
+                                             {"name": "hptrain-tmp", "emptyDir": {}}])"));
   ASSERT_EQ(spec["containers"].size(), 1u);
   const Json& c = spec["containers"][0];
   EXPECT_EQ(c["name"], "worker");
   EXPECT_EQ(c["image"], testing::kImage);
   EXPECT_EQ(c["command"], Json::array({"hptrain", "worker"}));
   EXPECT_EQ(c["volumeMounts"], Json::parse(R"([{"name": "hptrain-job",
-                                                "mountPath": "/etc/hptrain", "readOnly": true}])"));
+                                                "mountPath": "/etc/hptrain", "readOnly": true},
+                                               {"name": "hptrain-tmp", "mountPath": "/tmp"}])"));
   EXPECT_EQ(c["ports"], Json::parse(R"([{"name": "metrics", "containerPort": 9090,
                                          "protocol": "TCP"}])"));
   std::map<std::string, std::string> want = {
@@ -122,7 +125,7 @@ TEST(DesiredObjectsTest, WorkerPodSpec) {
   EXPECT_EQ(EnvOf(c), want);
 }
 
-TEST(DesiredObjectsTest, PsPodFallsBackToFirstGroupImageWithoutResources) {
+TEST(DesiredObjectsTest, PsPodFallsBackToFirstGroupImageWithoutItsGpus) {
   Json job = ShorthandJob(2);
   job["spec"]["workers"]["template"]["spec"]["containers"][0]["resources"] = {
       {"limits", {{"nvidia.com/gpu", 2}}}};
@@ -134,7 +137,9 @@ TEST(DesiredObjectsTest, PsPodFallsBackToFirstGroupImageWithoutResources) {
   const Json& c = Container(ps, "ps");
   EXPECT_EQ(c["image"], testing::kImage);
   EXPECT_EQ(c["imagePullPolicy"], "Always");
-  EXPECT_FALSE(c.contains("resources"));
+  // The default resources, not the group's GPUs.
+  EXPECT_EQ(c["resources"], Json::parse(R"({"requests": {"cpu": "1", "memory": "2Gi"},
+                                            "limits": {"memory": "4Gi"}})"));
   EXPECT_FALSE(ps["spec"].contains("nodeSelector"));
   EXPECT_EQ(ps["spec"]["imagePullSecrets"], Json::parse(R"([{"name": "regcred"}])"));
   EXPECT_EQ(c["command"], Json::array({"hptrain", "ps"}));
@@ -178,9 +183,10 @@ TEST(DesiredObjectsTest, MixedGroupsKeepTheirOwnPlacementAndResources) {
   EXPECT_EQ(env["HPTRAIN_COORDINATOR"], "hetero-ps-0.hetero.training.svc:29400");
   EXPECT_EQ(ca["env"].back()["name"], "NCCL_DEBUG");
   // User volumes and mounts kept beside the job's.
-  ASSERT_EQ(a100["spec"]["volumes"].size(), 2u);
+  ASSERT_EQ(a100["spec"]["volumes"].size(), 3u);
   EXPECT_EQ(a100["spec"]["volumes"][0]["name"], "data");
   EXPECT_EQ(a100["spec"]["volumes"][1]["name"], "hptrain-job");
+  EXPECT_EQ(a100["spec"]["volumes"][2]["name"], "hptrain-tmp");
   EXPECT_EQ(ca["volumeMounts"][0]["mountPath"], "/data");
 
   // The t4 template's only container is named "main": it becomes the worker container.
@@ -291,7 +297,6 @@ TEST(DesiredObjectsTest, PsShardsMakeOnePodAndServiceEach) {
                                                     "port": "metrics"}, "periodSeconds": 5})"));
   }
   EXPECT_EQ(EnvOf(Container(d.pods[2], "worker")).count("HPTRAIN_PS_SHARD"), 0u);
-  EXPECT_FALSE(Container(d.pods[2], "worker").contains("readinessProbe"));
 
   ASSERT_EQ(d.ps_services.size(), 2u);
   Json owner = OwnerReference("mlp", testing::kJobUid);
@@ -350,7 +355,6 @@ TEST(DesiredObjectsTest, WithoutParameterServerNothingChanges) {
   const Json& c = Container(d.pods[0], "ps");
   EXPECT_EQ(EnvOf(c).count("HPTRAIN_PS_SHARD"), 0u);
   EXPECT_EQ(EnvOf(c).count("HPTRAIN_PS_ADVERTISE"), 0u);
-  EXPECT_FALSE(c.contains("readinessProbe"));
 }
 
 TEST(DesiredObjectsTest, PsTemplateReadinessProbeIsKept) {
@@ -361,6 +365,243 @@ TEST(DesiredObjectsTest, PsTemplateReadinessProbeIsKept) {
   job["spec"]["ps"]["template"]["spec"]["containers"][0]["readinessProbe"] = probe;
   DesiredObjects d = Build(job);
   EXPECT_EQ(Container(d.pods[1], "ps")["readinessProbe"], probe);
+}
+
+TEST(DesiredObjectsTest, EveryPodIsProbedOnTheMetricsPort) {
+  const Json readiness = Json::parse(R"({"httpGet": {"path": "/readyz", "port": "metrics"},
+                                         "periodSeconds": 5})");
+  const Json liveness = Json::parse(R"({"httpGet": {"path": "/healthz", "port": "metrics"},
+                                        "initialDelaySeconds": 30, "periodSeconds": 10,
+                                        "timeoutSeconds": 5, "failureThreshold": 6})");
+  for (const Json& job : {ShorthandJob(2), testing::ShardedJob("hps", 2), HeteroJob()}) {
+    for (const Json& pod : Build(job).pods) {
+      SCOPED_TRACE(Name(pod));
+      const Json& c = Container(pod, Label(pod, "hptrain.io/role"));
+      EXPECT_EQ(c["readinessProbe"], readiness);
+      EXPECT_EQ(c["livenessProbe"], liveness);
+      // The probes name the port the pods serve /metrics, /healthz and /readyz on.
+      EXPECT_EQ(EnvOf(c)["HPTRAIN_METRICS_PORT"], "9090");
+      EXPECT_EQ(c["ports"].back(), Json::parse(R"({"name": "metrics", "containerPort": 9090,
+                                                   "protocol": "TCP"})"));
+    }
+  }
+}
+
+TEST(DesiredObjectsTest, TemplateProbesWin) {
+  Json job = ShorthandJob(1);
+  Json liveness = Json::parse(R"({"exec": {"command": ["true"]}, "periodSeconds": 60})");
+  Json readiness = Json::parse(R"({"tcpSocket": {"port": 9090}})");
+  job["spec"]["workers"]["template"]["spec"]["containers"][0]["livenessProbe"] = liveness;
+  job["spec"]["workers"]["template"]["spec"]["containers"][0]["readinessProbe"] = readiness;
+  DesiredObjects d = Build(job);
+  EXPECT_EQ(Container(d.pods[1], "worker")["livenessProbe"], liveness);
+  EXPECT_EQ(Container(d.pods[1], "worker")["readinessProbe"], readiness);
+  // The ps pod, derived from the group's image only, gets ours.
+  EXPECT_EQ(Container(d.pods[0], "ps")["livenessProbe"]["httpGet"]["path"], "/healthz");
+}
+
+TEST(DesiredObjectsTest, DefaultResourcesOnlyWhereTheTemplateNamesNoCpuOrMemory) {
+  const Json defaults = Json::parse(R"({"requests": {"cpu": "1", "memory": "2Gi"},
+                                        "limits": {"memory": "4Gi"}})");
+  DesiredObjects d = Build(ShorthandJob(1));
+  EXPECT_EQ(Container(d.pods[0], "ps")["resources"], defaults);
+  EXPECT_EQ(Container(d.pods[1], "worker")["resources"], defaults);
+
+  // HeteroJob: a100 names cpu and memory, the ps template cpu and memory requests: theirs, as
+  // written. t4 names cpu only: also theirs.
+  d = Build(HeteroJob());
+  EXPECT_EQ(Container(d.pods[0], "ps")["resources"],
+            Json::parse(R"({"requests": {"cpu": "4", "memory": "8Gi"}})"));
+  EXPECT_EQ(Container(d.pods[1], "worker")["resources"],
+            Json::parse(R"({"limits": {"nvidia.com/gpu": 1, "cpu": "8", "memory": "32Gi"}})"));
+  EXPECT_EQ(Container(d.pods[3], "worker")["resources"],
+            Json::parse(R"({"limits": {"nvidia.com/gpu": "1", "cpu": "4"}})"));
+
+  // A GPU-only template keeps its GPUs and gets cpu and memory beside them, so the pod is not
+  // BestEffort.
+  Json job = ShorthandJob(1);
+  job["spec"]["workers"]["template"]["spec"]["containers"][0]["resources"] =
+      Json::parse(R"({"limits": {"nvidia.com/gpu": 2}})");
+  d = Build(job);
+  EXPECT_EQ(Container(d.pods[1], "worker")["resources"],
+            Json::parse(R"({"requests": {"cpu": "1", "memory": "2Gi"},
+                            "limits": {"memory": "4Gi", "nvidia.com/gpu": 2}})"));
+
+  job["spec"]["workers"]["template"]["spec"]["containers"][0]["resources"] = "lots";
+  absl::StatusOr<DesiredObjects> bad = BuildDesiredObjects(*ParseTrainingJob(job), "t", 0, "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "spec.workers.template.spec.containers[0].resources: must be a map");
+}
+
+Json CheckpointJob(const Json& volume) {
+  Json job = ShorthandJob(2);
+  job["spec"]["checkpoint"] = {{"path", "/checkpoints/mlp/job.ckpt"}, {"intervalSteps", 50}};
+  if (!volume.is_null()) job["spec"]["checkpoint"]["volume"] = volume;
+  return job;
+}
+
+const Json* VolumeNamed(const Json& pod, const std::string& name) {
+  for (const Json& v : pod["spec"]["volumes"]) {
+    if (v["name"] == name) return &v;
+  }
+  return nullptr;
+}
+
+const Json* MountAt(const Json& container, const std::string& path) {
+  for (const Json& m : container["volumeMounts"]) {
+    if (m["mountPath"] == path) return &m;
+  }
+  return nullptr;
+}
+
+TEST(DesiredObjectsTest, CheckpointVolumeIsMountedInEveryPod) {
+  DesiredObjects d = Build(CheckpointJob(
+      Json::parse(R"({"persistentVolumeClaim": {"claimName": "mlp-checkpoints"}})")));
+  ASSERT_EQ(d.pods.size(), 3u);
+  for (const Json& pod : d.pods) {
+    SCOPED_TRACE(Name(pod));
+    const Json* volume = VolumeNamed(pod, "hptrain-checkpoint");
+    ASSERT_NE(volume, nullptr);
+    EXPECT_EQ(*volume, Json::parse(R"({"name": "hptrain-checkpoint",
+        "persistentVolumeClaim": {"claimName": "mlp-checkpoints"}})"));
+    const Json& c = Container(pod, Label(pod, "hptrain.io/role"));
+    const Json* mount = MountAt(c, "/checkpoints/mlp");
+    ASSERT_NE(mount, nullptr);
+    EXPECT_EQ(*mount, Json::parse(R"({"name": "hptrain-checkpoint",
+                                      "mountPath": "/checkpoints/mlp"})"));
+  }
+
+  // A name in the source is replaced by ours; other sources pass through as written.
+  d = Build(CheckpointJob(
+      Json::parse(R"({"name": "mine", "nfs": {"server": "nfs.local", "path": "/exports/ckpt"}})")));
+  EXPECT_EQ(*VolumeNamed(d.pods[1], "hptrain-checkpoint"),
+            Json::parse(R"({"name": "hptrain-checkpoint",
+                            "nfs": {"server": "nfs.local", "path": "/exports/ckpt"}})"));
+}
+
+TEST(DesiredObjectsTest, TemplateMountAtTheCheckpointDirectoryWins) {
+  Json job = CheckpointJob(Json::parse(R"({"persistentVolumeClaim": {"claimName": "c"}})"));
+  Json& spec = job["spec"]["workers"]["template"]["spec"];
+  spec["volumes"] =
+      Json::parse(R"([{"name": "own", "persistentVolumeClaim": {"claimName": "o"}}])");
+  spec["containers"][0]["volumeMounts"] =
+      Json::parse(R"([{"name": "own", "mountPath": "/checkpoints/mlp"}])");
+  DesiredObjects d = Build(job);
+  const Json& worker = d.pods[1];
+  EXPECT_EQ(VolumeNamed(worker, "hptrain-checkpoint"), nullptr);
+  EXPECT_EQ((*MountAt(Container(worker, "worker"), "/checkpoints/mlp"))["name"], "own");
+  // The ps pod has no such mount of its own, and gets ours.
+  EXPECT_NE(VolumeNamed(d.pods[0], "hptrain-checkpoint"), nullptr);
+}
+
+TEST(DesiredObjectsTest, WritableDirectoriesWithoutAVolumeGetScratch) {
+  // The root filesystem is read-only: a checkpoint or collect directory outside /tmp gets an
+  // emptyDir, unless the template mounts a volume there or above.
+  Json job = CheckpointJob(nullptr);
+  job["spec"]["collect"] = {{"path", "/data/mp2/snapshots.bin"}};
+  DesiredObjects d = Build(job);
+  const Json& worker = d.pods[1];
+  EXPECT_EQ(*VolumeNamed(worker, "hptrain-checkpoint"),
+            Json::parse(R"({"name": "hptrain-checkpoint", "emptyDir": {}})"));
+  EXPECT_NE(MountAt(Container(worker, "worker"), "/checkpoints/mlp"), nullptr);
+  EXPECT_EQ(*VolumeNamed(worker, "hptrain-collect"),
+            Json::parse(R"({"name": "hptrain-collect", "emptyDir": {}})"));
+  EXPECT_NE(MountAt(Container(worker, "worker"), "/data/mp2"), nullptr);
+
+  // Mounted by the template above it: scratch there would hide what the volume holds.
+  Json& spec = job["spec"]["workers"]["template"]["spec"];
+  spec["volumes"] =
+      Json::parse(R"([{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}])");
+  spec["containers"][0]["volumeMounts"] =
+      Json::parse(R"([{"name": "data", "mountPath": "/data"}])");
+  d = Build(job);
+  EXPECT_EQ(VolumeNamed(d.pods[1], "hptrain-collect"), nullptr);
+  EXPECT_EQ(MountAt(Container(d.pods[1], "worker"), "/data/mp2"), nullptr);
+
+  // Below /tmp, or relative (to the image's working directory, /tmp): nothing more.
+  job = ShorthandJob(1);
+  job["spec"]["checkpoint"] = {{"path", "/tmp/ckpt/job.ckpt"}};
+  job["spec"]["collect"] = {{"path", "snapshots.bin"}};
+  d = Build(job);
+  std::vector<std::string> names;
+  for (const Json& v : d.pods[1]["spec"]["volumes"]) names.push_back(v["name"].get<std::string>());
+  EXPECT_THAT(names, ElementsAre("hptrain-job", "hptrain-tmp"));
+}
+
+TEST(DesiredObjectsTest, TemplateMountAtTmpWins) {
+  Json job = ShorthandJob(1);
+  Json& spec = job["spec"]["workers"]["template"]["spec"];
+  spec["volumes"] = Json::parse(R"([{"name": "fast", "emptyDir": {"medium": "Memory"}}])");
+  spec["containers"][0]["volumeMounts"] =
+      Json::parse(R"([{"name": "fast", "mountPath": "/tmp"}])");
+  DesiredObjects d = Build(job);
+  EXPECT_EQ(VolumeNamed(d.pods[1], "hptrain-tmp"), nullptr);
+  EXPECT_EQ((*MountAt(Container(d.pods[1], "worker"), "/tmp"))["name"], "fast");
+  EXPECT_NE(VolumeNamed(d.pods[0], "hptrain-tmp"), nullptr);
+}
+
+TEST(DesiredObjectsTest, LaterGangsOfACheckpointedJobResume) {
+  const Json job = CheckpointJob(Json::parse(R"({"persistentVolumeClaim": {"claimName": "c"}})"));
+  // The first gang starts fresh, even if a file is at the path already (an earlier job's).
+  for (const Json& pod : Build(job, /*generation=*/0).pods) {
+    const Json& c = Container(pod, Label(pod, "hptrain.io/role"));
+    EXPECT_EQ(EnvOf(c).count("HPTRAIN_RESUME"), 0u) << Name(pod);
+  }
+  for (int64_t generation : {1, 4}) {
+    DesiredObjects d = Build(job, generation);
+    EXPECT_EQ(EnvOf(Container(d.pods[1], "worker"))["HPTRAIN_RESUME"], "1");
+    EXPECT_EQ(EnvOf(Container(d.pods[2], "worker"))["HPTRAIN_RESUME"], "1");
+    // The ps starts empty either way; worker 0 re-initialises it from the checkpoint.
+    EXPECT_EQ(EnvOf(Container(d.pods[0], "ps")).count("HPTRAIN_RESUME"), 0u);
+  }
+  // Nothing to resume from without a checkpoint path.
+  DesiredObjects d = Build(ShorthandJob(2), /*generation=*/3);
+  EXPECT_EQ(EnvOf(Container(d.pods[1], "worker")).count("HPTRAIN_RESUME"), 0u);
+
+  // Ours wins over a template's variable of the same name, as for every HPTRAIN_* variable.
+  Json own = job;
+  own["spec"]["workers"]["template"]["spec"]["containers"][0]["env"] =
+      Json::parse(R"([{"name": "HPTRAIN_RESUME", "value": "0"}])");
+  d = Build(own, /*generation=*/1);
+  EXPECT_EQ(EnvOf(Container(d.pods[1], "worker"))["HPTRAIN_RESUME"], "1");
+}
+
+TEST(DesiredObjectsTest, DefaultImageBringsItsPullPolicyAndSecrets) {
+  RuntimeImage image;
+  image.image = "registry.example/hptrain/runtime:0.2.0";
+  image.pull_policy = "Always";
+  image.pull_secrets = {"regcred", "mirror"};
+  Json job = ShorthandJob(1);
+  job["spec"]["workers"]["template"]["spec"]["containers"][0].erase("image");
+  DesiredObjects d = Build(job, 0, image);
+  for (const Json& pod : d.pods) {
+    SCOPED_TRACE(Name(pod));
+    const Json& c = Container(pod, Label(pod, "hptrain.io/role"));
+    EXPECT_EQ(c["image"], "registry.example/hptrain/runtime:0.2.0");
+    EXPECT_EQ(c["imagePullPolicy"], "Always");
+    EXPECT_EQ(pod["spec"]["imagePullSecrets"],
+              Json::parse(R"([{"name": "regcred"}, {"name": "mirror"}])"));
+  }
+
+  // The template's own pull settings win.
+  Json own = job;
+  own["spec"]["workers"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "Never";
+  own["spec"]["workers"]["template"]["spec"]["imagePullSecrets"] = {{{"name", "team-cred"}}};
+  d = Build(own, 0, image);
+  EXPECT_EQ(Container(d.pods[1], "worker")["imagePullPolicy"], "Never");
+  EXPECT_EQ(d.pods[1]["spec"]["imagePullSecrets"], Json::parse(R"([{"name": "team-cred"}])"));
+
+  // A template naming its own image keeps Kubernetes' defaults for it: the settings belong to
+  // the default image.
+  d = Build(ShorthandJob(1), 0, image);
+  for (const Json& pod : d.pods) {
+    SCOPED_TRACE(Name(pod));
+    const Json& c = Container(pod, Label(pod, "hptrain.io/role"));
+    EXPECT_EQ(c["image"], testing::kImage);
+    EXPECT_FALSE(c.contains("imagePullPolicy"));
+    EXPECT_FALSE(pod["spec"].contains("imagePullSecrets"));
+  }
 }
 
 TEST(DesiredObjectsTest, Deterministic) {

@@ -159,7 +159,19 @@ bool CurrentFailure(const Observed& o) {
   std::vector<std::string> names;
   for (int i = 0; i < job::PsShardCount(job->spec); ++i) names.push_back(PsPodName("mlp", i));
   for (int i = 0; i < job->spec.WorldSize(); ++i) names.push_back(WorkerPodName("mlp", i));
-  return AssessGang(RecordedRestarts(o.job), pods, names, job->spec_hash).failed != nullptr;
+  GangAssessment gang = AssessGang(RecordedRestarts(o.job), pods, names, job->spec_hash);
+  if (gang.failed != nullptr) return true;
+  // A gang that ran in full and lost a pod (gone, or being deleted) fails as well.
+  if (StringAt(o.job, {"status", "phase"}) != "Running" || !gang.stale.empty()) return false;
+  for (const std::string& name : names) {
+    const PodView* pod = pods.Owned(name);
+    if (pod == nullptr) return true;
+    if (pod->terminating && pod->restart_generation == gang.restarts &&
+        pod->spec_hash == job->spec_hash) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void CheckCreatesAreFree(const Observed& o, const Plan& plan) {
@@ -241,9 +253,14 @@ void CheckConvergesAndCountsEachFailureOnce(uint32_t seed, bool sharded) {
                      (failed != nullptr && StringAt(*failed, {"reason"}) != "BackoffLimitExceeded");
     if (after > before) ++outcomes["restart counted"];
     if (failure && after == before) ++outcomes["failure preempted"];
+    // A failure past backoffLimit fails the job without counting a restart that never happens.
+    const bool exhausted =
+        failed != nullptr && StringAt(*failed, {"reason"}) == "BackoffLimitExceeded";
     if (preempted) {
       EXPECT_GE(after, before);
       EXPECT_LE(after, before + (failure ? 1 : 0));
+    } else if (exhausted) {
+      EXPECT_EQ(after, before);
     } else {
       EXPECT_EQ(after, before + (failure ? 1 : 0));
     }
@@ -256,8 +273,11 @@ void CheckConvergesAndCountsEachFailureOnce(uint32_t seed, bool sharded) {
     if (foreign) ++outcomes["foreign"];
     if (phase == "Failed" || phase == "Succeeded" || phase == "Suspended") {
       for (const Json& pod : c.observed().pods) {
-        bool kept = phase == "Succeeded" && Label(pod, kRoleLabel) == kRoleWorker &&
-                    StringAt(pod, {"status", "phase"}) == "Succeeded";
+        // A succeeded job keeps its succeeded workers, a failed one its failed pods.
+        bool kept = phase == "Succeeded" ? Label(pod, kRoleLabel) == kRoleWorker &&
+                                               StringAt(pod, {"status", "phase"}) == "Succeeded"
+                                         : phase == "Failed" &&
+                                               StringAt(pod, {"status", "phase"}) == "Failed";
         EXPECT_TRUE(kept || !IsControlledBy(pod, c.job())) << Name(pod) << " left behind";
       }
       continue;

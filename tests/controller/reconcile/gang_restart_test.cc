@@ -5,6 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/labels.h"
 #include "controller/reconcile/reconciler.h"
@@ -155,15 +159,22 @@ TEST(GangRestartTest, StatusWrittenPodsNotDeletedIsNotCountedAgain) {
   EXPECT_THAT(replay.events, IsEmpty());
 }
 
+// A pod on its way out (deleted while the gang is still starting, e.g. by a restart's own
+// deletions) may report Failed: it is neither counted nor deleted again. (Once a gang has run in
+// full, a pod being deleted is a lost pod: ADeletedPodOfARunningGangRestartsTheGang.)
 TEST(GangRestartTest, TerminatingFailedPodIsNotCounted) {
-  Cluster c = RunningJob();
+  Cluster c(ShorthandJob(2));
+  c.Settle();
+  c.SetPodPhase("mlp-ps-0", "Running");
+  c.Settle();
+  ASSERT_EQ(c.status()["phase"], "Pending");
   c.FailPod("mlp-worker-0");
   (*c.Pod("mlp-worker-0"))["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
   Plan plan = c.Reconcile();
   EXPECT_FALSE(plan.status.has_value() && (*plan.status)["restarts"] != 0);
   EXPECT_THAT(plan.deletes, IsEmpty());  // not deleted twice
   c.FinishDeletions();
-  EXPECT_EQ(c.Settle(), 2);
+  c.Settle();
   EXPECT_EQ(Restarts(c), 0);
   EXPECT_THAT(c.PodNames(), ElementsAre("mlp-ps-0", "mlp-worker-0", "mlp-worker-1"));
 }
@@ -215,7 +226,8 @@ TEST(GangRestartTest, BackoffLimitExceeded) {
   ASSERT_TRUE(plan.status.has_value());
   const Json& s = *plan.status;
   EXPECT_EQ(s["phase"], "Failed");
-  EXPECT_EQ(s["restarts"], 2);
+  // The restarts that happened: never more than backoffLimit.
+  EXPECT_EQ(s["restarts"], 1);
   EXPECT_EQ(s["completionTime"], "2027-01-15T08:03:00Z");
   const Json* failed = FindCondition(s, kConditionFailed);
   ASSERT_NE(failed, nullptr);
@@ -224,15 +236,111 @@ TEST(GangRestartTest, BackoffLimitExceeded) {
   EXPECT_THAT((*failed)["message"].get<std::string>(),
               HasSubstr("pod mlp-worker-1 failed (container worker: Error, exit code 3) after 1 "
                         "gang restarts; runPolicy.backoffLimit is 1"));
-  EXPECT_EQ(plan.deletes.size(), 3u);
+  // The failed pod stays, with its logs; the others go.
+  EXPECT_EQ(plan.deletes.size(), 2u);
   EXPECT_THAT(plan.creates, IsEmpty());
   ASSERT_EQ(plan.events.size(), 1u);
   EXPECT_EQ(plan.events[0].reason, "BackoffLimitExceeded");
   EXPECT_EQ(plan.events[0].type, "Warning");
   c.Apply(plan);
   EXPECT_EQ(c.Settle(), 2);
-  EXPECT_THAT(c.PodNames(), IsEmpty());
-  EXPECT_EQ(Restarts(c), 2);
+  EXPECT_THAT(c.PodNames(), ElementsAre("mlp-worker-1"));
+  EXPECT_EQ(Restarts(c), 1);
+}
+
+// runPolicy.restartPolicy ExitCode (the default): exit 2 is bad input and 130 an interrupted
+// run; neither is retried. The failed pod is kept, the others deleted, no restart counted.
+TEST(GangRestartTest, ExitCodesNoRetryCanFixFailTheJobAtOnce) {
+  for (int code : {2, 130}) {
+    Cluster c = RunningJob();
+    c.FailPod("mlp-worker-0", "Error", code);
+    Plan plan = c.Reconcile();
+    ASSERT_TRUE(plan.status.has_value());
+    EXPECT_EQ((*plan.status)["phase"], "Failed") << code;
+    EXPECT_EQ((*plan.status)["restarts"], 0) << code;
+    const Json* failed = FindCondition(*plan.status, kConditionFailed);
+    ASSERT_NE(failed, nullptr);
+    EXPECT_EQ((*failed)["reason"], "BadInput");
+    EXPECT_THAT((*failed)["message"].get<std::string>(),
+                HasSubstr(absl::StrCat("exit code ", code)));
+    ASSERT_EQ(plan.events.size(), 1u);
+    EXPECT_EQ(plan.events[0].reason, "BadInput");
+    c.Apply(plan);
+    c.Settle();
+    EXPECT_THAT(c.PodNames(), ElementsAre("mlp-worker-0")) << code;
+    // Terminal: later passes keep the failed pod and create nothing.
+    EXPECT_TRUE(c.Reconcile().NoWrites());
+  }
+}
+
+TEST(GangRestartTest, ExitOneAndSignalsRestartUnderExitCode) {
+  for (int code : {1, 137, 143}) {
+    Cluster c = RunningJob();
+    c.FailPod("mlp-worker-1", "Error", code);
+    Plan plan = c.Reconcile();
+    EXPECT_EQ((*plan.status)["restarts"], 1) << code;
+    EXPECT_EQ((*plan.status)["phase"], "Pending") << code;
+  }
+}
+
+TEST(GangRestartTest, OnFailureRetriesEveryExitCode) {
+  Json job = ShorthandJob(2);
+  job["spec"]["runPolicy"] = {{"backoffLimit", 3}, {"restartPolicy", "OnFailure"}};
+  Cluster c(job);
+  c.Settle();
+  c.SetAllPods("Running");
+  c.Settle();
+  c.FailPod("mlp-worker-0", "Error", 2);
+  Plan plan = c.Reconcile();
+  EXPECT_EQ((*plan.status)["restarts"], 1);
+  EXPECT_EQ((*plan.status)["phase"], "Pending");
+}
+
+TEST(GangRestartTest, NeverFailsOnTheFirstFailure) {
+  Json job = ShorthandJob(2);
+  job["spec"]["runPolicy"] = {{"backoffLimit", 3}, {"restartPolicy", "Never"}};
+  Cluster c(job);
+  c.Settle();
+  c.SetAllPods("Running");
+  c.Settle();
+  c.FailPod("mlp-worker-0", "Error", 1);
+  Plan plan = c.Reconcile();
+  EXPECT_EQ((*plan.status)["phase"], "Failed");
+  EXPECT_EQ((*plan.status)["restarts"], 0);
+  EXPECT_EQ(FindCondition(*plan.status, kConditionFailed)->at("reason"), "PodFailed");
+}
+
+// A pod of a gang that ran in full is deleted by hand (or evicted, or lost with its node): a
+// new rank could not join the running ring, so the whole gang restarts (and resumes from its
+// checkpoint), counted as a restart.
+TEST(GangRestartTest, ADeletedPodOfARunningGangRestartsTheGang) {
+  Cluster c = RunningJob();
+  ASSERT_EQ(c.status()["phase"], "Running");
+  auto& pods = c.observed().pods;
+  pods.erase(std::remove_if(pods.begin(), pods.end(),
+                            [](const Json& p) { return Name(p) == "mlp-worker-1"; }),
+             pods.end());
+  Plan plan = c.Reconcile();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["restarts"], 1);
+  EXPECT_EQ((*plan.status)["phase"], "Pending");
+  EXPECT_THAT(plan.creates, IsEmpty()) << "never a lone replacement";
+  EXPECT_EQ(plan.deletes.size(), 2u);
+  ASSERT_EQ(plan.events.size(), 1u);
+  EXPECT_EQ(plan.events[0].reason, "GangRestart");
+  EXPECT_THAT(plan.events[0].message,
+              HasSubstr("pod mlp-worker-1 of the running gang was deleted or lost"));
+  c.Apply(plan);
+  c.Settle();
+  EXPECT_THAT(c.RestartGenerations(), ElementsAre("1", "1", "1"));
+}
+
+TEST(GangRestartTest, APodBeingDeletedUnderARunningGangRestartsTheGang) {
+  Cluster c = RunningJob();
+  (*c.Pod("mlp-ps-0"))["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
+  Plan plan = c.Reconcile();
+  EXPECT_EQ((*plan.status)["restarts"], 1);
+  EXPECT_THAT(plan.creates, IsEmpty());
 }
 
 TEST(GangRestartTest, BackoffLimitZeroFailsOnFirstFailure) {
