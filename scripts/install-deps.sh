@@ -19,6 +19,13 @@ packages=(
   # benchmark report plots
   python3-matplotlib
 )
+# kubectl, so that the kubectl-based deploy checks (tests/deploy) run instead of skipping on a fresh
+# machine. Only where none is on the PATH: a kubectl from another source (Kubernetes' own apt
+# repository, the Google Cloud SDK) owns /usr/bin/kubectl too, and installing Debian's beside it
+# would fail on that file.
+if ! command -v kubectl >/dev/null 2>&1; then
+  packages+=(kubernetes-client)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,4 +1,4 @@
-// Bucketed uniform quantization (H-PS flexible quantization, algorithms.md §5b (3)).
+// Bucketed uniform quantization (H-PS flexible quantization, docs/algorithms.md §5b (3)).
 //
 // A flat fp32 buffer of n elements is cut into buckets of `bucket_size` consecutive elements (the
 // last one may be shorter). Each bucket b gets its own grid of L + 1 = 2^bits levels

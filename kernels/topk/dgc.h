@@ -1,4 +1,4 @@
-// The per-worker state updates of Deep Gradient Compression (Lin et al., ICLR 2018; algorithms.md
+// The per-worker state updates of Deep Gradient Compression (Lin et al., ICLR 2018; docs/algorithms.md
 // §6), on flat fp32 buffers holding a whole layer (or model):
 //
 //   1. ClipToNorm(g, DgcLocalClipNorm(clip, N))   local clipping, before accumulation

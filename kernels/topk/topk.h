@@ -1,4 +1,4 @@
-// Magnitude selection for sparse gradient communication (Top-k and DGC, algorithms.md §6): pick
+// Magnitude selection for sparse gradient communication (Top-k and DGC, docs/algorithms.md §6): pick
 // the elements of a flat fp32 buffer with the largest |x|, move them into an (indices, values)
 // pair, and add such pairs back into a dense buffer on the receiving side.
 //

@@ -1,4 +1,4 @@
-// hptrain mp2: MP²'s offline tools (algorithms.md §1b).
+// hptrain mp2: MP²'s offline tools (docs/algorithms.md §1b).
 //   collect  record a snapshot dataset from a training run (runtime/ps/mp2/dataset.h);
 //   train    train predictor candidates on the datasets' traces and keep the one whose predictions
 //            cost the least test accuracy on a held-out dataset's windows;

@@ -7,6 +7,9 @@
 // in a process of its own that serves only the shard and registers its address (--advertise)
 // with the coordinator given by --coordinator. A shard process ends when the coordinator reports
 // every worker done (after --linger) or stops answering for 30 s.
+//
+// There is no --resume (nor $HPTRAIN_RESUME) here: a ps starts empty either way, and on a resume
+// worker rank 0 reads the checkpoint and re-initialises every shard from its "ps." sections.
 #include <signal.h>
 
 #include <atomic>

@@ -12,6 +12,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -50,7 +52,27 @@ struct WorkerFlags {
   std::string bind_host = "127.0.0.1";
   int rendezvous_timeout_s = 120;
   bool resume = false;
+  int workers_on_host = 1;  // a pod holds one worker; `hptrain run` passes the world size
 };
+
+// $HPTRAIN_RESUME, "1"/"true" or "0"/"false": --resume for pods, which the controller can only
+// configure through the environment (it sets it on every gang after the first). FlagSet's
+// booleans read no environment variable, so this is read before the command line, which then
+// overrides it.
+absl::Status ResumeFromEnvironment(bool* resume) {
+  const char* value = std::getenv("HPTRAIN_RESUME");
+  if (value == nullptr || *value == '\0') return absl::OkStatus();
+  const std::string text = value;
+  if (text == "1" || text == "true") {
+    *resume = true;
+  } else if (text == "0" || text == "false") {
+    *resume = false;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("$HPTRAIN_RESUME: expected 1, true, 0 or false, got \"", text, "\""));
+  }
+  return absl::OkStatus();
+}
 
 // Heartbeats every second; remembers a stop request or a coordinator that stays unreachable.
 class Heartbeat {
@@ -120,6 +142,10 @@ absl::Status RunWorker(const WorkerFlags& flags) {
   if (flags.coordinator.empty()) {
     return absl::InvalidArgumentError("--coordinator (or $HPTRAIN_COORDINATOR) is required");
   }
+  if (flags.workers_on_host < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--workers-on-host must be at least 1, got ", flags.workers_on_host));
+  }
   HPTRAIN_ASSIGN_OR_RETURN(std::string token, ps::ReadTokenFile(flags.token_file));
 
   metrics::Registry registry(
@@ -166,10 +192,11 @@ absl::Status RunWorker(const WorkerFlags& flags) {
   options.rank = flags.rank;
   options.allocation.assign(allocation.batch_sizes().begin(), allocation.batch_sizes().end());
   options.resume = flags.resume;
+  options.workers_on_host = flags.workers_on_host;
   options.ps = ps_client.get();
 
   auto last_report = Clock::now() - std::chrono::seconds(1);
-  double compute_total = 0, comm_total = 0, train_total = 0;
+  double compute_total = 0, comm_total = 0, exposed_total = 0, train_total = 0;
   hptrain::v1::ProgressReport report;
   // Reports go out from a background thread: a round trip must not delay the next step.
   ps::ProgressSender sender(
@@ -183,6 +210,7 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     }
     report.set_compute_seconds(compute_total);
     report.set_comm_seconds(comm_total);
+    report.set_exposed_comm_seconds(exposed_total);
     report.set_train_seconds(train_total);
     sender.Offer(report);
   };
@@ -190,6 +218,7 @@ absl::Status RunWorker(const WorkerFlags& flags) {
   callbacks.on_step = [&](const train::StepStats& stats) {
     compute_total += stats.compute_seconds;
     comm_total += stats.comm_seconds;
+    exposed_total += stats.exposed_comm_seconds;
     train_total += stats.step_seconds;
     worker_metrics.OnStep(stats, bytes_sent(), bytes_received());
     const bool last = stats.step == stats.total_steps;
@@ -236,6 +265,10 @@ absl::Status RunWorker(const WorkerFlags& flags) {
 
   HPTRAIN_ASSIGN_OR_RETURN(auto trainer,
                            train::Trainer::Create(spec, options, &communicator, callbacks));
+  const train::ThreadChoice& threads = trainer->threads();
+  std::fprintf(stderr, "hptrain worker %d: %d libtorch thread%s (%s)\n", flags.rank,
+               threads.threads, threads.threads == 1 ? "" : "s", threads.basis.c_str());
+  worker_metrics.SetTorchThreads(threads.threads);
   server.SetReady(true);
   absl::Status status = trainer->Run();
   if (absl::IsCancelled(status)) {
@@ -268,9 +301,16 @@ int WorkerCommand(int argc, char** argv) {
              "address peers reach this worker on (default 127.0.0.1)");
   set.Int("rendezvous-timeout", &flags.rendezvous_timeout_s, "HPTRAIN_RENDEZVOUS_TIMEOUT",
           "seconds to wait for all workers to join, and for one collective (default 120)");
-  set.Bool("resume", &flags.resume, "continue from spec.checkpoint.path if it exists");
+  set.Bool("resume", &flags.resume,
+           "continue from spec.checkpoint.path if it exists [$HPTRAIN_RESUME: 1 or true]");
+  set.Int("workers-on-host", &flags.workers_on_host, "HPTRAIN_WORKERS_ON_HOST",
+          "workers of the job sharing this host's CPUs, among which spec.threads 0 divides the "
+          "CPU quota or cores (default 1, as in a pod)");
+  // Before the command line, which overrides it; a bad value is reported after --help had its say.
+  const absl::Status resume_from_env = ResumeFromEnvironment(&flags.resume);
   int exit_code = kExitOk;
   if (!set.ParseOrExit(argc, argv, &exit_code)) return exit_code;
+  if (!resume_from_env.ok()) return ReportError("worker", resume_from_env);
   if (flags.job_file.empty()) {
     return ReportError("worker", absl::InvalidArgumentError("--job (or $HPTRAIN_JOB) is required"));
   }

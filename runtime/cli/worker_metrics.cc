@@ -39,6 +39,9 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
   eval_accuracy_ = r.Gauge("hptrain_eval_accuracy", "Test accuracy at the last evaluation.")->Get();
   step_ = r.Gauge("hptrain_step", "Global training steps completed.")->Get();
   epoch_ = r.Gauge("hptrain_epoch", "Current epoch (0-based).")->Get();
+  torch_threads_ = r.Gauge("hptrain_torch_threads",
+                           "libtorch threads of this worker (spec.threads, or its share of the "
+                           "host's CPU quota or cores).")->Get();
   ps_staleness_ = r.Gauge("hptrain_ps_staleness",
                           "Parameter-server strategies: model versions this worker's copy lagged "
                           "behind the step it computed.")->Get();
@@ -77,5 +80,7 @@ void WorkerMetrics::OnStep(const train::StepStats& stats, int64_t bytes_sent,
 void WorkerMetrics::OnEpoch(const train::EpochStats& stats) {
   eval_accuracy_->Set(stats.test_accuracy);
 }
+
+void WorkerMetrics::SetTorchThreads(int threads) { torch_threads_->Set(threads); }
 
 }  // namespace hptrain::cli

@@ -1,4 +1,4 @@
-// The worker's metric families, with the names DESIGN.md fixes (dashboards and the controller
+// The worker's metric families, with the names docs/design.md fixes (dashboards and the controller
 // read them). Created once per process; the hot path only touches cached pointers.
 #ifndef HPTRAIN_RUNTIME_CLI_WORKER_METRICS_H_
 #define HPTRAIN_RUNTIME_CLI_WORKER_METRICS_H_
@@ -17,6 +17,8 @@ class WorkerMetrics {
   // Records one finished step; bytes are the communicator's running totals.
   void OnStep(const train::StepStats& stats, int64_t bytes_sent, int64_t bytes_received);
   void OnEpoch(const train::EpochStats& stats);
+  // The libtorch threads the trainer chose (set once, when it is created).
+  void SetTorchThreads(int threads);
 
  private:
   metrics::Histogram* step_seconds_;
@@ -38,6 +40,7 @@ class WorkerMetrics {
   metrics::Gauge* eval_accuracy_;
   metrics::Gauge* step_;
   metrics::Gauge* epoch_;
+  metrics::Gauge* torch_threads_;
   int64_t last_sent_ = 0;
   int64_t last_received_ = 0;
 };

@@ -1,4 +1,4 @@
-// PriorityScheduler: the sub-tensor priority scheduler (ByteScheduler; algorithms.md §3b) that
+// PriorityScheduler: the sub-tensor priority scheduler (ByteScheduler; docs/algorithms.md §3b) that
 // orders one step's gradient exchange by layer depth, so that the next forward can start on the
 // input-side layers while the output-side layers are still being exchanged.
 //

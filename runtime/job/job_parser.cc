@@ -461,6 +461,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   MapReader c(checkpoint, "spec.checkpoint");
   c.Read("path", &spec->checkpoint.path);
   c.Read("intervalSteps", &spec->checkpoint.interval_steps);
+  c.Template("volume", &spec->checkpoint.volume_yaml);
   HPTRAIN_RETURN_IF_ERROR(c.Finish());
 
   MapReader co(collect, "spec.collect");
@@ -472,6 +473,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   HPTRAIN_RETURN_IF_ERROR(co.Finish());
 
   MapReader rp(run_policy, "spec.runPolicy");
+  rp.Read("restartPolicy", &spec->run_policy.restart_policy);
   rp.Read("backoffLimit", &spec->run_policy.backoff_limit);
   rp.Read("activeDeadlineSeconds", &spec->run_policy.active_deadline_seconds);
   rp.Read("ttlSecondsAfterFinished", &spec->run_policy.ttl_seconds_after_finished);

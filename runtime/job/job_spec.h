@@ -72,12 +72,12 @@ struct StrategySpec {
   int staleness = -1;             // hps: rounds a worker may run ahead of the PS (0 or 1); -1 = unset (1)
 };
 
-// multistep's interval when adaptive (algorithms.md §3b): starts at H_0, stays in [hMin, hMax].
+// multistep's interval when adaptive (docs/algorithms.md §3b): starts at H_0, stays in [hMin, hMax].
 inline constexpr int kMultistepH0 = 8;
 inline constexpr int kMultistepHMin = 1;
 inline constexpr int kMultistepHMax = 32;
 
-// mp2's defaults (algorithms.md §1b).
+// mp2's defaults (docs/algorithms.md §1b).
 inline constexpr double kMp2PushRatio = 0.1;
 inline constexpr int kMp2History = 5;
 inline constexpr double kMp2Damping = 0.25;
@@ -121,9 +121,13 @@ struct RebalanceSpec {
 struct CheckpointSpec {
   std::string path;               // checkpoint file; empty = no checkpoints
   int interval_steps = 0;         // 0 = only at the end of the run
+  // Kubernetes: a volume source (persistentVolumeClaim, nfs, ...) as YAML, mounted at the
+  // checkpoint file's directory in the ps and every worker pod, so that the gang a restart
+  // creates resumes from it; empty = none (a restarted gang starts over).
+  std::string volume_yaml;
 };
 
-// MP² snapshot collection (algorithms.md §1b "DATASET"): rank 0 records parameter histories of
+// MP² snapshot collection (docs/algorithms.md §1b "DATASET"): rank 0 records parameter histories of
 // this run into a dataset file for `hptrain mp2 train` (runtime/ps/mp2/dataset.h).
 struct CollectSpec {
   std::string path;               // dataset file; empty = no collection
@@ -140,7 +144,14 @@ struct GangSchedulingSpec {
   std::string queue;                 // volcano only
 };
 
+// spec.runPolicy.restartPolicy, as in Kubeflow's training operator: what a failed pod does.
+//   Never      the job fails.
+//   OnFailure  a gang restart, within backoffLimit, whatever the exit code.
+//   ExitCode   (default) exit codes that no retry can fix fail the job at once with reason
+//              BadInput: 2 (bad input: the job file, data or flags) and 130 (interrupted);
+//              every other failure (exit 1, signals, a lost pod) restarts the gang.
 struct RunPolicySpec {
+  std::string restart_policy = "ExitCode";  // Never | OnFailure | ExitCode
   int backoff_limit = 3;
   int64_t active_deadline_seconds = 0;   // 0 = none
   int64_t ttl_seconds_after_finished = 0;  // 0 = keep
@@ -158,11 +169,11 @@ struct TestingSpec {
   int slowdown_window = 1;
 };
 
-// The priority scheduler's defaults for all-reduce (algorithms.md §3b).
+// The priority scheduler's defaults for all-reduce (docs/algorithms.md §3b).
 inline constexpr int64_t kSchedulerPartitionElements = int64_t{8} << 20;
 inline constexpr int64_t kSchedulerCreditElements = int64_t{16} << 20;
 
-// spec.scheduler: how a step's gradient exchange is ordered (algorithms.md §3b). "none": the
+// spec.scheduler: how a step's gradient exchange is ordered (docs/algorithms.md §3b). "none": the
 // reducer's buckets in backward's order; "priority": the sub-tensor priority scheduler
 // (runtime/comm/priority_scheduler.h), ssgd and multistep only.
 struct ExchangeSchedulerSpec {

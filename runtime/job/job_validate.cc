@@ -59,7 +59,7 @@ absl::Status DnsLabel(absl::string_view path, const std::string& name) {
                  "'-', starting and ending with a letter or digit)");
 }
 
-// Strategy type -> the spec.strategy parameters it takes (DESIGN.md, "Job file").
+// Strategy type -> the spec.strategy parameters it takes (docs/design.md, "Job file").
 const std::vector<std::pair<std::string, std::vector<std::string>>>& StrategyTable() {
   static const auto* table = new std::vector<std::pair<std::string, std::vector<std::string>>>{
       {"ssgd", {}},
@@ -463,7 +463,17 @@ absl::Status ValidateRunKnobs(const JobSpec& spec) {
   if (spec.checkpoint.interval_steps > 0 && spec.checkpoint.path.empty()) {
     return Invalid("spec.checkpoint.path", "required when spec.checkpoint.intervalSteps is set");
   }
+  // The volume is mounted at the checkpoint file's directory, which must then be a real one.
+  if (!spec.checkpoint.volume_yaml.empty() &&
+      (spec.checkpoint.path.empty() || spec.checkpoint.path.front() != '/' ||
+       spec.checkpoint.path.rfind('/') == 0)) {
+    return Invalid("spec.checkpoint.path",
+                   "must be an absolute path below a directory (e.g. /checkpoints/job.ckpt) when "
+                   "spec.checkpoint.volume is set, got \"", spec.checkpoint.path, "\"");
+  }
   const RunPolicySpec& p = spec.run_policy;
+  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.runPolicy.restartPolicy", "restart policy",
+                                p.restart_policy, {"Never", "OnFailure", "ExitCode"}));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.runPolicy.backoffLimit", p.backoff_limit, 0));
   HPTRAIN_RETURN_IF_ERROR(
       AtLeast<int64_t>("spec.runPolicy.activeDeadlineSeconds", p.active_deadline_seconds, 0));

@@ -156,6 +156,7 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
     rank.batch_size = r.batch_size();
     rank.compute_seconds = r.compute_seconds();
     rank.comm_seconds = r.comm_seconds();
+    rank.exposed_comm_seconds = r.exposed_comm_seconds();
     summary.ranks.push_back(rank);
   }
   return summary;
@@ -260,7 +261,11 @@ int Launch(const LaunchOptions& options) {
     argv.insert(argv.end(), {"--coordinator", address, "--rank", std::to_string(rank),
                              "--token-file", token_file, "--bind", host.address, "--metrics-host",
                              host.address, "--metrics-port", "0"});
-    if (options.resume) argv.push_back("--resume");
+    // Every worker of a local run shares this machine's CPUs, a placement's hosts too (network
+    // namespaces of it): spec.threads 0 divides them among all of them.
+    argv.insert(argv.end(), {"--workers-on-host", std::to_string(spec.WorldSize())});
+    // Said either way, so that an $HPTRAIN_RESUME left in the caller's environment cannot decide.
+    argv.push_back(options.resume ? "--resume" : "--resume=false");
     auto pid = supervisor.Spawn(absl::StrCat("worker-", rank), argv, {}, ChildRole::kMustSucceed);
     if (!pid.ok()) {
       supervisor.Wait(WaitOptions{absl::Seconds(2)});

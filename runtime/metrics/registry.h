@@ -15,7 +15,7 @@
 //
 // Errors. Metric names, label names, bucket layouts and the number of label values are written
 // in code, so getting them wrong is a programmer bug: the registry prints the reason to stderr
-// and aborts (DESIGN.md's metric names are an interface; a typo must not ship silently). Callers
+// and aborts (docs/design.md's metric names are an interface; a typo must not ship silently). Callers
 // that build names at run time validate them first with ValidateMetricName/ValidateLabelName.
 // Label *values* may be any UTF-8 string and are escaped on exposition.
 //

@@ -1,4 +1,4 @@
-// ParamStore: the state of one parameter-server shard (algorithms.md §5b): the parameters of its
+// ParamStore: the state of one parameter-server shard (docs/algorithms.md §5b): the parameters of its
 // range, the job's optimizer over them, the model version, the rounds being aggregated and a
 // mirror of every worker's copy. No gRPC here: the service (ps_service.h) and in-process tests
 // call it directly.
@@ -14,7 +14,7 @@
 // keeps the version before the current one while pushes may run ahead), so what a worker gets
 // does not depend on how its pull and the other workers' pushes interleave.
 //
-// mp2 (ParamStoreConfig::mp2, algorithms.md §1): pushes are parameter VALUES, each piece holding
+// mp2 (ParamStoreConfig::mp2, docs/algorithms.md §1): pushes are parameter VALUES, each piece holding
 // the values of the round's subset (mp2/schedule.h) or the whole piece when it is not predicted,
 // cut by the schedule the push's fingerprint names. A round's pushes are averaged weighted by
 // batch (Σ_i b_i·v_i in rank order, × 1/B) and handed to the shard's PredictionState, which

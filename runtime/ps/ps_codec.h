@@ -1,4 +1,4 @@
-// How tensors are encoded between workers and the parameter server (algorithms.md §5b (3)):
+// How tensors are encoded between workers and the parameter server (docs/algorithms.md §5b (3)):
 //   push: a worker's summed gradient, per model tensor: DENSE_F32 at 32 bits, F16 at 16 bits, or
 //         QUANTIZED at 2, 4, 8 bits with one bucket per tensor (lo = min, Δ = (max − min)/(2^b − 1),
 //         8 bytes) and stochastic rounding; error feedback keeps what rounding took off for the

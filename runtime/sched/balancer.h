@@ -1,4 +1,4 @@
-// Balancer: H-PS heterogeneity-aware batch allocation (algorithms.md §5b(1)). Given each worker's
+// Balancer: H-PS heterogeneity-aware batch allocation (docs/algorithms.md §5b(1)). Given each worker's
 // measured compute speed, it splits the fixed global batch B into per-worker batches b_i with
 // Σ b_i = B so that every worker finishes its share of a step at the same time: the slowest
 // worker no longer sets the pace of N workers.

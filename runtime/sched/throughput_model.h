@@ -1,5 +1,5 @@
 // ThroughputModel: one worker's compute time per step as a function of its batch size, learned
-// from measurements. H-PS (algorithms.md §5b(1)) balances batches by speed, but speed is not
+// from measurements. H-PS (docs/algorithms.md §5b(1)) balances batches by speed, but speed is not
 // linear in the batch size on GPUs (a fixed per-step cost dominates small batches), so the model
 // is affine, t(b) = fixed + per_sample · b, fitted by least squares over the smoothed time of each
 // batch size the worker has run. With one size measured it is proportional (fixed = 0), and so it

@@ -1,4 +1,4 @@
-// dgc: Deep Gradient Compression (Lin et al., ICLR 2018; algorithms.md §6).
+// dgc: Deep Gradient Compression (Lin et al., ICLR 2018; docs/algorithms.md §6).
 //
 // Per bucket: with `clipNorm` T set, local gradient clipping first (below); momentum correction
 // u = m·u + g, v = v + u (kernels/topk/dgc.h); a threshold from a 1 % sample of |v| selects

@@ -1,4 +1,4 @@
-// localsgd: Local SGD (Lin et al., ICLR 2020; algorithms.md §6) with a fixed interval H
+// localsgd: Local SGD (Lin et al., ICLR 2020; docs/algorithms.md §6) with a fixed interval H
 // (`interval`, default 8). Every worker steps its own optimizer on its own mean gradient every
 // step; every H steps the models are averaged. Momentum buffers stay local.
 //

@@ -1,4 +1,4 @@
-// multistep: multi-step delayed parameter update (algorithms.md §3b), with delay 0 or 1, an
+// multistep: multi-step delayed parameter update (docs/algorithms.md §3b), with delay 0 or 1, an
 // optionally compressed round all-reduce, and the sub-tensor priority scheduler (uncompressed,
 // delay 0; see supports_scheduler below).
 //
@@ -12,7 +12,7 @@
 //      Steps h < H then take a local step in AfterOptimizerStep on the mean gradient:
 //      d = G_i/b_i + λ·x_i + μ·(x_i − x̄);  m_i = β·m_i + d;  x_i −= η·m_i.
 //   3. At step H, ReduceGradients all-reduces each bucket of A_i as soon as backward produced it;
-//      AfterOptimizerStep divides by B (Ā = Σ_i A_i / B, the weighted aggregation of DESIGN.md),
+//      AfterOptimizerStep divides by B (Ā = Σ_i A_i / B, the weighted aggregation of docs/design.md),
 //      takes the delayed global step in PyTorch SGD order, m̄ = β·m̄ + (Ā + H·λ·x̄); x̄ −= η·m̄,
 //      and corrects the local state: x_i ← x̄, m_i ← m̄.
 // With H = 1 (and no compression) the round is exactly SSGD's step (same bucketed all-reduce,
@@ -26,7 +26,7 @@
 // without warm-up), F the loss smoothed by an EMA of 0.9, H = clamp(ceil(sqrt(F / F_0)·H_0),
 // hMin, hMax) with H_0 = 8; the new H applies from the next round.
 //
-// Delay 1 (`delay: 1`, SSD-SGD's overlap, algorithms.md §3b "Optional delay D = 1"), outside
+// Delay 1 (`delay: 1`, SSD-SGD's overlap, docs/algorithms.md §3b "Optional delay D = 1"), outside
 // warm-up: at step H of round r backward all-reduces nothing; AfterOptimizerStep hands A_r to a
 // thread of the strategy, which all-reduces it on the same Communicator while round r+1 starts
 // at once from the worker's current x_i (no correction). The communicator is free for it then:

@@ -1,4 +1,4 @@
-// ps, hps and mp2: training through the parameter server (algorithms.md §5 and §1; runtime/ps).
+// ps, hps and mp2: training through the parameter server (docs/algorithms.md §5 and §1; runtime/ps).
 //
 // Every step each worker pushes its summed gradient (Σ over its b_i samples) for each bucket as
 // soon as backward produced it, split by shard and by tensor; the shards sum the N pushes in rank
@@ -22,7 +22,7 @@
 // momentum step (exact, from the last two versions) plus its own mean gradient g_i = G_i/b_i of
 // round t in place of the global one. The pulled copy w_t itself (base_) is what the PS mirrors.
 //
-//   mp2  MP² (algorithms.md §1b): every worker steps its own optimizer on its own mean gradient
+//   mp2  MP² (docs/algorithms.md §1b): every worker steps its own optimizer on its own mean gradient
 //        (momentum stays local), then pushes the parameter VALUES of the round's subset S_t of
 //        every predicted tensor (runtime/ps/mp2/schedule.h: ρ = pushRatio of each tensor over
 //        4096 elements, shared permutation, no indices travel) and the other tensors whole. The
@@ -30,7 +30,7 @@
 //        and publishes the next version. Mode A pulls the full model; mode B pulls only the
 //        round's averaged fresh values and runs the same prediction locally, reaching the PS's
 //        model bit for bit. At pushRatio 1 nothing is predicted: a PS averaging parameters every
-//        step. Bytes per worker per round (algorithms.md §1c): push 4·(Σ|S_t,l| + small), pull 4P
+//        step. Bytes per worker per round (docs/algorithms.md §1c): push 4·(Σ|S_t,l| + small), pull 4P
 //        (mode A) or the same as the push (mode B).
 //
 // Before every evaluation and checkpoint (Synchronize) the copy is brought to the model of
@@ -617,7 +617,7 @@ absl::Status ParameterServerStrategy::OnEpochEnd(const EpochTiming& timing) {
   comm_seconds_ = 0;
   exposed_seconds_ = 0;
   if (!options_.dynamic_bits) return absl::OkStatus();
-  // algorithms.md §5b (3): halve when communication shows, double when it is well hidden.
+  // docs/algorithms.md §5b (3): halve when communication shows, double when it is well hidden.
   if (exposed > 0.1 * comp && bits_ > 2) {
     bits_ /= 2;
   } else if (comm < 0.5 * comp && bits_ < 16) {

@@ -1,4 +1,4 @@
-// quantized: H-PS flexible quantization of gradients (algorithms.md §5b(3)).
+// quantized: H-PS flexible quantization of gradients (docs/algorithms.md §5b(3)).
 //
 // Gradients go through the compressed ring (compressed_ring_allreduce.cc) with bucketed
 // stochastic quantization and error feedback: every hop re-quantizes its partial sum and keeps its

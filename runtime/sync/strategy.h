@@ -135,7 +135,7 @@ class Strategy {
 
   // True when the AfterOptimizerStep just called ended a round of local steps by giving every
   // worker the same parameters (localsgd's and multistep's synchronisations, every mp2 round):
-  // the trainer then averages the BatchNorm buffers over the workers as well (algorithms.md §3b,
+  // the trainer then averages the BatchNorm buffers over the workers as well (docs/algorithms.md §3b,
   // §1b), so that the models agree in full, not only in their parameters. Every rank must give
   // the same answer for the same step. The default: false (the buffers are averaged at every
   // evaluation, for every strategy).

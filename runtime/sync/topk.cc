@@ -1,4 +1,4 @@
-// topk: top-k sparsification with error feedback (the Top-k baseline of algorithms.md §6).
+// topk: top-k sparsification with error feedback (the Top-k baseline of docs/algorithms.md §6).
 //
 // Per bucket, the large tensors' gradients plus the residual left from earlier steps are
 // x = g + r; the k = ceil(density · n) entries of largest |x| are sent as (index, value) pairs

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -79,6 +78,7 @@ class Trainer::Impl {
   absl::Status Init();
   absl::Status Run();
   int64_t num_parameters() const { return static_cast<int64_t>(flat_params_.numel()); }
+  const ThreadChoice& threads() const { return threads_; }
 
  private:
   absl::Status FlattenParameters();
@@ -109,6 +109,7 @@ class Trainer::Impl {
   TrainerOptions options_;
   comm::Communicator* comm_;
   TrainerCallbacks callbacks_;
+  ThreadChoice threads_;
 
   std::unique_ptr<Dataset> train_data_;
   std::unique_ptr<Dataset> test_data_;
@@ -142,10 +143,9 @@ absl::Status Trainer::Impl::Init() {
   if (options_.rank < 0 || options_.rank >= static_cast<int>(options_.allocation.size())) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", options_.rank, " out of range"));
   }
-  // Workers of a local run share the machine: by default each gets cores / workers threads.
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int world = static_cast<int>(options_.allocation.size());
-  torch::set_num_threads(spec_.threads > 0 ? spec_.threads : std::max(1, cores / world));
+  // By default each worker gets its share of the CPU quota (or cores) of its host (threads.h).
+  threads_ = ChooseThreads(spec_.threads, options_.workers_on_host);
+  torch::set_num_threads(threads_.threads);
   HPTRAIN_ASSIGN_OR_RETURN(train_data_, OpenDataset(spec_.dataset, Split::kTrain, spec_.seed));
   HPTRAIN_ASSIGN_OR_RETURN(test_data_, OpenDataset(spec_.dataset, Split::kTest, spec_.seed));
   HPTRAIN_ASSIGN_OR_RETURN(model_, CreateModel(spec_.model, ShapeOf(*train_data_), spec_.seed));
@@ -619,6 +619,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const job::JobSpec& spe
 
 absl::Status Trainer::Run() { return impl_->Run(); }
 int64_t Trainer::num_parameters() const { return impl_->num_parameters(); }
+const ThreadChoice& Trainer::threads() const { return impl_->threads(); }
 
 absl::Status Preflight(const job::JobSpec& spec) {
   HPTRAIN_RETURN_IF_ERROR(CheckDevice(spec));

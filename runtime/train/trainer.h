@@ -1,6 +1,6 @@
 // Trainer: one worker's training loop (libtorch stays behind this header).
 //
-// Per step (DESIGN.md "Training semantics"):
+// Per step (docs/design.md "Training semantics"):
 //   1. Take this worker's slice [o_i, o_i + b_i) of the global batch from the epoch's seeded
 //      permutation (data/sampler.h).
 //   2. Forward, summed cross-entropy, backward. Autograd hooks copy each parameter's gradient into
@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/job/job_spec.h"
+#include "runtime/train/threads.h"
 
 namespace hptrain::ps {
 class PsConnection;
@@ -80,6 +81,9 @@ struct TrainerOptions {
   int rank = 0;
   std::vector<int> allocation;  // batch size of every rank
   bool resume = false;          // continue from spec.checkpoint.path when it exists
+  // Workers of the job sharing this host's CPUs, among which spec.threads 0 divides them: all of
+  // them in a local run (hptrain run), 1 in a Kubernetes pod.
+  int workers_on_host = 1;
   ps::PsConnection* ps = nullptr;  // the job's parameter server (strategies ps, hps), if any
 };
 
@@ -96,6 +100,8 @@ class Trainer {
   absl::Status Run();
 
   int64_t num_parameters() const;
+  // The libtorch threads this worker trains with, and why.
+  const ThreadChoice& threads() const;
 
   class Impl;
 

@@ -1,5 +1,5 @@
 // Exactness: N workers with any allocation compute what one process with the whole global batch
-// computes (DESIGN.md "Training semantics"), through the real binary, processes and TCP.
+// computes (docs/design.md "Training semantics"), through the real binary, processes and TCP.
 #include <cmath>
 #include <iostream>
 

@@ -1,4 +1,4 @@
-// MP² (algorithms.md §1) through the real binary: `hptrain mp2 collect` records a held-out
+// MP² (docs/algorithms.md §1) through the real binary: `hptrain mp2 collect` records a held-out
 // dataset on which the shipped LeNet-5 predictor beats the zero change (= last value) in replay
 // error and in the accuracy of the network that uses its predictions; one epoch of the demo job
 // with the shipped predictor stays within 1.0 point of `ps` while pushing far fewer bytes; bad

@@ -1,4 +1,4 @@
-// multistep (algorithms.md §3) through the real binary on the demo job: two epochs, one of them
+// multistep (docs/algorithms.md §3) through the real binary on the demo job: two epochs, one of them
 // the ssgd warm-up, then the adaptive interval. Its test accuracy stays within 0.5 points of
 // ssgd's with the same seed and schedule, while each worker sends fewer bytes per step.
 #include <filesystem>

@@ -1,7 +1,7 @@
 // The parameter server through the real binary (hptrain run: ps-0 with the coordinator and
 // shard 0, ps-1.. for more shards, workers over gRPC): exactness against ssgd and one process,
 // the degenerate identities, sharding, the byte formulas from the run summary, and a PS killed
-// mid-run followed by --resume (algorithms.md §5d).
+// mid-run followed by --resume (docs/algorithms.md §5d).
 #include <signal.h>
 
 #include <cmath>
@@ -120,7 +120,7 @@ TEST(ParameterServer, DegenerateHpsAndTwoShardsAreBitwiseTheSame) {
   EXPECT_FALSE(hps8 == ps);  // quantization and staleness did change something
 }
 
-// Bytes per worker from the run summary's PS counters against algorithms.md §5c.
+// Bytes per worker from the run summary's PS counters against docs/algorithms.md §5c.
 TEST(ParameterServer, BytesFromTheCountersFollowTheFormulas) {
   if (!HaveData()) GTEST_SKIP() << "Fashion-MNIST not installed at /usr/share/datasets";
   TempDir dir;

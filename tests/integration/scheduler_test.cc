@@ -1,4 +1,4 @@
-// The sub-tensor priority scheduler (spec.scheduler.type: priority; algorithms.md §3d) through
+// The sub-tensor priority scheduler (spec.scheduler.type: priority; docs/algorithms.md §3d) through
 // the real binary: LeNet-5 on Fashion-MNIST, the next step's forward running layer by layer
 // while the previous exchange completes. With two workers no summation order can differ, so
 // ssgd with the scheduler is ssgd bit for bit; with four, multistep at H ≡ 1 under the

@@ -1,4 +1,4 @@
-// MP²'s snapshot dataset (algorithms.md §1b "DATASET", layer-wise): parameter histories recorded
+// MP²'s snapshot dataset (docs/algorithms.md §1b "DATASET", layer-wise): parameter histories recorded
 // from an ordinary training run (`hptrain mp2 collect`, rank 0 after every step), from which
 // `hptrain mp2 train` draws (K past values → next value) examples and on which it evaluates
 // candidate predictors.

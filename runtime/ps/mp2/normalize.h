@@ -1,4 +1,4 @@
-// The per-element normalisation of MP²'s predictor input (algorithms.md §1b, as WNN does it).
+// The per-element normalisation of MP²'s predictor input (docs/algorithms.md §1b, as WNN does it).
 //
 // A history x_1 .. x_K of one element (oldest first) becomes, with first = x_1 and
 // scale = 2·(max − min) + 1e-8, the 2-channel signal the predictor reads:

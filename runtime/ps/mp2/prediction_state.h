@@ -1,5 +1,5 @@
 // PredictionState: the model of one shard's range as MP² evolves it, round by round
-// (algorithms.md §1b, "PS, round t"). The PS keeps one per shard; in mode B every worker keeps the
+// (docs/algorithms.md §1b, "PS, round t"). The PS keeps one per shard; in mode B every worker keeps the
 // same one and, fed the same fresh values, reaches bit-identical parameters.
 //
 // State: the parameters W of the range (its pieces, shard_plan.h), a ring of the last K full

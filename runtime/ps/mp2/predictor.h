@@ -1,4 +1,4 @@
-// The MP² predictor network (algorithms.md §1b) as flat weights, its inference on plain float
+// The MP² predictor network (docs/algorithms.md §1b) as flat weights, its inference on plain float
 // buffers and its file. The PS and, in mode B, every worker run this same code on the same inputs,
 // so their predictions are bit-identical: each element's forward pass is a fixed sequence of float
 // operations, independent of batching and threads. Training is in runtime/train/mp2 (libtorch),

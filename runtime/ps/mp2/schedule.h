@@ -1,4 +1,4 @@
-// The MP² push schedule (algorithms.md §1b): which elements of a predicted tensor workers push in
+// The MP² push schedule (docs/algorithms.md §1b): which elements of a predicted tensor workers push in
 // each round. Nothing about it travels: the PS and every worker derive the same schedule from
 // (seed, shard, piece).
 //
@@ -21,7 +21,7 @@
 namespace hptrain::ps::mp2 {
 
 // Pieces of at most this many elements (biases, normalisation parameters, small layers) are
-// always pushed dense (algorithms.md §1b's small-tensor threshold).
+// always pushed dense (docs/algorithms.md §1b's small-tensor threshold).
 inline constexpr int64_t kMaxDenseElements = 4096;
 
 // C = ceil(1/ρ) for ρ in (0, 1].

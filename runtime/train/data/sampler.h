@@ -1,6 +1,6 @@
 // Sampler: which samples each worker computes at each step.
 //
-// Semantics (DESIGN.md, "Global batch, per-worker slices"):
+// Semantics (docs/design.md, "Global batch, per-worker slices"):
 //
 //   1. Every epoch has one permutation of the data set, EpochPermutation(n, seed, epoch). It is a
 //      pure function of (n, seed, epoch): every worker computes the same one without talking to

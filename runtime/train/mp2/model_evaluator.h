@@ -1,5 +1,5 @@
 // ModelEvaluator: the test accuracy of a job's model for given flat parameters, the measure of
-// MP²'s prediction-result-based selection and of `hptrain mp2 eval` (algorithms.md §1b).
+// MP²'s prediction-result-based selection and of `hptrain mp2 eval` (docs/algorithms.md §1b).
 //
 // It opens the job's test split and builds its model once (as the trainer does, from spec.model,
 // spec.dataset and spec.seed), then, for each call, copies the flat parameters into the model

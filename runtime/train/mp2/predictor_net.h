@@ -1,4 +1,4 @@
-// PredictorNet: MP²'s predictor network (algorithms.md §1b) as a libtorch module, for training.
+// PredictorNet: MP²'s predictor network (docs/algorithms.md §1b) as a libtorch module, for training.
 // The architecture, the submodule names and the registration order are exactly those of
 // runtime/ps/mp2/predictor.h, so named_parameters() lists PredictorShapes() in order and a trained
 // net converts to the flat Predictor that the parameter server runs (and back) without renaming:

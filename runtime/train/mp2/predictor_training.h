@@ -1,4 +1,4 @@
-// Offline training and selection of MP²'s predictor (algorithms.md §1b, "Offline predictor
+// Offline training and selection of MP²'s predictor (docs/algorithms.md §1b, "Offline predictor
 // training" and "SELECTION"), the library behind `hptrain mp2 train`.
 //
 //   1. Examples: every traced element of a snapshot dataset (dataset.h) and every recorded round t

@@ -1,6 +1,6 @@
 // Replaying a recorded window of full snapshots (dataset.h) through MP²'s online round logic, to
 // judge a predictor by what it does to the model rather than by its one-step regression error
-// (algorithms.md §1b, "prediction-result-based" selection).
+// (docs/algorithms.md §1b, "prediction-result-based" selection).
 //
 // Replay of a window s_0 .. s_{L−1} with history K, push ratio ρ and C = RoundsPerCycle(ρ):
 //   1. the state starts from the window's first K snapshots (s_{K−1} is the model, all K the

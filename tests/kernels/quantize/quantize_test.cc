@@ -1,5 +1,5 @@
 // CPU quantization kernels against hand-computed bytes and statistical properties
-// (algorithms.md §5d: E[deQ(Q(x))] = x within 3σ, |deQ(Q(x)) − x| <= Δ, constants exact), plus
+// (docs/algorithms.md §5d: E[deQ(Q(x))] = x within 3σ, |deQ(Q(x)) − x| <= Δ, constants exact), plus
 // ParallelFor and the counter-based RNG they rely on. Suites start with "Quantize" so that
 // `ctest -R Quantiz` runs them all.
 #include "kernels/quantize/quantize.h"

@@ -1,4 +1,4 @@
-// The sub-tensor priority scheduler's checks (algorithms.md §3d): every element exchanged once
+// The sub-tensor priority scheduler's checks (docs/algorithms.md §3d): every element exchanged once
 // per sync, launches in monotone priority order within the credit, the same launches on every
 // rank, results independent of how chunks were grouped, and the timeline check (with 10 ms per
 // chunk, the next forward's layer 0 starts before the last chunk completes).

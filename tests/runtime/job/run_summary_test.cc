@@ -70,7 +70,7 @@ void ExpectEqual(const RunSummary& a, const RunSummary& b) {
   }
 }
 
-// The field names and nesting of DESIGN.md ("Job file and run summary"), in its order.
+// The field names and nesting of docs/design.md ("Job file and run summary"), in its order.
 TEST(RunSummaryTest, JsonHasExactlyTheDesignFieldNames) {
   RunSummary s = Example();
   s.per_epoch.resize(1);

@@ -123,7 +123,7 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
   return path;
 }
 
-// promtool is the Prometheus project's own parser and linter: DESIGN.md requires every endpoint
+// promtool is the Prometheus project's own parser and linter: docs/design.md requires every endpoint
 // to pass it.
 TEST(PromtoolTest, RegistryOutputPassesCheckMetrics) {
   if (!HavePromtool()) GTEST_SKIP() << "promtool not on PATH (Debian package prometheus)";

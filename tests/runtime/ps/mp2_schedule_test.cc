@@ -1,4 +1,4 @@
-// MP²'s push schedule (runtime/ps/mp2/schedule.h; algorithms.md §1d): every C consecutive rounds
+// MP²'s push schedule (runtime/ps/mp2/schedule.h; docs/algorithms.md §1d): every C consecutive rounds
 // are a disjoint cover of the indices, the same (seed, shard, piece) gives the same subsets in any
 // process, and small tensors and ρ = 1 push everything.
 #include <cmath>

@@ -1,5 +1,5 @@
 // ParamStore: aggregation in rank order, the optimizer step once per round, versions, pulls and
-// mirrors, and every refusal leaving the shard as it was (algorithms.md §5d).
+// mirrors, and every refusal leaving the shard as it was (docs/algorithms.md §5d).
 #include "runtime/ps/param_store.h"
 
 #include <cstring>

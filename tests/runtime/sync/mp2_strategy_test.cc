@@ -1,5 +1,5 @@
 // Strategy mp2 on the harness (N ranks as threads, the shards as in-process ParamStores): the
-// checks of algorithms.md §1d — ρ = 1 is a PS averaging parameters every step, bit for bit (and
+// checks of docs/algorithms.md §1d — ρ = 1 is a PS averaging parameters every step, bit for bit (and
 // SSGD within rounding for plain SGD); mode B's workers hold the PS's model bit for bit after every
 // round; modes A and B train the same model; the byte counters follow §1c exactly; a push cut by
 // another schedule or of the wrong size is refused and changes nothing.
@@ -185,7 +185,7 @@ TEST(Mp2Strategy, ModesAAndBTrainTheSameModel) {
   EXPECT_NE(zero.params[0], a.params[0]);
 }
 
-// algorithms.md §1c with LeNet-5's tensors: of 48000 and 10080 elements a tenth travels
+// docs/algorithms.md §1c with LeNet-5's tensors: of 48000 and 10080 elements a tenth travels
 // (4800 and 1008), the eight others (≤ 4096) whole: 9434 values per round.
 TEST(Mp2Strategy, BytesFollowTheFormulas) {
   const int64_t P = static_cast<int64_t>(Parameters(SimOptions()));

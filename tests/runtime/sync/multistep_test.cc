@@ -1,4 +1,4 @@
-// algorithms.md §3d checks for multistep (the sub-tensor scheduler's checks do not apply: it is
+// docs/algorithms.md §3d checks for multistep (the sub-tensor scheduler's checks do not apply: it is
 // not implemented), and those of its options: the compressed round all-reduce and delay 1.
 #include <chrono>
 #include <cmath>

@@ -1,6 +1,6 @@
 // The parameter-server strategies ps and hps on the harness (N ranks as threads, the shards as
 // in-process ParamStores): exactness against ssgd, the degenerate identities, sharding, the
-// mirrors, the staleness bound and the byte formulas of algorithms.md §5c-d.
+// mirrors, the staleness bound and the byte formulas of docs/algorithms.md §5c-d.
 #include <cmath>
 #include <iostream>
 #include <memory>

@@ -1,5 +1,5 @@
 // Strategies under the sub-tensor priority scheduler (spec.scheduler.type: priority;
-// algorithms.md §3d): chunking does not change what the all-reduce computes, so ssgd with the
+// docs/algorithms.md §3d): chunking does not change what the all-reduce computes, so ssgd with the
 // scheduler is ssgd; multistep with H ≡ 1 under the scheduler is ssgd under the scheduler, bit
 // for bit; and the scheduled results do not depend on timing.
 #include <cmath>
@@ -85,7 +85,7 @@ job::JobSpec Multistep(int interval, double mu = 0) {
   return spec;
 }
 
-// algorithms.md §3d: H ≡ 1, μ = 0 is SSGD with momentum bit for bit, with the scheduler on.
+// docs/algorithms.md §3d: H ≡ 1, μ = 0 is SSGD with momentum bit for bit, with the scheduler on.
 TEST(Scheduled, MultistepWithIntervalOneIsSsgdBitForBitUnderTheScheduler) {
   SimOptions options;
   options.world = 4;
