@@ -52,11 +52,11 @@ struct RankSummary {
   int64_t batch_size = 0;  // the rank's batch at the end of the run
   double compute_seconds = 0.0;
   double comm_seconds = 0.0;
+  int64_t ps_bytes_sent = 0;  // of bytes_sent / bytes_received, exchanged with the parameter server
+  int64_t ps_bytes_received = 0;
   // Of comm_seconds, the time training waited for communication; 1 − exposed / comm is the
   // share hidden behind computation (the overlap ratio).
   double exposed_comm_seconds = 0.0;
-  int64_t ps_bytes_sent = 0;  // of bytes_sent / bytes_received, exchanged with the parameter server
-  int64_t ps_bytes_received = 0;
 };
 
 // One evaluation on the test set: each epoch's end, and every spec.evalEverySteps steps.

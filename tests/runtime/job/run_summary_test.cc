@@ -24,7 +24,7 @@ RunSummary Example() {
   s.per_epoch = {{1, 0.81, 0.55, 20.5, 22.0}, {2, 0.8712, 0.4012, 20.75, 43.0}};
   s.evaluations = {
       {117, 0.5, 0.74, 0.71, 12.5}, {234, 1.0, 0.81, 0.52, 22.0}, {468, 2.0, 0.8712, 0.356, 43.0}};
-  s.ranks = {{0, "fast", int64_t{5} << 32, 123456789, 96, 30.5, 8.25, 4096, 8192},
+  s.ranks = {{0, "fast", int64_t{5} << 32, 123456789, 96, 30.5, 8.25, 4096, 8192, 2.5},
              {1, "slow", 1024, 2048, 32, 31.0, 7.5}};
   return s;
 }
@@ -67,6 +67,7 @@ void ExpectEqual(const RunSummary& a, const RunSummary& b) {
     EXPECT_EQ(a.ranks[i].comm_seconds, b.ranks[i].comm_seconds);
     EXPECT_EQ(a.ranks[i].ps_bytes_sent, b.ranks[i].ps_bytes_sent);
     EXPECT_EQ(a.ranks[i].ps_bytes_received, b.ranks[i].ps_bytes_received);
+    EXPECT_EQ(a.ranks[i].exposed_comm_seconds, b.ranks[i].exposed_comm_seconds);
   }
 }
 
@@ -116,6 +117,7 @@ TEST(RunSummaryTest, JsonHasExactlyTheDesignFieldNames) {
       "batch_size": 96,
       "compute_seconds": 30.5,
       "comm_seconds": 8.25,
+      "exposed_comm_seconds": 2.5,
       "ps_bytes_sent": 4096,
       "ps_bytes_received": 8192
     }
