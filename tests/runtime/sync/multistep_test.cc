@@ -72,29 +72,51 @@ TEST(Multistep, SeveralBucketsAreSsgdBitForBit) {
   ASSERT_TRUE(rounds.ok) << rounds.error;
 }
 
-TEST(Multistep, RanksAgreeOnTheGlobalModelAfterEveryRound) {
-  constexpr int kInterval = 4;
-  SimOptions options;
-  options.steps = 18;  // the last round is cut short by the final Synchronize
+void ExpectIdenticalRanks(const SimResult& r, const std::string& what) {
+  for (size_t rank = 1; rank < r.params.size(); ++rank) {
+    EXPECT_TRUE(Identical(r.params[0], r.params[rank])) << what << ", rank " << rank;
+  }
+}
+
+// Runs `spec` for 18 steps (the last round of `interval` cut short by the final Synchronize)
+// with the global momentum saved, and checks that every rank holds the same model at the end of
+// every round and the same global momentum at the end; *rounds gets each rank's models at the
+// round ends.
+SimResult ExpectRanksAgreeAtRoundEnds(const job::JobSpec& spec, SimOptions options, int interval,
+                                      const std::string& what,
+                                      std::vector<std::vector<std::vector<float>>>* rounds) {
+  options.steps = 18;
   options.save_state = true;
-  std::vector<std::vector<std::vector<float>>> rounds(options.world);
+  rounds->assign(options.world, {});
   options.after_step = [&](int rank, int step, const std::vector<float>& params) {
-    if ((step + 1) % kInterval == 0) rounds[rank].push_back(params);
+    if ((step + 1) % interval == 0) (*rounds)[rank].push_back(params);
   };
-  job::JobSpec spec = Multistep(kInterval);
-  spec.strategy.mu = 0.01;
   SimResult r = Simulate(spec, options);
-  ASSERT_TRUE(r.ok) << r.error;
-  ASSERT_EQ(rounds[0].size(), 4u);
+  EXPECT_TRUE(r.ok) << what << ": " << r.error;
+  if (!r.ok) return r;
+  EXPECT_EQ((*rounds)[0].size(), 4u) << what;
+  if ((*rounds)[0].size() != 4u) return r;
   for (int rank = 1; rank < options.world; ++rank) {
-    for (size_t k = 0; k < rounds[0].size(); ++k) {
-      EXPECT_TRUE(Identical(rounds[0][k], rounds[rank][k])) << "round " << k << " rank " << rank;
+    for (size_t k = 0; k < (*rounds)[0].size(); ++k) {
+      EXPECT_TRUE(Identical((*rounds)[0][k], (*rounds)[rank][k]))
+          << what << ", round " << k << ", rank " << rank;
     }
-    EXPECT_TRUE(Identical(r.params[0], r.params[rank])) << "after the short round, rank " << rank;
     EXPECT_TRUE(Identical(r.sections[0].at("multistep.momentum"),
                           r.sections[rank].at("multistep.momentum")))
-        << "global momentum, rank " << rank;
+        << what << ", global momentum, rank " << rank;
   }
+  return r;
+}
+
+TEST(Multistep, RanksAgreeOnTheGlobalModelAfterEveryRound) {
+  constexpr int kInterval = 4;
+  job::JobSpec spec = Multistep(kInterval);
+  spec.strategy.mu = 0.01;
+  std::vector<std::vector<std::vector<float>>> rounds;
+  SimResult r = ExpectRanksAgreeAtRoundEnds(spec, SimOptions(), kInterval, "uncompressed", &rounds);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(rounds[0].size(), 4u);
+  ExpectIdenticalRanks(r, "after the short round");
   EXPECT_FALSE(Identical(rounds[0][0], rounds[0][1]));
 }
 
@@ -257,12 +279,6 @@ class Quadratic {
   std::vector<std::vector<float>> current_;  // per rank; each touched by its own thread only
 };
 
-void ExpectIdenticalRanks(const SimResult& r, const std::string& what) {
-  for (size_t rank = 1; rank < r.params.size(); ++rank) {
-    EXPECT_TRUE(Identical(r.params[0], r.params[rank])) << what << ", rank " << rank;
-  }
-}
-
 // A compressed round of H = 1 all-reduces what the quantized (fp16) strategy all-reduces, with the
 // same codec, then takes ssgd's update: so it is that strategy's step, bits and bytes alike.
 TEST(MultistepCompression, IntervalOneIsTheQuantizedStrategyBitForBit) {
@@ -287,29 +303,15 @@ TEST(MultistepCompression, IntervalOneIsTheQuantizedStrategyBitForBit) {
 TEST(MultistepCompression, RanksAgreeAfterEveryRound) {
   constexpr int kInterval = 4;
   SimOptions options;
-  options.steps = 18;  // the last round is cut short by the final Synchronize
+  options.steps = 18;
   options.bucket_bytes = 64u << 10;
-  options.save_state = true;
-  std::vector<std::vector<std::vector<float>>> rounds(options.world);
-  options.after_step = [&](int rank, int step, const std::vector<float>& params) {
-    if ((step + 1) % kInterval == 0) rounds[rank].push_back(params);
-  };
   for (const std::string& type : {"quantized", "fp16"}) {
-    for (auto& r : rounds) r.clear();
     job::JobSpec spec = Compressed(kInterval, type, type == "quantized" ? 2 : 0);
     spec.strategy.mu = 0.01;
-    SimResult r = Simulate(spec, options);
+    std::vector<std::vector<std::vector<float>>> rounds;
+    SimResult r = ExpectRanksAgreeAtRoundEnds(spec, options, kInterval, type, &rounds);
     ASSERT_TRUE(r.ok) << r.error;
     ASSERT_EQ(rounds[0].size(), 4u);
-    for (int rank = 1; rank < options.world; ++rank) {
-      for (size_t k = 0; k < rounds[0].size(); ++k) {
-        EXPECT_TRUE(Identical(rounds[0][k], rounds[rank][k]))
-            << type << ", round " << k << ", rank " << rank;
-      }
-      EXPECT_TRUE(Identical(r.sections[0].at("multistep.momentum"),
-                            r.sections[rank].at("multistep.momentum")))
-          << type << ", global momentum, rank " << rank;
-    }
     ExpectIdenticalRanks(r, type + " after the short round");
     // Lossy: not the uncompressed run.
     SimResult plain = Simulate(Multistep(kInterval), options);
