@@ -186,6 +186,15 @@ std::vector<Json> ControllerTest::Events(const std::string& job, const std::stri
   return out;
 }
 
+void ControllerTest::CreateJobAndSucceedItsWorkers(const Json& job) {
+  const std::string name = job["metadata"]["name"];
+  CreateJob(job);
+  ASSERT_TRUE(WaitFor([&] { return PodNames(name).size() == 3; }));
+  SetPods(name, "Running");
+  ASSERT_TRUE(WaitFor([&] { return Phase(name) == "Running"; })) << Status(name).dump();
+  SetPods(name, "Succeeded", "worker");
+}
+
 void ControllerTest::SetPods(const std::string& job, const std::string& phase,
                              const std::string& role) {
   for (const Json& pod : Owned("pods", job)) {

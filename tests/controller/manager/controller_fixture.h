@@ -96,6 +96,10 @@ class ControllerTest : public ::testing::Test {
   // The kubelet: every live pod of `job` (or those of `role`) to `phase`.
   void SetPods(const std::string& job, const std::string& phase, const std::string& role = "");
   void SetPod(const std::string& pod, const std::string& phase);
+  // Creates `job` (one ps and two workers, as MlpJob) and plays the kubelet until its workers
+  // have succeeded: pods created, all Running, the job Running, then the workers Succeeded.
+  // Call through ASSERT_NO_FATAL_FAILURE.
+  void CreateJobAndSucceedItsWorkers(const Json& job);
 
   // Polls `condition` after every write to the double (and every 50 ms) until it holds.
   bool WaitFor(const std::function<bool()>& condition,

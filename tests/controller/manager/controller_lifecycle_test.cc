@@ -163,11 +163,7 @@ TEST_F(ControllerTest, AFinishedJobIsDeletedOnceItsTtlHasPassed) {
   StartController();
   Json job = MlpJob("mlp");
   job["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", 1}};
-  CreateJob(job);
-  ASSERT_TRUE(WaitFor([&] { return PodNames("mlp").size() == 3; }));
-  SetPods("mlp", "Running");
-  ASSERT_TRUE(WaitFor([&] { return Phase("mlp") == "Running"; })) << Status("mlp").dump();
-  SetPods("mlp", "Succeeded", "worker");
+  ASSERT_NO_FATAL_FAILURE(CreateJobAndSucceedItsWorkers(job));
   ASSERT_TRUE(WaitFor([&] { return Phase("mlp") == "Succeeded"; })) << Status("mlp").dump();
 
   // The controller deletes the job as its service account: with the ClusterRole lacking delete
