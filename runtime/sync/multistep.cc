@@ -224,25 +224,23 @@ class Multistep : public Strategy {
   float* PlanScheduledStep(const StepInfo& step, float*) override {
     if (round_.done == 0) StartRound(step);
     round_.batch = step.global_batch;
-    scheduled_first_step_ = round_.done == 0;
     ++round_.done;
     scheduled_round_ = round_;
-    scheduled_last_ = round_.done == round_.length;
     scheduled_first_momentum_ = !momentum_started_;
-    synchronized_ = scheduled_last_ && round_.length > 1;
-    if (scheduled_last_) {
+    synchronized_ = ScheduledLast() && round_.length > 1;
+    if (ScheduledLast()) {
       // The step's layers finish on the scheduler thread; the trainer waits for them before
       // anything reads the round (Synchronize, the next plan).
       momentum_started_ = true;
       round_.done = 0;
     }
-    return scheduled_last_ ? accumulator_.data() : nullptr;
+    return ScheduledLast() ? accumulator_.data() : nullptr;
   }
 
   absl::Status PrepareRange(const StepInfo&, size_t begin, size_t end,
                             const float* gradients) override {
     float* a = accumulator_.data();
-    if (scheduled_first_step_) {
+    if (scheduled_round_.done == 1) {  // the round's first step
       std::memcpy(a + begin, gradients + begin, (end - begin) * sizeof(float));
     } else {
       for (size_t i = begin; i < end; ++i) a[i] += gradients[i];
@@ -252,7 +250,7 @@ class Multistep : public Strategy {
 
   absl::Status FinishRange(const StepInfo& step, size_t begin, size_t end,
                            const float* gradients, absl::Span<float> parameters) override {
-    if (!scheduled_last_) {
+    if (!ScheduledLast()) {
       LocalStep(gradients, step.local_batch, scheduled_round_.lr, parameters, begin, end);
       return absl::OkStatus();
     }
@@ -483,12 +481,12 @@ class Multistep : public Strategy {
   bool synchronized_ = false;  // the last AfterOptimizerStep ended a round of local steps
 
   // The step planned for the priority scheduler (written by PlanScheduledStep while the
-  // scheduler is idle, read by its hooks): the round as of that step, whether the step is the
-  // round's first and last, and whether its global step is m̄'s first.
+  // scheduler is idle, read by its hooks): the round as of that step (done counts it), and
+  // whether its global step is m̄'s first.
   Round scheduled_round_;
-  bool scheduled_first_step_ = false;
-  bool scheduled_last_ = false;
   bool scheduled_first_momentum_ = false;
+  // The planned step ends its round: an exchange, the global step and the correction.
+  bool ScheduledLast() const { return scheduled_round_.done == scheduled_round_.length; }
 
   // Delay 1. The previous round, whose accumulator exchange_ all-reduces; exchange_status_ and
   // exchange_wire_ are written by exchange_ and read after joining it.
