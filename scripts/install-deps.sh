@@ -4,8 +4,8 @@
 set -euo pipefail
 
 packages=(
-  # toolchain
-  build-essential cmake ninja-build ccache pkg-config git
+  # toolchain (clang: the libFuzzer targets of tests/fuzz)
+  build-essential cmake ninja-build ccache pkg-config git clang
   # runtime dependencies
   libtorch-dev libgloo-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev

@@ -10,6 +10,7 @@
 #include "kernels/cast/cast_common.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define HPTRAIN_CAST_X86 1
 #endif
@@ -88,7 +89,10 @@ bool CpuHasF16c() {
   // Function-local static: initialised once, thread-safe.
   static const bool has = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    // F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c".
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 &&
+           (ecx & bit_F16C) != 0;
   }();
   return has;
 }

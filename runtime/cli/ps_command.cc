@@ -35,6 +35,7 @@
 #include "runtime/ps/param_store.h"
 #include "runtime/ps/ps_client.h"
 #include "runtime/ps/ps_service.h"
+#include "runtime/ps/tls_credentials.h"
 
 namespace hptrain::cli {
 namespace {
@@ -55,6 +56,7 @@ struct PsFlags {
   int shard = 0;
   std::string coordinator;  // shards > 0: the coordinator to register with
   std::string advertise;    // the address workers reach this shard on (default host:port)
+  std::string tls_dir;      // spec.security.tls: ca.crt, tls.crt, tls.key
 };
 
 // hptrain_rpc_rejected_total{reason}: calls refused for their job token, by the coordinator or a
@@ -207,6 +209,14 @@ absl::Status RunShard(const job::JobSpec& spec, const PsFlags& flags, const std:
 absl::Status RunPs(const PsFlags& flags) {
   HPTRAIN_ASSIGN_OR_RETURN(job::JobSpec spec, job::ParseJobFile(flags.job_file, flags.overrides));
   HPTRAIN_ASSIGN_OR_RETURN(std::string token, ps::ReadTokenFile(flags.token_file));
+  if (spec.security.tls.enabled) {
+    if (flags.tls_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "spec.security.tls.enabled needs --tls-dir (or $HPTRAIN_TLS_DIR): the directory "
+          "holding ca.crt, tls.crt and tls.key");
+    }
+    HPTRAIN_RETURN_IF_ERROR(ps::UseTls(flags.tls_dir, spec.security.tls.mutual));
+  }
   if (flags.shard < 0 || flags.shard >= spec.ps_shards) {
     return absl::InvalidArgumentError(absl::StrCat("--shard ", flags.shard,
                                                    " out of range: the job has ", spec.ps_shards,
@@ -296,6 +306,8 @@ int PsCommand(int argc, char** argv) {
   set.String("port-file", &flags.port_file, "",
              "write \"<coordinator port> <metrics port>\" here once serving");
   set.String("token-file", &flags.token_file, "HPTRAIN_TOKEN_FILE", "file holding the job token");
+  set.String("tls-dir", &flags.tls_dir, "HPTRAIN_TLS_DIR",
+             "directory holding ca.crt, tls.crt and tls.key (spec.security.tls)");
   set.String("metrics-host", &flags.metrics_host, "HPTRAIN_METRICS_HOST",
              "address /metrics listens on (default 0.0.0.0)");
   set.Int("metrics-port", &flags.metrics_port, "HPTRAIN_METRICS_PORT",

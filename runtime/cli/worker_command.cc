@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,7 @@
 #include "runtime/cli/flags.h"
 #include "runtime/cli/worker_metrics.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/comm/topology.h"
 #include "runtime/comm/gloo/gloo_transport.h"
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_validate.h"
@@ -33,6 +35,8 @@
 #include "runtime/ps/coordinator_client.h"
 #include "runtime/ps/progress_sender.h"
 #include "runtime/ps/ps_client.h"
+#include "runtime/ps/tls_credentials.h"
+#include "runtime/sync/hierarchical.h"
 #include "runtime/train/trainer.h"
 
 namespace hptrain::cli {
@@ -50,9 +54,11 @@ struct WorkerFlags {
   std::string metrics_host = "0.0.0.0";
   int metrics_port = 0;
   std::string bind_host = "127.0.0.1";
+  std::string node_name;  // the node this worker runs on (docs/algorithms.md §2); "" = unknown
   int rendezvous_timeout_s = 120;
   bool resume = false;
   int workers_on_host = 1;  // a pod holds one worker; `hptrain run` passes the world size
+  std::string tls_dir;      // spec.security.tls: ca.crt, tls.crt, tls.key
 };
 
 // $HPTRAIN_RESUME, "1"/"true" or "0"/"false": --resume for pods, which the controller can only
@@ -147,6 +153,14 @@ absl::Status RunWorker(const WorkerFlags& flags) {
         absl::StrCat("--workers-on-host must be at least 1, got ", flags.workers_on_host));
   }
   HPTRAIN_ASSIGN_OR_RETURN(std::string token, ps::ReadTokenFile(flags.token_file));
+  if (spec.security.tls.enabled) {
+    if (flags.tls_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "spec.security.tls.enabled needs --tls-dir (or $HPTRAIN_TLS_DIR): the directory "
+          "holding ca.crt, tls.crt and tls.key");
+    }
+    HPTRAIN_RETURN_IF_ERROR(ps::UseTls(flags.tls_dir, spec.security.tls.mutual));
+  }
 
   metrics::Registry registry(
       {{"job", spec.name}, {"role", "worker"}, {"rank", std::to_string(flags.rank)}});
@@ -164,15 +178,30 @@ absl::Status RunWorker(const WorkerFlags& flags) {
   gethostname(hostname, sizeof(hostname) - 1);
   registration.set_hostname(hostname);
   registration.set_pid(getpid());
+  registration.set_node_name(flags.node_name);
   HPTRAIN_RETURN_IF_ERROR(client.Register(registration).status());
   HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::Allocation allocation, client.GetAllocation());
 
   comm::GlooOptions gloo;
   gloo.bind_host = flags.bind_host;
   gloo.timeout = std::chrono::seconds(flags.rendezvous_timeout_s);
+  // A hung or cut-off peer (spec.runPolicy.peerTimeoutSeconds) fails this worker within the limit.
+  if (spec.run_policy.peer_timeout_seconds > 0) {
+    gloo.timeout = std::chrono::seconds(spec.run_policy.peer_timeout_seconds);
+  }
   HPTRAIN_ASSIGN_OR_RETURN(auto transport,
                            comm::GlooTransport::Connect(client, flags.rank, world, gloo));
-  comm::TransportCommunicator communicator(std::move(transport));
+  // The workers' nodes: spec.topology, else the node names the coordinator published (every
+  // worker of a job has one or none). They pick the hierarchical all-reduce and split the bytes.
+  std::optional<comm::Topology> named;
+  if (!spec.topology.set() && !flags.node_name.empty()) {
+    HPTRAIN_ASSIGN_OR_RETURN(
+        named, comm::TopologyFromStore(client, world,
+                                       std::chrono::seconds(flags.rendezvous_timeout_s)));
+  }
+  HPTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> job_communicator,
+                           sync::MakeJobCommunicator(spec, std::move(transport), named));
+  comm::Communicator& communicator = *job_communicator;
   std::unique_ptr<ps::PsClient> ps_client;
   if (job::UsesParameterServer(spec.strategy.type)) {
     HPTRAIN_ASSIGN_OR_RETURN(
@@ -221,6 +250,11 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     exposed_total += stats.exposed_comm_seconds;
     train_total += stats.step_seconds;
     worker_metrics.OnStep(stats, bytes_sent(), bytes_received());
+    worker_metrics.OnNodeBytes(communicator.bytes_sent() - communicator.inter_node_bytes_sent(),
+                               communicator.bytes_received() -
+                                   communicator.inter_node_bytes_received(),
+                               communicator.inter_node_bytes_sent(),
+                               communicator.inter_node_bytes_received());
     const bool last = stats.step == stats.total_steps;
     // The launcher's balancer (spec.rebalance) measures speeds from these reports: more often then.
     const auto period = std::chrono::milliseconds(spec.rebalance.enabled ? 200 : 500);
@@ -235,6 +269,11 @@ absl::Status RunWorker(const WorkerFlags& flags) {
                                                          : 0);
     report.set_batch_size(stats.batch_size);
     send_report();
+  };
+  callbacks.on_resumed = [&](int64_t step) {
+    worker_metrics.SetResumedFromStep(step);
+    std::fprintf(stderr, "hptrain worker %d: resuming from step %lld%s\n", flags.rank,
+                 static_cast<long long>(step), step == 0 ? " (no checkpoint yet)" : "");
   };
   callbacks.on_epoch = [&](const train::EpochStats& stats) {
     worker_metrics.OnEpoch(stats);
@@ -293,10 +332,14 @@ int WorkerCommand(int argc, char** argv) {
   set.Int("rank", &flags.rank, "HPTRAIN_RANK", "this worker's rank, 0-based, groups in order");
   set.String("group", &flags.group, "HPTRAIN_GROUP", "worker group (checked against the rank)");
   set.String("token-file", &flags.token_file, "HPTRAIN_TOKEN_FILE", "file holding the job token");
+  set.String("tls-dir", &flags.tls_dir, "HPTRAIN_TLS_DIR",
+             "directory holding ca.crt, tls.crt and tls.key (spec.security.tls)");
   set.String("metrics-host", &flags.metrics_host, "HPTRAIN_METRICS_HOST",
              "address /metrics listens on (default 0.0.0.0)");
   set.Int("metrics-port", &flags.metrics_port, "HPTRAIN_METRICS_PORT",
           "port of /metrics, /healthz, /readyz (0 = any free port)");
+  set.String("node-name", &flags.node_name, "HPTRAIN_NODE_NAME",
+             "the node this worker runs on; workers with equal names share a node");
   set.String("bind", &flags.bind_host, "HPTRAIN_BIND_HOST",
              "address peers reach this worker on (default 127.0.0.1)");
   set.Int("rendezvous-timeout", &flags.rendezvous_timeout_s, "HPTRAIN_RENDEZVOUS_TIMEOUT",

@@ -19,6 +19,15 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
                           "Payload bytes handed to or taken from the transport.", {"direction"});
   bytes_sent_ = bytes->WithLabels({"sent"});
   bytes_received_ = bytes->WithLabels({"received"});
+  auto* node_bytes =
+      r.Counter("hptrain_comm_node_bytes_total",
+                "Collective payload bytes exchanged with workers on this worker's node (link "
+                "intra) or on other nodes (link inter).",
+                {"direction", "link"});
+  node_bytes_[0] = node_bytes->WithLabels({"sent", "intra"});
+  node_bytes_[1] = node_bytes->WithLabels({"received", "intra"});
+  node_bytes_[2] = node_bytes->WithLabels({"sent", "inter"});
+  node_bytes_[3] = node_bytes->WithLabels({"received", "inter"});
   compression_ratio_ = r.Gauge("hptrain_compression_ratio",
                                "Uncompressed over sent gradient bytes (1 without compression).")
                            ->Get();
@@ -39,6 +48,10 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
   eval_accuracy_ = r.Gauge("hptrain_eval_accuracy", "Test accuracy at the last evaluation.")->Get();
   step_ = r.Gauge("hptrain_step", "Global training steps completed.")->Get();
   epoch_ = r.Gauge("hptrain_epoch", "Current epoch (0-based).")->Get();
+  resumed_from_step_ = r.Gauge("hptrain_resumed_from_step",
+                               "The global step this worker resumed training from (--resume, "
+                               "HPTRAIN_RESUME); -1 when it started fresh.")->Get();
+  resumed_from_step_->Set(-1);
   torch_threads_ = r.Gauge("hptrain_torch_threads",
                            "libtorch threads of this worker (spec.threads, or its share of the "
                            "host's CPU quota or cores).")->Get();
@@ -77,10 +90,23 @@ void WorkerMetrics::OnStep(const train::StepStats& stats, int64_t bytes_sent,
   epoch_->Set(stats.epoch);
 }
 
+void WorkerMetrics::OnNodeBytes(int64_t intra_sent, int64_t intra_received, int64_t inter_sent,
+                                int64_t inter_received) {
+  const int64_t totals[4] = {intra_sent, intra_received, inter_sent, inter_received};
+  for (int i = 0; i < 4; ++i) {
+    node_bytes_[i]->Inc(static_cast<double>(totals[i] - last_node_bytes_[i]));
+    last_node_bytes_[i] = totals[i];
+  }
+}
+
 void WorkerMetrics::OnEpoch(const train::EpochStats& stats) {
   eval_accuracy_->Set(stats.test_accuracy);
 }
 
 void WorkerMetrics::SetTorchThreads(int threads) { torch_threads_->Set(threads); }
+
+void WorkerMetrics::SetResumedFromStep(int64_t step) {
+  resumed_from_step_->Set(static_cast<double>(step));
+}
 
 }  // namespace hptrain::cli

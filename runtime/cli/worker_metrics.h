@@ -17,8 +17,14 @@ class WorkerMetrics {
   // Records one finished step; bytes are the communicator's running totals.
   void OnStep(const train::StepStats& stats, int64_t bytes_sent, int64_t bytes_received);
   void OnEpoch(const train::EpochStats& stats);
+  // The communicator's running totals split by the peer's node (Communicator's
+  // inter_node_bytes_*; the rest of its bytes stayed inside the node).
+  void OnNodeBytes(int64_t intra_sent, int64_t intra_received, int64_t inter_sent,
+                   int64_t inter_received);
   // The libtorch threads the trainer chose (set once, when it is created).
   void SetTorchThreads(int threads);
+  // The global step a resumed worker continued from (-1 until then, and for a fresh start).
+  void SetResumedFromStep(int64_t step);
 
  private:
   metrics::Histogram* step_seconds_;
@@ -41,8 +47,11 @@ class WorkerMetrics {
   metrics::Gauge* step_;
   metrics::Gauge* epoch_;
   metrics::Gauge* torch_threads_;
+  metrics::Gauge* resumed_from_step_;
   int64_t last_sent_ = 0;
   int64_t last_received_ = 0;
+  metrics::Counter* node_bytes_[4];  // intra sent, intra received, inter sent, inter received
+  int64_t last_node_bytes_[4] = {0, 0, 0, 0};
 };
 
 }  // namespace hptrain::cli

@@ -47,6 +47,18 @@ class Communicator {
   // Payload bytes handed to / taken from the transport since construction.
   virtual int64_t bytes_sent() const = 0;
   virtual int64_t bytes_received() const = 0;
+  // Of those, the bytes exchanged with ranks on other nodes (docs/algorithms.md §2c). A
+  // communicator that knows no topology treats every rank as a node of its own: all of them.
+  virtual int64_t inter_node_bytes_sent() const { return bytes_sent(); }
+  virtual int64_t inter_node_bytes_received() const { return bytes_received(); }
+  // The communicator among the ranks of this rank's node (hierarchical_communicator.h), for
+  // strategies that act inside a node; null when the communicator knows no topology.
+  virtual Communicator* node_communicator() { return nullptr; }
+
+  // The point-to-point transport under the collectives, for exchanges between two ranks
+  // (p2p_channel.h); null on back ends without one. Its transfers use tags apart from the
+  // collectives' and count in the same byte counters.
+  virtual Transport* transport() { return nullptr; }
 };
 
 // A Communicator over a point-to-point Transport (CPU back ends).
@@ -65,6 +77,7 @@ class TransportCommunicator : public Communicator {
   absl::Status Barrier() override;
   int64_t bytes_sent() const override { return transport_->counters().sent.load(); }
   int64_t bytes_received() const override { return transport_->counters().received.load(); }
+  Transport* transport() override { return transport_.get(); }
 
  private:
   std::unique_ptr<Transport> transport_;

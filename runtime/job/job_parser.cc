@@ -1,5 +1,6 @@
 #include "runtime/job/job_parser.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <type_traits>
 #include <utility>
 
@@ -291,6 +293,10 @@ absl::Status ParseStrategy(const YAML::Node& node, StrategySpec* strategy) {
   r.Read("momentumMasking", &strategy->momentum_masking);
   r.Read("sparseEncoding", &strategy->sparse_encoding);
   r.Read("threshold", &strategy->threshold);
+  r.Read("maxInterval", &strategy->max_interval);
+  r.Read("minInterval", &strategy->min_interval);
+  r.Read("period", &strategy->period);
+  r.Read("variant", &strategy->variant);
   r.Read("pushRatio", &strategy->push_ratio);
   r.Read("history", &strategy->history);
   r.Read("mode", &strategy->mode);
@@ -298,6 +304,7 @@ absl::Status ParseStrategy(const YAML::Node& node, StrategySpec* strategy) {
   r.Read("calibration", &strategy->calibration);
   r.Read("damping", &strategy->damping);
   r.Read("staleness", &strategy->staleness);
+  r.Read("averageOptimizerState", &strategy->average_optimizer_state);
   HPTRAIN_RETURN_IF_ERROR(r.Finish());
 
   MapReader c(compression, "spec.strategy.compression");
@@ -404,6 +411,15 @@ absl::Status ParseWorkers(const YAML::Node& groups, const YAML::Node& workers,
   return absl::OkStatus();
 }
 
+// spec.topology: workersPerNode (every node that many consecutive ranks) or nodes (the workers
+// of each node in rank order).
+absl::Status ParseTopology(const YAML::Node& node, TopologySpec* topology) {
+  MapReader r(node, "spec.topology");
+  r.Read("workersPerNode", &topology->workers_per_node);
+  r.Read("nodes", &topology->node_sizes);
+  return r.Finish();
+}
+
 absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   MapReader r(node, "spec");
   YAML::Node model = r.Child("model");
@@ -425,16 +441,20 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   YAML::Node checkpoint = r.Child("checkpoint");
   YAML::Node collect = r.Child("collect");
   YAML::Node run_policy = r.Child("runPolicy");
+  YAML::Node security = r.Child("security");
   YAML::Node testing = r.Child("testing");
   r.Read("schedulerName", &spec->scheduler_name);
   YAML::Node gang = r.Child("gangScheduling");
   YAML::Node scheduler = r.Child("scheduler");
+  YAML::Node topology = r.Child("topology");
+  YAML::Node communicator = r.Child("communicator");
   HPTRAIN_RETURN_IF_ERROR(r.Finish());
 
   MapReader g(gang, "spec.gangScheduling");
   g.Read("enabled", &spec->gang_scheduling.enabled);
   g.Read("provider", &spec->gang_scheduling.provider);
   g.Read("queue", &spec->gang_scheduling.queue);
+  g.Read("priorityClassName", &spec->gang_scheduling.priority_class_name);
   HPTRAIN_RETURN_IF_ERROR(g.Finish());
 
   HPTRAIN_RETURN_IF_ERROR(ParseModel(model, &spec->model));
@@ -443,6 +463,12 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   HPTRAIN_RETURN_IF_ERROR(ParseOptimizer(optimizer, &spec->optimizer));
   HPTRAIN_RETURN_IF_ERROR(ParseScheduler(scheduler, &spec->scheduler));
   HPTRAIN_RETURN_IF_ERROR(ParseWorkers(worker_groups, workers, &spec->worker_groups));
+  HPTRAIN_RETURN_IF_ERROR(ParseTopology(topology, &spec->topology));
+
+  MapReader cm(communicator, "spec.communicator");
+  cm.Read("hierarchical", &spec->communicator.hierarchical);
+  cm.Read("compressInterNodeOnly", &spec->communicator.compress_inter_node_only);
+  HPTRAIN_RETURN_IF_ERROR(cm.Finish());
 
   MapReader p(ps, "spec.ps");
   p.Read("shards", &spec->ps_shards);
@@ -478,7 +504,17 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   rp.Read("activeDeadlineSeconds", &spec->run_policy.active_deadline_seconds);
   rp.Read("ttlSecondsAfterFinished", &spec->run_policy.ttl_seconds_after_finished);
   rp.Read("suspend", &spec->run_policy.suspend);
+  rp.Read("peerTimeoutSeconds", &spec->run_policy.peer_timeout_seconds);
   HPTRAIN_RETURN_IF_ERROR(rp.Finish());
+
+  MapReader sec(security, "spec.security");
+  YAML::Node tls = sec.Child("tls");
+  HPTRAIN_RETURN_IF_ERROR(sec.Finish());
+  MapReader tl(tls, "spec.security.tls");
+  tl.Read("enabled", &spec->security.tls.enabled);
+  tl.Read("secretName", &spec->security.tls.secret_name);
+  tl.Read("mutual", &spec->security.tls.mutual);
+  HPTRAIN_RETURN_IF_ERROR(tl.Finish());
 
   MapReader t(testing, "spec.testing");
   t.Read("slowdown", &spec->testing.slowdown);
@@ -593,11 +629,58 @@ absl::Status ApplyOverride(const std::string& override_text, YAML::Node* root) {
   return absl::OkStatus();
 }
 
+// Where yaml-cpp stops advancing in `text`, if it does. yaml-cpp 0.7 does not consume a ','
+// outside a flow collection at the start of a document (a file that is just ","): it reports an
+// empty document at the same place again and again, and YAML::LoadAll never returns while its
+// memory grows. A document that starts where the previous one did is that case.
+class StuckDocumentFinder : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (documents_++ > 0 && mark.pos == last_.pos) stuck_ = true;
+    last_ = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  // Throws YAML::ParserException for malformed YAML, as LoadAll would.
+  static std::optional<YAML::Mark> Find(const std::string& text) {
+    std::istringstream stream(text);
+    YAML::Parser parser(stream);
+    StuckDocumentFinder finder;
+    while (parser.HandleNextDocument(finder)) {
+      if (finder.stuck_) return finder.last_;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  int documents_ = 0;
+  bool stuck_ = false;
+  YAML::Mark last_;
+};
+
 absl::StatusOr<JobSpec> ParseYaml(const std::string& text,
                                   const std::vector<std::string>& overrides,
                                   const std::string& source) {
   std::vector<YAML::Node> documents;
   try {
+    if (std::optional<YAML::Mark> stuck = StuckDocumentFinder::Find(text)) {
+      const size_t at = static_cast<size_t>(stuck->pos);
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ":", stuck->line + 1, ":", stuck->column + 1, ": malformed YAML: unexpected ",
+          at < text.size() ? absl::StrCat("'", absl::CEscape(text.substr(at, 1)), "'")
+                           : std::string("end of input"),
+          " at the start of a document"));
+    }
     documents = YAML::LoadAll(text);
   } catch (const YAML::ParserException& e) {
     return absl::InvalidArgumentError(absl::StrCat(source, ":", e.mark.line + 1, ":",

@@ -62,7 +62,12 @@ struct StrategySpec {
   double clip_norm = 0.0;         // dgc: local gradient clipping bound (global norm); 0 = off
   std::optional<bool> momentum_masking;  // dgc: clear the momentum of sent elements (true)
   std::string sparse_encoding;    // topk / dgc: "pairs" or "compact"; empty when unset (pairs)
-  double threshold = 0.0;         // gossip
+  // gossip (docs/algorithms.md §4b): θ, T_max (0 = no forced exchange), T_min; unset = 0.01, 64, 1
+  std::optional<double> threshold;
+  std::optional<int> max_interval;
+  std::optional<int> min_interval;
+  int period = 0;                 // gossip: fixed period p (gossiping SGD); 0 = unset (adaptive)
+  std::string variant;            // gossip: pairwise, push or easgd; empty when unset (pairwise)
   double push_ratio = 0.0;        // mp2: fraction of each predicted tensor pushed per round; 0 = unset (0.1)
   int history = 0;                // mp2: K, snapshots the predictor reads; 0 = unset (5)
   std::string mode;               // mp2: "A" (pull the full model) or "B" (mirrored); empty = A
@@ -70,6 +75,8 @@ struct StrategySpec {
   std::optional<bool> calibration;  // mp2: per-tensor calibration of the predicted change (false)
   double damping = 0.0;           // mp2: share of the predicted change applied; 0 = unset (0.25)
   int staleness = -1;             // hps: rounds a worker may run ahead of the PS (0 or 1); -1 = unset (1)
+  std::optional<bool> average_optimizer_state;  // hierarchical: average the optimizer state
+                                                // at every global sync (false)
 };
 
 // multistep's interval when adaptive (docs/algorithms.md §3b): starts at H_0, stays in [hMin, hMax].
@@ -142,6 +149,9 @@ struct GangSchedulingSpec {
   bool enabled = false;
   std::string provider = "volcano";  // volcano | scheduler-plugins
   std::string queue;                 // volcano only
+  // The PodGroup's priorityClassName (both providers), also given to every pod whose template
+  // names none. "" = the cluster's default priority.
+  std::string priority_class_name;
 };
 
 // spec.runPolicy.restartPolicy, as in Kubeflow's training operator: what a failed pod does.
@@ -156,6 +166,24 @@ struct RunPolicySpec {
   int64_t active_deadline_seconds = 0;   // 0 = none
   int64_t ttl_seconds_after_finished = 0;  // 0 = keep
   bool suspend = false;
+  // How long a worker waits for a peer in one collective (and for the workers' connection set-up)
+  // before it fails: a hung or cut-off peer fails the gang within this, not never. 0 = the
+  // workers' --rendezvous-timeout (120 s).
+  int64_t peer_timeout_seconds = 0;
+};
+
+// spec.security.tls: TLS on the coordinator's and the parameter servers' gRPC (docs/security.md).
+// On Kubernetes the certificate comes from a Secret in cert-manager's layout (tls.crt, tls.key,
+// ca.crt); under `hptrain run` a CA and a server certificate are generated for each run. The job
+// token is required either way.
+struct TlsSpec {
+  bool enabled = false;
+  std::string secret_name;  // Kubernetes only; required there when enabled
+  bool mutual = false;      // clients present a certificate signed by the CA too
+};
+
+struct SecuritySpec {
+  TlsSpec tls;
 };
 
 // Testing knobs, never for production jobs: a per-rank slowdown factor f stretches that worker's
@@ -188,6 +216,32 @@ struct ExchangeSchedulerSpec {
   int64_t credit() const { return credit_elements > 0 ? credit_elements : kSchedulerCreditElements; }
 };
 
+// spec.topology: which workers share a node (docs/algorithms.md §2). Under `hptrain run` it
+// defines the nodes; without it the workers' $HPTRAIN_NODE_NAME (a pod's node on Kubernetes,
+// the --placement host) does.
+struct TopologySpec {
+  int workers_per_node = 0;     // workersPerNode: every node n consecutive ranks; 0 = unset
+  std::vector<int> node_sizes;  // nodes: [n_0, n_1, ...], the workers of each node in rank order
+
+  bool set() const { return workers_per_node != 0 || !node_sizes.empty(); }
+  // The field that defines the nodes, for errors.
+  const char* path() const {
+    return node_sizes.empty() ? "spec.topology.workersPerNode" : "spec.topology.nodes";
+  }
+  // The workers of each node in rank order (the list, or world / n nodes of n).
+  std::vector<int> NodeSizes(int world) const {
+    if (!node_sizes.empty()) return node_sizes;
+    if (workers_per_node <= 0) return {};
+    return std::vector<int>(world / workers_per_node, workers_per_node);
+  }
+};
+
+// spec.communicator: how the collectives run (docs/algorithms.md §2b (iv)).
+struct CommunicatorSpec {
+  bool hierarchical = false;              // intra-node, then leaders, then intra-node broadcast
+  bool compress_inter_node_only = false;  // compressed all-reduces: encode only between nodes
+};
+
 struct JobSpec {
   // metadata
   std::string name;
@@ -211,11 +265,14 @@ struct JobSpec {
   int ps_shards = 1;              // spec.ps.shards: parameter-server processes (ps, hps, mp2)
   std::string scheduler_name;     // Kubernetes scheduler of the job's pods; empty = default
   ExchangeSchedulerSpec scheduler;  // spec.scheduler: the gradient exchange's order
+  TopologySpec topology;
+  CommunicatorSpec communicator;
   GangSchedulingSpec gang_scheduling;
   RebalanceSpec rebalance;
   CheckpointSpec checkpoint;
   CollectSpec collect;
   RunPolicySpec run_policy;
+  SecuritySpec security;
   TestingSpec testing;
 
   // Derived helpers.

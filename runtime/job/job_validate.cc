@@ -1,12 +1,14 @@
 #include "runtime/job/job_validate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "runtime/base/status.h"
 
 namespace hptrain::job {
@@ -69,8 +71,8 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& StrategyTab
       {"dgc", {"density", "warmupEpochs", "clipNorm", "momentumMasking", "sparseEncoding"}},
       {"localsgd", {"interval"}},
       {"multistep", {"interval", "warmupEpochs", "hMin", "hMax", "mu", "delay", "compression"}},
-      {"hierarchical", {"interval"}},
-      {"gossip", {"threshold", "interval"}},
+      {"hierarchical", {"interval", "averageOptimizerState"}},
+      {"gossip", {"threshold", "maxInterval", "minInterval", "period", "variant"}},
       {"ps", {}},
       {"hps", {"bits", "staleness"}},
       {"mp2", {"pushRatio", "history", "mode", "predictor", "calibration", "damping"}},
@@ -154,6 +156,42 @@ absl::Status ValidateCompression(const StrategyCompressionSpec& c) {
   return absl::OkStatus();
 }
 
+// gossip (docs/algorithms.md §4b): θ may be +inf (never by change), maxInterval 0 means no
+// forced exchange; a fixed period replaces the adaptive trigger, so the two are not combined.
+absl::Status ValidateGossip(const StrategySpec& s) {
+  if (s.threshold.has_value()) {
+    if (std::isnan(*s.threshold)) return Invalid("spec.strategy.threshold", "must be a number");
+    HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.threshold", *s.threshold, 0.0));
+  }
+  if (s.max_interval.has_value())
+    HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.maxInterval", *s.max_interval, 0));
+  if (s.min_interval.has_value())
+    HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.minInterval", *s.min_interval, 1));
+  if (s.period != 0) HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.period", s.period, 1));
+  if (!s.variant.empty()) {
+    HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.variant", "variant", s.variant,
+                                  {"pairwise", "push", "easgd"}));
+  }
+  const int min_interval = s.min_interval.value_or(1);
+  const int max_interval = s.max_interval.value_or(64);
+  if (max_interval > 0 && min_interval > max_interval) {
+    return Invalid("spec.strategy.minInterval", "must be <= spec.strategy.maxInterval (",
+                   max_interval, "), got ", min_interval);
+  }
+  if (s.period != 0) {
+    const char* adaptive = s.threshold.has_value()      ? "threshold"
+                           : s.max_interval.has_value() ? "maxInterval"
+                           : s.min_interval.has_value() ? "minInterval"
+                                                        : nullptr;
+    if (adaptive != nullptr) {
+      return Invalid(absl::StrCat("spec.strategy.", adaptive),
+                     "applies only to the adaptive trigger, but spec.strategy.period is ",
+                     s.period, " (fixed-period gossip)");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateStrategy(const StrategySpec& s) {
   HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.type", "strategy", s.type, StrategyTypes()));
   const std::vector<std::string> accepted = StrategyParameters(s.type);
@@ -168,7 +206,11 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
       {"hMax", s.h_max != 0},
       {"mu", s.mu != 0},
       {"delay", s.delay != 0},
-      {"threshold", s.threshold != 0},
+      {"threshold", s.threshold.has_value()},
+      {"maxInterval", s.max_interval.has_value()},
+      {"minInterval", s.min_interval.has_value()},
+      {"period", s.period != 0},
+      {"variant", !s.variant.empty()},
       {"pushRatio", s.push_ratio != 0},
       {"history", s.history != 0},
       {"mode", !s.mode.empty()},
@@ -179,6 +221,7 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
       {"momentumMasking", s.momentum_masking.has_value()},
       {"sparseEncoding", !s.sparse_encoding.empty()},
       {"staleness", s.staleness != -1},
+      {"averageOptimizerState", s.average_optimizer_state.has_value()},
       {"compression", !s.compression.type.empty() || s.compression.bits != 0},
   };
   for (const auto& [key, is_set] : set) {
@@ -211,7 +254,14 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
     HPTRAIN_RETURN_IF_ERROR(AtLeast<int64_t>("spec.strategy.bucketSize", s.bucket_size, 1));
   if (s.density != 0) HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.strategy.density", s.density));
   // 0 is no default once written: it would silently mean "adaptive" (multistep) or 8 (localsgd).
-  if (IntervalGiven(s)) HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.interval", s.interval, 1));
+  // hierarchical: -1 is K′ = once per epoch (docs/algorithms.md §2b).
+  if (s.type == "hierarchical" && IntervalGiven(s) && s.interval < 1 && s.interval != -1) {
+    return Invalid("spec.strategy.interval",
+                   "must be at least 1, or -1 for one global sync per epoch, got ", s.interval);
+  }
+  if (IntervalGiven(s) && !(s.type == "hierarchical" && s.interval == -1)) {
+    HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.interval", s.interval, 1));
+  }
   if (s.adaptive_interval && s.type != "multistep") {
     return Invalid("spec.strategy.interval", "adaptive applies only to strategy multistep, got ",
                    s.type, " (use an integer)");
@@ -237,7 +287,7 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
   HPTRAIN_RETURN_IF_ERROR(ValidateCompression(s.compression));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.warmupEpochs", s.warmup_epochs, 0.0));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.clipNorm", s.clip_norm, 0.0));
-  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.threshold", s.threshold, 0.0));
+  HPTRAIN_RETURN_IF_ERROR(ValidateGossip(s));
   if (s.push_ratio != 0)
     HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.strategy.pushRatio", s.push_ratio));
   if (s.damping != 0)
@@ -479,6 +529,18 @@ absl::Status ValidateRunKnobs(const JobSpec& spec) {
       AtLeast<int64_t>("spec.runPolicy.activeDeadlineSeconds", p.active_deadline_seconds, 0));
   HPTRAIN_RETURN_IF_ERROR(
       AtLeast<int64_t>("spec.runPolicy.ttlSecondsAfterFinished", p.ttl_seconds_after_finished, 0));
+  HPTRAIN_RETURN_IF_ERROR(
+      AtLeast<int64_t>("spec.runPolicy.peerTimeoutSeconds", p.peer_timeout_seconds, 0));
+  const TlsSpec& tls = spec.security.tls;
+  if (!tls.enabled && (tls.mutual || !tls.secret_name.empty())) {
+    return Invalid("spec.security.tls.enabled", "must be true when ",
+                   tls.mutual ? "mutual" : "secretName", " is set");
+  }
+  if (!tls.secret_name.empty() && !IsDnsSubdomain(tls.secret_name)) {
+    return Invalid("spec.security.tls.secretName",
+                   "must be a DNS subdomain name (lowercase letters, digits, '-' and '.'), got \"",
+                   tls.secret_name, "\"");
+  }
   return absl::OkStatus();
 }
 
@@ -489,6 +551,11 @@ absl::Status ValidateGangScheduling(const GangSchedulingSpec& gang) {
   }
   if (!gang.queue.empty() && gang.provider != "volcano") {
     return Invalid("spec.gangScheduling.queue", "applies only to provider volcano");
+  }
+  if (!gang.priority_class_name.empty() && !IsDnsSubdomain(gang.priority_class_name)) {
+    return Invalid("spec.gangScheduling.priorityClassName",
+                   "must be a DNS subdomain name (lowercase letters, digits, '-' and '.'), got \"",
+                   gang.priority_class_name, "\"");
   }
   return absl::OkStatus();
 }
@@ -544,6 +611,52 @@ bool IsDnsLabel(absl::string_view name) {
   return name.front() != '-' && name.back() != '-';
 }
 
+bool IsDnsSubdomain(absl::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  for (absl::string_view label : absl::StrSplit(name, '.')) {
+    if (!IsDnsLabel(label)) return false;
+  }
+  return true;
+}
+
+// spec.topology covers every rank with non-empty nodes; spec.communicator applies to strategies
+// that all-reduce (docs/algorithms.md §2).
+absl::Status ValidateTopology(const JobSpec& spec) {
+  const TopologySpec& t = spec.topology;
+  const int world = spec.WorldSize();
+  if (t.set()) {
+    if (t.workers_per_node != 0 && !t.node_sizes.empty()) {
+      return Invalid("spec.topology.nodes", "cannot be combined with spec.topology.workersPerNode");
+    }
+    if (t.node_sizes.empty()) {
+      HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.topology.workersPerNode", t.workers_per_node, 1));
+    }
+    int covered = 0;
+    for (size_t k = 0; k < t.node_sizes.size(); ++k) {
+      if (t.node_sizes[k] < 1) {
+        return Invalid(absl::StrCat("spec.topology.nodes[", k, "]"), "node ", k,
+                       " is empty (every node holds at least one worker), got ", t.node_sizes[k]);
+      }
+    }
+    for (int size : t.NodeSizes(world)) covered += size;
+    if (covered != world) {
+      return Invalid(t.path(), "the nodes hold ", covered,
+                     " workers, but the job has ", world,
+                     " (every worker must be on exactly one node)");
+    }
+  }
+  const CommunicatorSpec& c = spec.communicator;
+  if (c.compress_inter_node_only && !c.hierarchical) {
+    return Invalid("spec.communicator.compressInterNodeOnly",
+                   "applies only with spec.communicator.hierarchical: true");
+  }
+  if (c.hierarchical && UsesParameterServer(spec.strategy.type)) {
+    return Invalid("spec.communicator.hierarchical", "strategy ", spec.strategy.type,
+                   " exchanges through the parameter server, not the communicator's all-reduce");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateJob(const JobSpec& spec) {
   HPTRAIN_RETURN_IF_ERROR(DnsLabel("metadata.name", spec.name));
   HPTRAIN_RETURN_IF_ERROR(DnsLabel("metadata.namespace", spec.ns));
@@ -560,6 +673,13 @@ absl::Status ValidateJob(const JobSpec& spec) {
   }
   HPTRAIN_RETURN_IF_ERROR(ValidateRunKnobs(spec));
   HPTRAIN_RETURN_IF_ERROR(ValidateWorkers(spec));
+  if (spec.dataset.name == "synthetic" && spec.dataset.synthetic.samples < spec.WorldSize()) {
+    // Each worker reads its own shard of the training set; an empty shard cannot train.
+    return Invalid("spec.dataset.synthetic.samples", spec.dataset.synthetic.samples,
+                   " samples cannot be split over ", spec.WorldSize(),
+                   " workers: every worker needs at least one");
+  }
+  HPTRAIN_RETURN_IF_ERROR(ValidateTopology(spec));
   HPTRAIN_RETURN_IF_ERROR(
       ValidateRebalance(spec.rebalance, spec.WorldSize(), spec.global_batch_size));
   HPTRAIN_RETURN_IF_ERROR(ValidateGangScheduling(spec.gang_scheduling));

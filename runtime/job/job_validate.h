@@ -68,6 +68,10 @@ int PsShardCount(const JobSpec& spec);
 // a letter or digit.
 bool IsDnsLabel(absl::string_view name);
 
+// True if `name` is a DNS-1123 subdomain: at most 253 characters, DNS-1123 labels joined by '.'
+// (a PriorityClass's name).
+bool IsDnsSubdomain(absl::string_view name);
+
 }  // namespace hptrain::job
 
 #endif  // HPTRAIN_RUNTIME_JOB_JOB_VALIDATE_H_

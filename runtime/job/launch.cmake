@@ -3,6 +3,7 @@
 # Included from runtime/job/CMakeLists.txt.
 add_library(hptrain_launch STATIC
   ${CMAKE_CURRENT_LIST_DIR}/supervisor.cc
+  ${CMAKE_CURRENT_LIST_DIR}/restart_policy.cc
   ${CMAKE_CURRENT_LIST_DIR}/progress.cc
   ${CMAKE_CURRENT_LIST_DIR}/run_summary.cc)
 target_link_libraries(hptrain_launch

@@ -22,9 +22,11 @@
 #include "runtime/job/local_rebalancer.h"
 #include "runtime/job/placement.h"
 #include "runtime/job/progress.h"
+#include "runtime/job/restart_policy.h"
 #include "runtime/job/run_summary.h"
 #include "runtime/job/supervisor.h"
 #include "runtime/ps/coordinator_client.h"
+#include "runtime/ps/tls_credentials.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/trainer.h"
 
@@ -162,6 +164,19 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
   return summary;
 }
 
+// Removes "<path>.tmp.<pid>" files beside `path`: what a writer killed mid-write leaves
+// (WriteFileAtomically, runtime/base/atomic_file.h). Only between gangs, when no writer runs.
+void RemoveDeadWritersTemporaries(const std::string& path) {
+  const std::filesystem::path file(path);
+  const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
+  const std::string prefix = file.filename().string() + ".tmp.";
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) {
+      std::filesystem::remove(entry.path(), error);
+    }
+  }
+}
 
 }  // namespace
 
@@ -211,6 +226,27 @@ int Launch(const LaunchOptions& options) {
     }
     close(fd);
   }
+  // spec.security.tls: a CA and a certificate of this run, for every address a ps serves on
+  // (docs/security.md); the children get the directory, this process's client uses it too.
+  std::vector<std::string> tls_args;
+  if (spec.security.tls.enabled) {
+    const std::string tls_dir = (*dir)->path() + "/tls";
+    if (mkdir(tls_dir.c_str(), 0700) != 0) {
+      return ReportError("run", HPTRAIN_ERRNO(absl::StrCat("creating ", tls_dir)));
+    }
+    std::vector<std::string> hosts = {"127.0.0.1", "localhost"};
+    std::vector<HostPlacement> servers = placement.ps_shards;
+    servers.push_back(placement.ps);
+    for (const HostPlacement& host : servers) {
+      if (std::find(hosts.begin(), hosts.end(), host.address) == hosts.end()) {
+        hosts.push_back(host.address);
+      }
+    }
+    absl::Status tls = ps::GenerateRunCertificates(tls_dir, hosts);
+    if (tls.ok()) tls = ps::UseTls(tls_dir, spec.security.tls.mutual);
+    if (!tls.ok()) return ReportError("run", tls);
+    tls_args = {"--tls-dir", tls_dir};
+  }
 
   if (absl::Status s = Supervisor::InstallInterruptHandlers(); !s.ok()) {
     return ReportError("run", s);
@@ -218,160 +254,197 @@ int Launch(const LaunchOptions& options) {
   const auto start = Clock::now();
   const double start_unix_seconds =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  Supervisor supervisor;
   // A ps process on `host`, serving on its address with ports picked by the system.
   auto ps_command = [&](const HostPlacement& host, const std::vector<std::string>& extra) {
     std::vector<std::string> argv = command(host, "ps");
     argv.insert(argv.end(), {"--host", host.address, "--port", "0", "--metrics-host",
                              host.address, "--metrics-port", "0", "--token-file", token_file});
+    argv.insert(argv.end(), tls_args.begin(), tls_args.end());
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
   };
-  std::vector<std::string> ps_argv =
-      ps_command(placement.ps, {"--linger", "60", "--port-file", port_file});
-  auto ps_pid = supervisor.Spawn("ps-0", ps_argv, {}, ChildRole::kMustSucceed);
-  if (!ps_pid.ok()) return ReportError("run", ps_pid.status());
-  auto port = WaitForPort(port_file, *ps_pid);
-  if (!port.ok()) {
-    RunResult result = supervisor.Wait(WaitOptions{absl::Seconds(2)});
-    return ReportError("run", absl::Status(port.status().code(),
-                                                result.first_failure.empty()
-                                                    ? port.status().message()
-                                                    : result.first_failure));
-  }
-  const std::string address = absl::StrCat(placement.ps.address, ":", *port);
-  // Parameter-server shards beyond the first, on their hosts (the ps host by default),
-  // registering with ps-0.
-  for (int shard = 1; shard < PsShardCount(spec); ++shard) {
-    const HostPlacement& host = placement.ps_shards.empty()
-                                    ? placement.ps
-                                    : placement.ps_shards[static_cast<size_t>(shard - 1)];
-    std::vector<std::string> argv = ps_command(
-        host, {"--shard", std::to_string(shard), "--coordinator", address, "--linger", "0"});
-    auto pid = supervisor.Spawn(absl::StrCat("ps-", shard), argv, {}, ChildRole::kMustSucceed);
-    if (!pid.ok()) {
-      supervisor.Wait(WaitOptions{absl::Seconds(2)});
-      return ReportError("run", pid.status());
-    }
-  }
-  for (int rank = 0; rank < spec.WorldSize(); ++rank) {
-    const HostPlacement host =
-        placement.workers.empty() ? HostPlacement{} : placement.workers[static_cast<size_t>(rank)];
-    std::vector<std::string> argv = command(host, "worker");
-    argv.insert(argv.end(), {"--coordinator", address, "--rank", std::to_string(rank),
-                             "--token-file", token_file, "--bind", host.address, "--metrics-host",
-                             host.address, "--metrics-port", "0"});
-    // Every worker of a local run shares this machine's CPUs, a placement's hosts too (network
-    // namespaces of it): spec.threads 0 divides them among all of them.
-    argv.insert(argv.end(), {"--workers-on-host", std::to_string(spec.WorldSize())});
-    // Said either way, so that an $HPTRAIN_RESUME left in the caller's environment cannot decide.
-    argv.push_back(options.resume ? "--resume" : "--resume=false");
-    auto pid = supervisor.Spawn(absl::StrCat("worker-", rank), argv, {}, ChildRole::kMustSucceed);
-    if (!pid.ok()) {
-      supervisor.Wait(WaitOptions{absl::Seconds(2)});
-      return ReportError("run", pid.status());
-    }
-  }
-
-  ps::CoordinatorClient client(address, *token, std::chrono::seconds(5));
   ProgressDisplay display(std::cout, !options.quiet && isatty(STDOUT_FILENO));
-  hptrain::v1::JobStatus last;
+  hptrain::v1::JobStatus last;  // the coordinator's last status of the current gang
   bool have_final = false;
-  bool shutdown_sent = false;
-  size_t evaluations_shown = 0;
   double previous_epoch_end = 0.0;  // wall_seconds of the last epoch end shown
   std::vector<ProgressPoint> timeline;
-  std::optional<LocalRebalancer> rebalancer;
-  if (spec.rebalance.enabled) rebalancer.emplace(spec);
-  WaitOptions wait;
-  wait.grace_period = absl::Seconds(5);
-  if (spec.run_policy.active_deadline_seconds > 0) {
-    wait.timeout = absl::Seconds(spec.run_policy.active_deadline_seconds);
+  RunResult result;
+  // One pass per gang: the first, then one per restart that spec.runPolicy allows
+  // (restart_policy.h). A restarted gang gets a new ps and workers that resume from
+  // spec.checkpoint.path (from scratch without one).
+  for (int restarts = 0;; ++restarts) {
+    const bool resume = options.resume || (restarts > 0 && !spec.checkpoint.path.empty());
+    std::error_code ignored;
+    std::filesystem::remove(port_file, ignored);  // the previous gang's ps wrote it
+    Supervisor supervisor;
+    std::vector<std::string> ps_argv =
+        ps_command(placement.ps, {"--linger", "60", "--port-file", port_file});
+    auto ps_pid = supervisor.Spawn("ps-0", ps_argv, {}, ChildRole::kMustSucceed);
+    if (!ps_pid.ok()) return ReportError("run", ps_pid.status());
+    auto port = WaitForPort(port_file, *ps_pid);
+    if (!port.ok()) {
+      RunResult failed = supervisor.Wait(WaitOptions{absl::Seconds(2)});
+      return ReportError("run", absl::Status(port.status().code(),
+                                                  failed.first_failure.empty()
+                                                      ? port.status().message()
+                                                      : failed.first_failure));
+    }
+    const std::string address = absl::StrCat(placement.ps.address, ":", *port);
+    // Parameter-server shards beyond the first, on their hosts (the ps host by default),
+    // registering with ps-0.
+    for (int shard = 1; shard < PsShardCount(spec); ++shard) {
+      const HostPlacement& host = placement.ps_shards.empty()
+                                      ? placement.ps
+                                      : placement.ps_shards[static_cast<size_t>(shard - 1)];
+      std::vector<std::string> argv = ps_command(
+          host, {"--shard", std::to_string(shard), "--coordinator", address, "--linger", "0"});
+      auto pid = supervisor.Spawn(absl::StrCat("ps-", shard), argv, {}, ChildRole::kMustSucceed);
+      if (!pid.ok()) {
+        supervisor.Wait(WaitOptions{absl::Seconds(2)});
+        return ReportError("run", pid.status());
+      }
+    }
+    for (int rank = 0; rank < spec.WorldSize(); ++rank) {
+      const HostPlacement host = placement.workers.empty()
+                                     ? HostPlacement{}
+                                     : placement.workers[static_cast<size_t>(rank)];
+      std::vector<std::string> argv = command(host, "worker");
+      argv.insert(argv.end(), {"--coordinator", address, "--rank", std::to_string(rank),
+                               "--token-file", token_file, "--bind", host.address, "--metrics-host",
+                               host.address, "--metrics-port", "0"});
+      // Every worker of a local run shares this machine's CPUs, a placement's hosts too (network
+      // namespaces of it): spec.threads 0 divides them among all of them.
+      argv.insert(argv.end(), {"--workers-on-host", std::to_string(spec.WorldSize())});
+      // A placement's hosts are the workers' nodes (docs/algorithms.md §2; spec.topology, when
+      // set, takes precedence in the worker).
+      if (!placement.workers.empty()) argv.insert(argv.end(), {"--node-name", host.address});
+      argv.insert(argv.end(), tls_args.begin(), tls_args.end());
+      // Said either way, so that an $HPTRAIN_RESUME left in the caller's environment cannot decide.
+      argv.push_back(resume ? "--resume" : "--resume=false");
+      auto pid = supervisor.Spawn(absl::StrCat("worker-", rank), argv, {}, ChildRole::kMustSucceed);
+      if (!pid.ok()) {
+        supervisor.Wait(WaitOptions{absl::Seconds(2)});
+        return ReportError("run", pid.status());
+      }
+    }
+
+    ps::CoordinatorClient client(address, *token, std::chrono::seconds(5));
+    last = hptrain::v1::JobStatus();
+    have_final = false;
+    bool shutdown_sent = false;
+    size_t evaluations_shown = 0;  // of this gang's coordinator
+    std::optional<LocalRebalancer> rebalancer;
+    if (spec.rebalance.enabled) rebalancer.emplace(spec);
+    WaitOptions wait;
+    wait.grace_period = absl::Seconds(5);
+    if (spec.run_policy.active_deadline_seconds > 0) {  // for the whole run, restarts included
+      wait.timeout = std::max(absl::ZeroDuration(),
+                              absl::Seconds(spec.run_policy.active_deadline_seconds) -
+                                  absl::FromChrono(Clock::now() - start));
+    }
+    wait.periodic_callback = [&]() -> absl::Status {
+      auto status = client.GetJobStatus();
+      if (!status.ok()) return absl::OkStatus();  // the ps may be starting or stopping
+      last = *status;
+      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      ProgressState state;
+      state.epochs = spec.epochs;
+      double samples_per_second = 0;
+      for (const auto& r : last.ranks()) {
+        if (r.rank() == 0) {
+          state.step = r.step();
+          state.epoch = r.epoch() + 1;
+          state.steps_per_epoch = r.steps_per_epoch();
+          state.loss = r.train_loss();
+        }
+        samples_per_second += r.samples_per_second();
+      }
+      if (last.ranks_size() == spec.WorldSize() &&
+          (timeline.empty() || elapsed - timeline.back().elapsed_seconds >= 1.0)) {
+        ProgressPoint point;
+        point.elapsed_seconds = elapsed;
+        point.step = last.ranks(0).step();
+        const size_t world = static_cast<size_t>(spec.WorldSize());
+        point.batch_sizes.assign(world, 0);
+        point.rank_steps.assign(world, 0);
+        point.compute_seconds.assign(world, 0.0);
+        for (const auto& r : last.ranks()) {
+          point.step = std::min<int64_t>(point.step, r.step());
+          if (r.rank() >= 0 && r.rank() < spec.WorldSize()) {
+            const size_t rank = static_cast<size_t>(r.rank());
+            point.batch_sizes[rank] = r.batch_size();
+            point.rank_steps[rank] = r.step();
+            point.compute_seconds[rank] = r.compute_seconds();
+          }
+        }
+        timeline.push_back(std::move(point));
+      }
+      if (rebalancer) {
+        std::vector<RankProgress> progress;
+        for (const auto& r : last.ranks()) {
+          progress.push_back({r.rank(), r.step(), r.batch_size(), r.compute_seconds()});
+        }
+        if (auto allocation = rebalancer->Update(progress, elapsed)) {
+          auto set = client.SetAllocation(*allocation, 2);
+          if (!set.ok()) {
+            std::fprintf(stderr, "hptrain run: rebalancing failed: %s\n",
+                         std::string(set.status().message()).c_str());
+          }
+        }
+      }
+      // Every worker runs at the pace of the slowest; rank throughputs add up.
+      state.samples_per_second = samples_per_second;
+      if (spec.max_steps > 0) state.total_steps = spec.max_steps;
+      state.elapsed_seconds = elapsed;
+      if (!options.quiet && state.steps_per_epoch > 0) display.Update(state);
+      // Evaluations in step order: interim ones get a line of their own, epoch ends the epoch line
+      // (its duration from the previous epoch end).
+      for (; !options.quiet && evaluations_shown < static_cast<size_t>(last.evaluations_size());
+           ++evaluations_shown) {
+        const auto& e = last.evaluations(static_cast<int>(evaluations_shown));
+        if (e.interim()) {
+          display.Evaluation(e.step(), e.epochs_done(), e.test_accuracy(), e.test_loss());
+          continue;
+        }
+        display.EpochEnd(e.epoch() + 1, e.test_accuracy(), e.test_loss(), e.train_loss(),
+                         e.wall_seconds() - previous_epoch_end);
+        previous_epoch_end = e.wall_seconds();
+      }
+      if (last.done() == spec.WorldSize() && !shutdown_sent) {
+        have_final = true;
+        shutdown_sent = true;
+        (void)client.Shutdown();
+      }
+      return absl::OkStatus();
+    };
+    result = supervisor.Wait(wait);
+    if (result.ok()) break;
+    const RestartDecision decision = DecideRestart(
+        spec.run_policy.restart_policy, spec.run_policy.backoff_limit, restarts, result);
+    std::string why = result.first_failure;
+    if (!last.failure().empty()) why = absl::StrCat(why, " (", last.failure(), ")");
+    if (!decision.restart) {
+      result.first_failure = why + decision.reason;
+      break;
+    }
+    if (!options.quiet) display.Finish();
+    std::string from = "the start (no spec.checkpoint.path)";
+    if (!spec.checkpoint.path.empty()) {
+      RemoveDeadWritersTemporaries(spec.checkpoint.path);
+      auto checkpoint = train::LoadCheckpoint(spec.checkpoint.path);
+      from = checkpoint.ok() ? absl::StrCat("the checkpoint at step ", checkpoint->step)
+                             : "the start (no checkpoint yet)";
+    }
+    std::fprintf(stderr,
+                 "hptrain run: %s; restarting the gang from %s (restart %d of at most %d)\n",
+                 why.c_str(), from.c_str(), restarts + 1, spec.run_policy.backoff_limit);
   }
-  wait.periodic_callback = [&]() -> absl::Status {
-    auto status = client.GetJobStatus();
-    if (!status.ok()) return absl::OkStatus();  // the ps may be starting or stopping
-    last = *status;
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    ProgressState state;
-    state.epochs = spec.epochs;
-    double samples_per_second = 0;
-    for (const auto& r : last.ranks()) {
-      if (r.rank() == 0) {
-        state.step = r.step();
-        state.epoch = r.epoch() + 1;
-        state.steps_per_epoch = r.steps_per_epoch();
-        state.loss = r.train_loss();
-      }
-      samples_per_second += r.samples_per_second();
-    }
-    if (last.ranks_size() == spec.WorldSize() &&
-        (timeline.empty() || elapsed - timeline.back().elapsed_seconds >= 1.0)) {
-      ProgressPoint point;
-      point.elapsed_seconds = elapsed;
-      point.step = last.ranks(0).step();
-      const size_t world = static_cast<size_t>(spec.WorldSize());
-      point.batch_sizes.assign(world, 0);
-      point.rank_steps.assign(world, 0);
-      point.compute_seconds.assign(world, 0.0);
-      for (const auto& r : last.ranks()) {
-        point.step = std::min<int64_t>(point.step, r.step());
-        if (r.rank() >= 0 && r.rank() < spec.WorldSize()) {
-          const size_t rank = static_cast<size_t>(r.rank());
-          point.batch_sizes[rank] = r.batch_size();
-          point.rank_steps[rank] = r.step();
-          point.compute_seconds[rank] = r.compute_seconds();
-        }
-      }
-      timeline.push_back(std::move(point));
-    }
-    if (rebalancer) {
-      std::vector<RankProgress> progress;
-      for (const auto& r : last.ranks()) {
-        progress.push_back({r.rank(), r.step(), r.batch_size(), r.compute_seconds()});
-      }
-      if (auto allocation = rebalancer->Update(progress, elapsed)) {
-        auto set = client.SetAllocation(*allocation, 2);
-        if (!set.ok()) {
-          std::fprintf(stderr, "hptrain run: rebalancing failed: %s\n",
-                       std::string(set.status().message()).c_str());
-        }
-      }
-    }
-    // Every worker runs at the pace of the slowest; rank throughputs add up.
-    state.samples_per_second = samples_per_second;
-    if (spec.max_steps > 0) state.total_steps = spec.max_steps;
-    state.elapsed_seconds = elapsed;
-    if (!options.quiet && state.steps_per_epoch > 0) display.Update(state);
-    // Evaluations in step order: interim ones get a line of their own, epoch ends the epoch line
-    // (its duration from the previous epoch end).
-    for (; !options.quiet && evaluations_shown < static_cast<size_t>(last.evaluations_size());
-         ++evaluations_shown) {
-      const auto& e = last.evaluations(static_cast<int>(evaluations_shown));
-      if (e.interim()) {
-        display.Evaluation(e.step(), e.epochs_done(), e.test_accuracy(), e.test_loss());
-        continue;
-      }
-      display.EpochEnd(e.epoch() + 1, e.test_accuracy(), e.test_loss(), e.train_loss(),
-                       e.wall_seconds() - previous_epoch_end);
-      previous_epoch_end = e.wall_seconds();
-    }
-    if (last.done() == spec.WorldSize() && !shutdown_sent) {
-      have_final = true;
-      shutdown_sent = true;
-      (void)client.Shutdown();
-    }
-    return absl::OkStatus();
-  };
-  RunResult result = supervisor.Wait(wait);
   Supervisor::UninstallInterruptHandlers();
   if (!options.quiet) display.Finish();
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
 
   if (!result.ok()) {
-    std::string why = result.first_failure;
-    if (!last.failure().empty()) why = absl::StrCat(why, " (", last.failure(), ")");
-    std::fprintf(stderr, "hptrain run: %s\n", why.c_str());
+    std::fprintf(stderr, "hptrain run: %s\n", result.first_failure.c_str());
     return result.ExitCode();
   }
   if (!have_final) {

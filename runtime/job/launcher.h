@@ -6,7 +6,9 @@
 //   3. start `hptrain ps` on a free 127.0.0.1 port, wait for its port file;
 //   4. start `hptrain worker` for every rank, pointed at the coordinator;
 //   5. supervise them (supervisor.h): poll the coordinator for progress, draw it, and once every
-//      worker reported done, ask the ps to shut down; any child failing stops all of them;
+//      worker reported done, ask the ps to shut down; any child failing stops all of them, and
+//      spec.runPolicy (restart_policy.h) decides whether steps 3-5 run again, the workers resuming
+//      from the last checkpoint;
 //   6. print the summary table and write --output-json atomically, only for a successful run.
 #ifndef HPTRAIN_RUNTIME_JOB_LAUNCHER_H_
 #define HPTRAIN_RUNTIME_JOB_LAUNCHER_H_
@@ -22,7 +24,7 @@ struct LaunchOptions {
   std::string job_file;
   std::vector<std::string> overrides;  // --set path=value, passed on to every child
   std::string output_json;             // run summary path; empty = none
-  bool resume = false;
+  bool resume = false;                 // the first gang resumes too (restarted gangs always do)
   std::string binary;                  // the hptrain executable children run
   bool quiet = false;                  // no progress display
   std::string placement_file;          // where each process runs (placement.h); empty = here

@@ -444,6 +444,7 @@ void Supervisor::StopAll(absl::Duration grace_period) {
     if (child.reaped) continue;
     child.status.stopped_by_supervisor = true;
     SignalGroup(child, SIGTERM);
+    SignalGroup(child, SIGCONT);  // a stopped (SIGSTOP) child acts on SIGTERM only once continued
   }
   const absl::Time grace_deadline = absl::Now() + grace_period;
   const int interrupts_before = g_interrupt_count.load();

@@ -17,8 +17,9 @@
 //   3. When every kMustSucceed child has exited 0 the run has succeeded; kService children (the
 //      parameter server) are then stopped (step 4). A service that exits 0 on its own before that
 //      is fine; one that fails on its own fails the run like any child.
-//   4. Stopping: SIGTERM to each remaining child's process group, up to `grace_period` for them to
-//      exit, then SIGKILL, then reap. Every child is reaped before Wait() returns: no zombies.
+//   4. Stopping: SIGTERM (and SIGCONT, for a stopped child) to each remaining child's process
+//      group, up to `grace_period` for them to exit, then SIGKILL, then reap. Every child is
+//      reaped before Wait() returns: no zombies.
 //   Interruption (SIGINT/SIGTERM to the launcher, after InstallInterruptHandlers()), the deadline
 //   and an error from the periodic callback also lead to step 4. A second interrupt during the
 //   grace period skips straight to SIGKILL.

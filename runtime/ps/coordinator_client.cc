@@ -8,17 +8,20 @@
 #include "grpcpp/grpcpp.h"
 #include "runtime/base/status.h"
 #include "runtime/ps/grpc_status.h"
+#include "runtime/ps/tls_credentials.h"
 
 namespace hptrain::ps {
 
 namespace v1 = hptrain::v1;
 
 CoordinatorClient::CoordinatorClient(const std::string& address, std::string token,
-                                     std::chrono::milliseconds call_timeout)
+                                     std::chrono::milliseconds call_timeout,
+                                     std::shared_ptr<grpc::ChannelCredentials> credentials)
     : address_(address), token_(std::move(token)), call_timeout_(call_timeout) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
-  channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(
+      address, credentials ? std::move(credentials) : DefaultChannelCredentials(), args);
   stub_ = v1::Coordinator::NewStub(channel_);
 }
 

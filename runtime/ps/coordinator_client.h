@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "grpcpp/security/credentials.h"
 #include "proto/hptrain/v1/coordinator.grpc.pb.h"
 #include "runtime/comm/kv_store.h"
 
@@ -19,9 +20,11 @@ namespace hptrain::ps {
 
 class CoordinatorClient : public comm::KeyValueStore {
  public:
-  // Creates a channel to `address` (host:port); does not connect yet.
+  // Creates a channel to `address` (host:port); does not connect yet. `credentials`: the
+  // channel's (e.g. a job's TLS, tls_credentials.h); null = the process's default.
   CoordinatorClient(const std::string& address, std::string token,
-                    std::chrono::milliseconds call_timeout = std::chrono::seconds(10));
+                    std::chrono::milliseconds call_timeout = std::chrono::seconds(10),
+                    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
   // Waits until the coordinator answers; Unavailable after `timeout`.
   absl::Status WaitUntilReachable(std::chrono::milliseconds timeout);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/comm/topology.h"
 #include "runtime/ps/grpc_status.h"
 
 namespace hptrain::ps {
@@ -121,6 +122,9 @@ Status CoordinatorService::Register(ServerContext* context, const v1::RegisterRe
                   absl::StrCat("rank ", request->rank(), " belongs to group \"",
                                config_.groups[request->rank()], "\", not \"", request->group(),
                                "\""));
+  }
+  if (!request->node_name().empty()) {
+    SetKey(comm::NodeNameKey(request->rank()), request->node_name());
   }
   std::lock_guard<std::mutex> lock(mu_);
   members_[request->rank()] = *request;

@@ -5,6 +5,7 @@
 #include "runtime/base/status.h"
 #include "runtime/ps/grpc_status.h"
 #include "runtime/ps/ps_wire.h"
+#include "runtime/ps/tls_credentials.h"
 
 namespace hptrain::ps {
 
@@ -17,7 +18,7 @@ PsClient::PsClient(std::vector<std::string> addresses, std::string token,
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(64 << 20);
     stubs_.push_back(v1::ParameterServer::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
+        grpc::CreateCustomChannel(address, DefaultChannelCredentials(), args)));
   }
 }
 

@@ -89,6 +89,9 @@ class Trainer::Impl {
   absl::Status Evaluation(int epoch, int64_t steps_done, int64_t steps_per_epoch, bool interim,
                           double loss_sum, double loss_count);
   absl::Status AverageBuffers();
+  // spec.strategy.averageOptimizerState (hierarchical, docs/algorithms.md §2b (ii)): the
+  // optimizer state averaged over the workers at every global sync; otherwise nothing.
+  absl::Status AverageOptimizerStateIfAsked();
   absl::Status Evaluate(double* accuracy, double* loss);
   absl::Status SaveCheckpointIfDue(bool force, int epoch, int64_t next_step_in_epoch);
   absl::Span<float> FlatParameters() {
@@ -190,6 +193,7 @@ absl::Status Trainer::Impl::Init() {
   }
   if (options_.resume && !spec_.checkpoint.path.empty()) {
     HPTRAIN_RETURN_IF_ERROR(RestoreCheckpoint());
+    if (callbacks_.on_resumed) callbacks_.on_resumed(global_step_);
   }
   HPTRAIN_RETURN_IF_ERROR(strategy_->Start(FlatParameters(), global_step_, restored_),
                           "strategy ", strategy_->name());
@@ -365,6 +369,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   }
   if (strategy_->synchronized_models()) {
     HPTRAIN_RETURN_IF_ERROR(AverageBuffers(), "step ", global_step_);
+    HPTRAIN_RETURN_IF_ERROR(AverageOptimizerStateIfAsked(), "step ", global_step_);
   }
 
   // The compute time reported is what the worker really spent: the stretch as slept, since a
@@ -420,6 +425,19 @@ absl::Status Trainer::Impl::AverageBuffers() {
   });
 }
 
+absl::Status Trainer::Impl::AverageOptimizerStateIfAsked() {
+  if (!spec_.strategy.average_optimizer_state.value_or(false) || comm_->size() == 1) {
+    return absl::OkStatus();
+  }
+  const float inv = 1.0f / static_cast<float>(comm_->size());
+  for (auto& [name, state] : optimizer_->state()) {
+    HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(state->data(), state->size()),
+                            "averaging optimizer state ", name);
+    kernels::Scale(state->data(), state->size(), inv);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Trainer::Impl::Evaluate(double* accuracy, double* loss) {
   const int64_t n = test_data_->size();
   const int world = comm_->size();
@@ -459,6 +477,7 @@ absl::Status Trainer::Impl::Evaluation(int epoch, int64_t steps_done, int64_t st
   HPTRAIN_RETURN_IF_ERROR(Drain());
   HPTRAIN_RETURN_IF_ERROR(strategy_->Synchronize(global_step_, FlatParameters()),
                           "strategy ", strategy_->name(), " before evaluation");
+  HPTRAIN_RETURN_IF_ERROR(AverageOptimizerStateIfAsked(), "before evaluation");
   float train[2] = {static_cast<float>(loss_sum), static_cast<float>(loss_count)};
   HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(train, 2), "epoch loss all-reduce");
   HPTRAIN_RETURN_IF_ERROR(AverageBuffers());
@@ -490,6 +509,7 @@ absl::Status Trainer::Impl::SaveCheckpointIfDue(bool force, int epoch,
   HPTRAIN_RETURN_IF_ERROR(Drain());
   HPTRAIN_RETURN_IF_ERROR(strategy_->Synchronize(global_step_, FlatParameters()),
                           "strategy ", strategy_->name(), " before a checkpoint");
+  HPTRAIN_RETURN_IF_ERROR(AverageOptimizerStateIfAsked(), "before a checkpoint");
   if (options_.rank != 0) return absl::OkStatus();
   Checkpoint checkpoint;
   checkpoint.job = spec_.name;

@@ -69,6 +69,9 @@ struct EpochStats {
 struct TrainerCallbacks {
   std::function<void(const StepStats&)> on_step;
   std::function<void(const EpochStats&)> on_epoch;  // every evaluation, interim ones included
+  // With TrainerOptions::resume, called once before the first step with the global step
+  // training resumes from: the checkpoint's, or 0 when there was none to resume from yet.
+  std::function<void(int64_t step)> on_resumed;
   // Polled between steps; returning true stops the run with Cancelled.
   std::function<bool()> should_stop;
   // When set, called before every step with its global step number; returns the batch size of

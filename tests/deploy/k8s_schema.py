@@ -253,8 +253,8 @@ CEL_TWINS = {
     "!has(self.errorFeedback) || (has(self.type) && self.type in ['fp16', 'quantized', 'topk'])":
         _applies("errorFeedback", ["fp16", "quantized", "topk"]),
     "!has(self.interval) || self.interval == 0 || "
-    "(has(self.type) && self.type in ['localsgd', 'multistep', 'hierarchical', 'gossip'])":
-        _applies("interval", ["localsgd", "multistep", "hierarchical", "gossip"], zero=0),
+    "(has(self.type) && self.type in ['localsgd', 'multistep', 'hierarchical'])":
+        _applies("interval", ["localsgd", "multistep", "hierarchical"], zero=0),
     "!has(self.warmupEpochs) || self.warmupEpochs == 0.0 || "
     "(has(self.type) && self.type in ['topk', 'dgc', 'multistep'])":
         _applies("warmupEpochs", ["topk", "dgc", "multistep"], zero=0),
@@ -270,8 +270,10 @@ CEL_TWINS = {
         _applies("compression", ["multistep"]),
     "!has(self.bits) || (has(self.type) && self.type == 'quantized')":
         lambda s: "bits" not in s or s.get("type") == "quantized",
-    "!has(self.interval) || type(self.interval) != int || self.interval >= 1":
-        lambda s: "interval" not in s or not isinstance(s["interval"], int) or s["interval"] >= 1,
+    "!has(self.interval) || type(self.interval) != int || self.interval >= 1 || "
+    "(self.interval == -1 && has(self.type) && self.type == 'hierarchical')":
+        lambda s: "interval" not in s or not isinstance(s["interval"], int) or s["interval"] >= 1
+        or (s["interval"] == -1 and s.get("type") == "hierarchical"),
     "!has(self.interval) || type(self.interval) == int || "
     "(has(self.type) && self.type == 'multistep')":
         lambda s: "interval" not in s or isinstance(s["interval"], int)
@@ -289,12 +291,22 @@ CEL_TWINS = {
         _applies("sparseEncoding", ["topk", "dgc"]),
     "!has(self.threshold) || self.threshold == 0.0 || (has(self.type) && self.type == 'gossip')":
         _applies("threshold", ["gossip"], zero=0),
+    "!has(self.maxInterval) || (has(self.type) && self.type == 'gossip')":
+        _applies("maxInterval", ["gossip"]),
+    "!has(self.minInterval) || (has(self.type) && self.type == 'gossip')":
+        _applies("minInterval", ["gossip"]),
+    "!has(self.period) || (has(self.type) && self.type == 'gossip')":
+        _applies("period", ["gossip"]),
+    "!has(self.variant) || (has(self.type) && self.type == 'gossip')":
+        _applies("variant", ["gossip"]),
     "!has(self.pushRatio) || self.pushRatio == 0.0 || (has(self.type) && self.type == 'mp2')":
         _applies("pushRatio", ["mp2"], zero=0),
     "!has(self.damping) || self.damping == 0.0 || (has(self.type) && self.type == 'mp2')":
         _applies("damping", ["mp2"], zero=0),
     "!has(self.staleness) || (has(self.type) && self.type == 'hps')":
         _applies("staleness", ["hps"]),
+    "!has(self.averageOptimizerState) || (has(self.type) && self.type == 'hierarchical')":
+        _applies("averageOptimizerState", ["hierarchical"]),
     "!has(self.history) || self.history == 0 || (has(self.type) && self.type == 'mp2')":
         _applies("history", ["mp2"], zero=0),
     "!has(self.mode) || (has(self.type) && self.type == 'mp2')":

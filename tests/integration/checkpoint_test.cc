@@ -50,7 +50,9 @@ TEST(Checkpoint, KilledRunResumesToTheSameParametersBitwise) {
   // B: SIGKILL one worker once a checkpoint in [10, 40) exists.
   int64_t step_at_kill = -1;
   pid_t killed = -1;
-  ProcessResult b = RunProcess({HptrainBinary(), "run", job_b, "--quiet"}, 600, [&](pid_t) {
+  // Without a gang restart (spec.runPolicy), so that the resume below is the test's.
+  ProcessResult b = RunProcess({HptrainBinary(), "run", job_b, "--quiet", "--set",
+                                "spec.runPolicy.restartPolicy=Never"}, 600, [&](pid_t) {
     if (killed > 0 || !FileExists(ckpt_b)) return;
     auto c = train::LoadCheckpoint(ckpt_b);
     if (!c.ok() || c->step < kInterval || c->step >= kSteps) return;

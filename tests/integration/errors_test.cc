@@ -113,13 +113,14 @@ TEST_F(BadInput, UnknownStrategyType) {
   EXPECT_TRUE(Contains(err, "sgdx"));
 }
 
-TEST_F(BadInput, ValidStrategyNotInThisBuild) {
+// Every strategy of the schema is built now; a gossip parameter on another strategy is refused
+// with its field path.
+TEST_F(BadInput, GossipParameterOnAnotherStrategy) {
   std::string path = dir_.Write("job.yaml", Job());
   std::string err = ExpectBadInput(
-      {path, "--set", "spec.strategy.type=gossip", "--set", "spec.strategy.threshold=0.1"});
-  EXPECT_TRUE(Contains(err, "spec.strategy.type"));
-  EXPECT_TRUE(Contains(err, "gossip"));
-  EXPECT_TRUE(Contains(err, "not available in this build"));
+      {path, "--set", "spec.strategy.type=localsgd", "--set", "spec.strategy.threshold=0.1"});
+  EXPECT_TRUE(Contains(err, "spec.strategy.threshold"));
+  EXPECT_TRUE(Contains(err, "does not apply to strategy localsgd"));
 }
 
 TEST_F(BadInput, MissingJobFile) {
@@ -263,7 +264,8 @@ TEST(Failure, WorkerKilledWithSigkillFailsTheRun) {
   Clock::time_point start = Clock::now();
   double killed_after_s = 0;
   ProcessResult r = RunProcess(
-      {HptrainBinary(), "run", job, "--quiet", "--output-json", json}, 300,
+      {HptrainBinary(), "run", job, "--quiet", "--output-json", json, "--set",
+       "spec.runPolicy.restartPolicy=Never"}, 300,
       [&](pid_t) {
         if (killed > 0) return;
         std::vector<pid_t> pids = FindProcesses({job, "worker", "--rank 2"});

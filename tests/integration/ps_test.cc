@@ -169,12 +169,15 @@ TEST(ParameterServer, KilledPsFailsTheWorkersAndResumeEndsAsAnUninterruptedRun) 
   };
   const std::string job_a = job("ps-a"), job_b = job("ps-b");
   const std::vector<std::string> ps = {"--set", "spec.strategy.type=ps"};
+  // Without a gang restart, so that the resume below is the test's.
+  const std::vector<std::string> never = {"--set", "spec.runPolicy.restartPolicy=Never"};
   ProcessResult a = RunProcess({HptrainBinary(), "run", job_a, "--quiet", ps[0], ps[1]}, 600);
   ASSERT_EQ(a.exit_code, 0) << a.err;
 
   const std::string ckpt_b = dir.path() + "/ps-b.ckpt";
   pid_t killed = -1;
-  ProcessResult b = RunProcess({HptrainBinary(), "run", job_b, "--quiet", ps[0], ps[1]}, 600,
+  ProcessResult b = RunProcess(
+      {HptrainBinary(), "run", job_b, "--quiet", ps[0], ps[1], never[0], never[1]}, 600,
                                [&](pid_t) {
     if (killed > 0 || !FileExists(ckpt_b)) return;
     auto c = train::LoadCheckpoint(ckpt_b);

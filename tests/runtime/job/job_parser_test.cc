@@ -510,6 +510,17 @@ TEST(JobParserTest, OneDocumentOnly) {
             "job.yaml: expected one YAML document, found 2");
 }
 
+// Found by tests/fuzz (fuzz_job_parser): yaml-cpp 0.7's LoadAll never returned, its memory
+// growing, for a document starting with a ',' outside a flow collection.
+TEST(JobParserTest, CommaAtTheStartOfADocumentIsAnErrorNotAHang) {
+  EXPECT_EQ(ErrorOf(","),
+            "job.yaml:1:1: malformed YAML: unexpected ',' at the start of a document");
+  EXPECT_EQ(ErrorOf("# a comment\n, 28, 28]\n"),
+            "job.yaml:2:1: malformed YAML: unexpected ',' at the start of a document");
+  EXPECT_EQ(ErrorOf("a: 1\n---\n, }\n"),
+            "job.yaml:3:1: malformed YAML: unexpected ',' at the start of a document");
+}
+
 TEST(JobParserTest, ApiVersionKindAndName) {
   EXPECT_EQ(SetError({"apiVersion=v1"}),
             "job.yaml: apiVersion: must be \"hptrain.io/v1alpha1\", got \"v1\"");

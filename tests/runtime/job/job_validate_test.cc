@@ -630,7 +630,8 @@ TEST(ValidateJobTest, StrategyTable) {
   EXPECT_THAT(StrategyParameters("ssgd"), IsEmpty());
   EXPECT_THAT(StrategyParameters("ps"), IsEmpty());
   EXPECT_THAT(StrategyParameters("quantized"), ElementsAre("bits", "bucketSize", "errorFeedback"));
-  EXPECT_THAT(StrategyParameters("gossip"), ElementsAre("threshold", "interval"));
+  EXPECT_THAT(StrategyParameters("gossip"),
+              ElementsAre("threshold", "maxInterval", "minInterval", "period", "variant"));
   EXPECT_THAT(StrategyParameters("hps"), ElementsAre("bits", "staleness"));
   EXPECT_THAT(StrategyParameters("localsgd"), ElementsAre("interval"));
   EXPECT_THAT(StrategyParameters("multistep"), ElementsAre("interval", "warmupEpochs", "hMin",

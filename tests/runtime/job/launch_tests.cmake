@@ -5,3 +5,5 @@ hptrain_add_test(job_progress_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/progress_test.cc LIBS hptrain_launch)
 hptrain_add_test(job_run_summary_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/run_summary_test.cc LIBS hptrain_launch)
+hptrain_add_test(job_restart_policy_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/restart_policy_test.cc LIBS hptrain_launch)

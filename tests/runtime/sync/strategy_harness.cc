@@ -12,6 +12,7 @@
 #include "runtime/comm/loopback_transport.h"
 #include "runtime/comm/priority_scheduler.h"
 #include "runtime/ps/mp2/job_options.h"
+#include "runtime/sync/hierarchical.h"
 #include "runtime/sync/registry.h"
 #include "runtime/train/optimizer.h"
 
@@ -78,6 +79,7 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
   SimResult result;
   result.params.resize(world);
   result.bytes_sent.resize(world);
+  result.inter_node_bytes_sent.resize(world);
   result.max_staleness.resize(world);
   result.sections.resize(world);
   std::mutex mu;
@@ -93,7 +95,10 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
         result.ok = false;
         result.error = std::string(status.message());
       };
-      comm::TransportCommunicator comm(std::make_unique<comm::LoopbackTransport>(hub, rank));
+      // spec.topology and spec.communicator choose the communicator, as in the worker.
+      auto made = MakeJobCommunicator(spec, std::make_unique<comm::LoopbackTransport>(hub, rank));
+      if (!made.ok()) return fail(made.status());
+      comm::Communicator& comm = **made;
       StrategyContext context{&spec, &comm, options.ps.empty() ? nullptr : options.ps[rank]};
       auto strategy = CreateStrategy(context);
       if (!strategy.ok()) return fail(strategy.status());
@@ -199,6 +204,12 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
         }
         if (options.after_step) options.after_step(rank, step, params);
         if (options.steps_per_epoch > 0 && (step + 1) % options.steps_per_epoch == 0) {
+          if (options.synchronize_at_epoch_end) {
+            if (auto s = (*strategy)->Synchronize(step + 1, absl::MakeSpan(params)); !s.ok()) {
+              return fail(s);
+            }
+            if (options.after_synchronize) options.after_synchronize(rank, step, params);
+          }
           EpochTiming timing;
           timing.epoch = (step + 1) / options.steps_per_epoch - 1;
           timing.compute_seconds = 1.0;
@@ -213,8 +224,10 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
       if (scheduler) {
         if (auto s = scheduler->WaitIdle(); !s.ok()) return fail(s);
       }
-      if (auto s = (*strategy)->Synchronize(options.steps, absl::MakeSpan(params)); !s.ok()) {
-        return fail(s);
+      if (options.synchronize_at_end) {
+        if (auto s = (*strategy)->Synchronize(options.steps, absl::MakeSpan(params)); !s.ok()) {
+          return fail(s);
+        }
       }
       CheckpointSections sections;
       if (options.save_state) {
@@ -225,6 +238,7 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
       result.max_staleness[rank] = (*strategy)->stats().max_staleness;
       result.params[rank] = params;
       result.bytes_sent[rank] = comm.bytes_sent();
+      result.inter_node_bytes_sent[rank] = comm.inter_node_bytes_sent();
     });
   }
   for (auto& t : threads) t.join();

@@ -39,11 +39,19 @@ struct SimOptions {
   std::function<void(int rank, int step, const std::vector<float>& params)> after_step;
   // Collect every rank's SaveState sections after the final Synchronize (SimResult::sections).
   bool save_state = false;
+  // Call Synchronize at every epoch end (before OnEpochEnd), as the trainer's end-of-epoch
+  // evaluation does, then after_synchronize with the rank's parameters.
+  bool synchronize_at_epoch_end = false;
+  std::function<void(int rank, int step, const std::vector<float>& params)> after_synchronize;
+  // Call Synchronize after the last step (as the trainer does before its final evaluation);
+  // false keeps every rank's own model and bytes of the steps alone.
+  bool synchronize_at_end = true;
 };
 
 struct SimResult {
   std::vector<std::vector<float>> params;  // per rank, after the last step
   std::vector<int64_t> bytes_sent;         // per rank
+  std::vector<int64_t> inter_node_bytes_sent;  // per rank, to ranks on other nodes (spec.topology)
   std::vector<int> bits;                   // rank 0's StrategyStats::bits after each epoch
   std::vector<int64_t> max_staleness;      // per rank, StrategyStats::max_staleness at the end
   std::vector<int> intervals;              // rank 0's StrategyStats::interval after each epoch

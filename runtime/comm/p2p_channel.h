@@ -1,0 +1,80 @@
+// P2pChannel: exchanges between two workers (no collective of all ranks), over the job's
+// point-to-point Transport: Gloo's TCP pairs in jobs (GlooTransport's unbound buffers on the
+// communicator's Gloo context), the in-process loopback in tests. Used by the gossip strategy
+// (docs/algorithms.md §4b, §4f) for its request words and its model transfers.
+//
+// Two kinds of traffic, counted apart: control words (requests and answers, 8 bytes each) and
+// payload (models). Every byte also counts in the Transport's counters, so the run summary's
+// bytes_sent / bytes_received include them.
+//
+// Ordering: each pair of ranks numbers its transfers (one sequence per peer); both ends of a pair
+// must make the same calls with each other in the same order. The tags live in their own range,
+// apart from the collectives' (which count up from 1), so collectives and point-to-point
+// transfers on the same Transport never match each other.
+//
+// Timeouts: a transfer that does not complete within the Transport's timeout (LoopbackHub's,
+// GlooOptions::timeout) fails, and so does one whose peer went away (Gloo: its connection
+// closed); the error names the peer: "exchange with rank 3: ...".
+//
+// Thread-safety: one call at a time (the trainer thread); the counters may be read from any thread.
+#ifndef HPTRAIN_RUNTIME_COMM_P2P_CHANNEL_H_
+#define HPTRAIN_RUNTIME_COMM_P2P_CHANNEL_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "runtime/comm/transport.h"
+
+namespace hptrain::comm {
+
+struct P2pCounters {
+  std::atomic<int64_t> payload_sent{0};
+  std::atomic<int64_t> payload_received{0};
+  std::atomic<int64_t> control_sent{0};
+  std::atomic<int64_t> control_received{0};
+};
+
+class P2pChannel {
+ public:
+  // Tags of point-to-point transfers: kTagBase | (sequence number of the pair).
+  static constexpr uint64_t kTagBase = uint64_t{1} << 62;
+
+  // `transport` is owned by the caller and outlives the channel.
+  explicit P2pChannel(Transport* transport);
+
+  int rank() const { return transport_->rank(); }
+  int size() const { return transport_->size(); }
+
+  // Payload transfer with `peer`: sends `send_bytes` from `send` and receives exactly
+  // `recv_bytes` into `recv`, concurrently. Either side may be empty (a one-way push); the peer
+  // makes the mirror call (its recv_bytes = our send_bytes).
+  absl::Status Transfer(int peer, const void* send, size_t send_bytes, void* recv,
+                        size_t recv_bytes);
+
+  // Request and answer with `peer`: sends `word` and returns the peer's word.
+  absl::Status Ask(int peer, int64_t word, int64_t* answer);
+
+  // One control word to every other rank and one from each: words[p] goes to rank p and
+  // received[p] comes from rank p (both size() long; the own entries are untouched). The pairs
+  // are visited in ascending order of (lower rank, higher rank), so the calls of all ranks
+  // complete without a cycle of waits.
+  absl::Status ExchangeWords(absl::Span<const int64_t> words, absl::Span<int64_t> received);
+
+  const P2pCounters& counters() const { return counters_; }
+
+ private:
+  absl::Status Pair(int peer, const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
+                    const char* what);
+
+  Transport* transport_;
+  std::vector<uint64_t> sequence_;  // per peer: transfers made with it
+  P2pCounters counters_;
+};
+
+}  // namespace hptrain::comm
+
+#endif  // HPTRAIN_RUNTIME_COMM_P2P_CHANNEL_H_

@@ -1,0 +1,197 @@
+// gossip: see gossip.h and docs/algorithms.md §4.
+//
+// Bytes per exchange (§4c): pairwise and easgd move the model, S = 4P bytes, each way; push moves
+// S one way. The request words add 8 bytes per pair of workers and direction per step (counted
+// as control bytes by the P2pChannel, apart from the payload).
+#include "runtime/sync/gossip.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/update/update.h"
+#include "runtime/base/status.h"
+#include "runtime/sync/registry.h"
+
+namespace hptrain::sync {
+namespace {
+
+constexpr double kDefaultThreshold = 0.01;
+constexpr int kDefaultMaxInterval = 64;
+constexpr int kDefaultMinInterval = 1;
+
+uint64_t RankSeed(uint64_t seed, int rank) {
+  return seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL * static_cast<uint64_t>(rank + 1);
+}
+
+}  // namespace
+
+GossipOptions GossipOptionsFor(const job::JobSpec& job) {
+  const job::StrategySpec& s = job.strategy;
+  GossipOptions options;
+  options.trigger.threshold = s.threshold.value_or(kDefaultThreshold);
+  options.trigger.max_interval = s.max_interval.value_or(kDefaultMaxInterval);
+  options.trigger.min_interval = s.min_interval.value_or(kDefaultMinInterval);
+  options.trigger.period = s.period;
+  if (s.variant == "push") options.variant = GossipVariant::kPush;
+  if (s.variant == "easgd") options.variant = GossipVariant::kEasgd;
+  options.seed = job.seed;
+  return options;
+}
+
+GossipStrategy::GossipStrategy(comm::Communicator* comm, const GossipOptions& options)
+    : comm_(comm),
+      options_(options),
+      trigger_(options.trigger),
+      rng_(RankSeed(options.seed, comm->rank())) {
+  if (comm_->size() > 1 && comm_->transport() != nullptr) {
+    channel_ = std::make_unique<comm::P2pChannel>(comm_->transport());
+    protocol_ = std::make_unique<GossipProtocol>(channel_.get());
+  }
+}
+
+absl::Status GossipStrategy::ReduceGradients(const StepInfo& step, int,
+                                             absl::Span<float> gradients) {
+  if (step.local_batch <= 0) {
+    std::fill(gradients.begin(), gradients.end(), 0.0f);
+  } else {
+    kernels::Scale(gradients.data(), gradients.size(),
+                   static_cast<float>(step.global_batch) / static_cast<float>(step.local_batch));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GossipStrategy::Start(absl::Span<float> parameters, int64_t,
+                                   const CheckpointSections&) {
+  if (comm_->size() > 1 && channel_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "strategy gossip needs point-to-point channels, which this communicator back end lacks");
+  }
+  trigger_.Reset(parameters);
+  peer_.resize(parameters.size());
+  if (options_.variant == GossipVariant::kEasgd && comm_->rank() == 0) {
+    center_.assign(parameters.begin(), parameters.end());
+  }
+  return absl::OkStatus();
+}
+
+int GossipStrategy::PickPeer() {
+  const int me = comm_->rank();
+  int peer = static_cast<int>(rng_.Below(static_cast<uint64_t>(comm_->size() - 1)));
+  return peer >= me ? peer + 1 : peer;
+}
+
+absl::Status GossipStrategy::AfterOptimizerStep(const StepInfo& step,
+                                                absl::Span<float> parameters) {
+  ++steps_;
+  last_partner_ = -1;
+  if (channel_ == nullptr || !trigger_.can_fire()) return absl::OkStatus();
+  const bool due = trigger_.Step(parameters);
+  if (options_.variant == GossipVariant::kEasgd) {
+    return Annotate(Elastic(due, parameters), absl::StrCat("gossip (easgd) at step ", step.step));
+  }
+  const int target = due && !protocol_->waiting() ? PickPeer() : -1;
+  auto pairing = protocol_->Round(target);
+  if (!pairing.ok()) {
+    return Annotate(pairing.status(), absl::StrCat("gossip at step ", step.step));
+  }
+  if (pairing->partner < 0) return absl::OkStatus();
+  last_partner_ = pairing->partner;
+  absl::Status status = options_.variant == GossipVariant::kPush ? Push(*pairing, parameters)
+                                                                 : Pairwise(*pairing, parameters);
+  return Annotate(status, absl::StrCat("gossip at step ", step.step));
+}
+
+absl::Status GossipStrategy::Pairwise(const GossipPairing& pairing, absl::Span<float> x) {
+  const size_t bytes = x.size() * sizeof(float);
+  HPTRAIN_RETURN_IF_ERROR(
+      channel_->Transfer(pairing.partner, x.data(), bytes, peer_.data(), bytes));
+  // x_lo + x_hi in rank order, the same operations on both partners.
+  const bool low = comm_->rank() < pairing.partner;
+  const float* lo = low ? x.data() : peer_.data();
+  const float* hi = low ? peer_.data() : x.data();
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * (lo[i] + hi[i]);
+  ++exchanges_;
+  trigger_.Reset(x);
+  return absl::OkStatus();
+}
+
+absl::Status GossipStrategy::Push(const GossipPairing& pairing, absl::Span<float> x) {
+  const size_t bytes = x.size() * sizeof(float);
+  if (pairing.initiator) {
+    HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(pairing.partner, x.data(), bytes, nullptr, 0));
+  } else {
+    HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(pairing.partner, nullptr, 0, peer_.data(), bytes));
+    const bool low = comm_->rank() < pairing.partner;
+    const float* lo = low ? x.data() : peer_.data();
+    const float* hi = low ? peer_.data() : x.data();
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * (lo[i] + hi[i]);
+  }
+  ++exchanges_;
+  trigger_.Reset(x);
+  return absl::OkStatus();
+}
+
+absl::Status GossipStrategy::Elastic(bool due, absl::Span<float> x) {
+  const int n = comm_->size();
+  const int me = comm_->rank();
+  const float alpha = 0.9f / static_cast<float>(n);
+  // Requests go to the center's holder, rank 0; every rank learns who asked this step.
+  std::vector<int64_t> words(n, due ? 0 : -1), requests(n, -1);
+  HPTRAIN_RETURN_IF_ERROR(channel_->ExchangeWords(words, absl::MakeSpan(requests)),
+                          "gossip requests");
+  requests[me] = due ? 0 : -1;
+  const size_t bytes = x.size() * sizeof(float);
+  if (me != 0) {
+    if (!due) return absl::OkStatus();
+    last_partner_ = 0;
+    HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(0, x.data(), bytes, peer_.data(), bytes));
+    for (size_t k = 0; k < x.size(); ++k) x[k] -= alpha * (x[k] - peer_[k]);
+    ++exchanges_;
+    trigger_.Reset(x);
+    return absl::OkStatus();
+  }
+  // Rank 0 serves the step's requests in rank order, its own first.
+  for (int i = 0; i < n; ++i) {
+    if (requests[i] < 0) continue;
+    float* other = x.data();
+    if (i != 0) {
+      HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(i, center_.data(), bytes, peer_.data(), bytes));
+      other = peer_.data();
+    }
+    for (size_t k = 0; k < x.size(); ++k) {
+      const float d = alpha * (other[k] - center_[k]);
+      if (i == 0) x[k] -= d;
+      center_[k] += d;
+    }
+    if (i == 0) {
+      ++exchanges_;
+      trigger_.Reset(x);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GossipStrategy::Synchronize(int64_t, absl::Span<float> parameters) {
+  if (comm_->size() == 1) return absl::OkStatus();
+  kernels::Scale(parameters.data(), parameters.size(), 1.0f / static_cast<float>(comm_->size()));
+  HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(parameters.data(), parameters.size()),
+                          "gossip: averaging the models");
+  trigger_.Reset(parameters);
+  return absl::OkStatus();
+}
+
+StrategyStats GossipStrategy::stats() const {
+  StrategyStats s;
+  // Local steps per exchange so far (hptrain_sync_interval).
+  s.interval =
+      static_cast<int>(std::max<int64_t>(1, exchanges_ > 0 ? steps_ / exchanges_ : steps_));
+  return s;
+}
+
+bool gossip_registered = RegisterStrategy(
+    "gossip", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
+      return std::make_unique<GossipStrategy>(context.comm, GossipOptionsFor(*context.job));
+    });
+
+}  // namespace hptrain::sync

@@ -1,0 +1,97 @@
+// gossip (docs/algorithms.md §4) through the real binary: workers exchange models pairwise over
+// Gloo's point-to-point channels, with no all-reduce between evaluations. A short run on
+// synthetic data in every variant, a BatchNorm model, and the demo job's accuracy against ssgd.
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/hptrain_process.h"
+
+namespace hptrain::testing {
+namespace {
+
+bool HaveData() {
+  return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+}
+
+// Runs `hptrain run` on `job` with `sets`; returns the run summary (null on failure).
+nlohmann::json RunJob(TempDir& dir, const std::string& tag, const std::string& job,
+                      const std::vector<std::string>& sets, int timeout_s) {
+  const std::string json = dir.path() + "/" + tag + ".json";
+  std::vector<std::string> argv = {HptrainBinary(), "run", job, "--quiet", "--output-json", json};
+  for (const auto& set : sets) argv.insert(argv.end(), {"--set", set});
+  ProcessResult r = RunProcess(argv, timeout_s);
+  EXPECT_EQ(r.exit_code, 0) << tag << ": " << r.err;
+  if (r.exit_code != 0) return nullptr;
+  nlohmann::json summary = nlohmann::json::parse(ReadFile(json), nullptr, false);
+  return summary.is_discarded() ? nlohmann::json() : summary;
+}
+
+// Every variant runs to the end on 4 workers; the models travel (bytes counted) and the
+// evaluated average model is finite.
+TEST(Gossip, EveryVariantRunsOnSyntheticData) {
+  TempDir dir;
+  for (const std::string& variant : {"pairwise", "push", "easgd"}) {
+    nlohmann::json summary = RunJob(
+        dir, variant, "examples/synthetic-mlp.yaml",
+        {"spec.workers.replicas=4", "spec.strategy.type=gossip", "spec.strategy.variant=" + variant,
+         "spec.strategy.threshold=0.001", "spec.maxSteps=24"},
+        300);
+    ASSERT_FALSE(summary.is_null()) << variant;
+    ASSERT_EQ(summary["ranks"].size(), 4u) << variant;
+    for (const auto& rank : summary["ranks"]) {
+      EXPECT_GT(rank["bytes_sent"].get<double>(), 0) << variant;
+    }
+    const double accuracy = summary["final"]["test_accuracy"].get<double>();
+    EXPECT_GE(accuracy, 0.0) << variant;
+    EXPECT_LE(accuracy, 1.0) << variant;
+  }
+}
+
+// A BatchNorm model: its buffers are averaged with the models before every evaluation.
+TEST(Gossip, BatchNormModelTrains) {
+  std::vector<std::string> argv = {HptrainBinary(),
+                                   "run",
+                                   "examples/synthetic-mlp.yaml",
+                                   "--quiet",
+                                   "--set",
+                                   "spec.model.name=resnet20",
+                                   "--set",
+                                   "spec.model.hidden=[]",
+                                   "--set",
+                                   "spec.dataset.synthetic.shape=[3,32,32]",
+                                   "--set",
+                                   "spec.maxSteps=6",
+                                   "--set",
+                                   "spec.strategy.type=gossip",
+                                   "--set",
+                                   "spec.strategy.period=1"};
+  ProcessResult r = RunProcess(argv, 300);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// Acceptance: two epochs of the demo job (4 workers, as multistep_test.cc runs it); the average
+// model's test accuracy is within 1.5 points of ssgd's.
+TEST(Gossip, TwoEpochAccuracyAgainstSsgd) {
+  if (!HaveData()) GTEST_SKIP() << "Fashion-MNIST not installed at /usr/share/datasets";
+  TempDir dir;
+  const std::vector<std::string> common = {"spec.epochs=2", "spec.optimizer.schedule.type=cosine"};
+  auto accuracy = [&](const std::string& tag, std::vector<std::string> sets) {
+    sets.insert(sets.end(), common.begin(), common.end());
+    nlohmann::json summary = RunJob(dir, tag, "examples/fashion-mnist.yaml", sets, 900);
+    if (summary.is_null()) return 0.0;
+    const double a = 100 * summary["final"]["test_accuracy"].get<double>();
+    std::cout << tag << ": test accuracy " << a << " %\n";
+    return a;
+  };
+  const double ssgd = accuracy("ssgd", {});
+  const double gossip = accuracy("gossip", {"spec.strategy.type=gossip"});
+  EXPECT_GT(ssgd, 80.0);
+  EXPECT_GE(gossip, ssgd - 1.5);
+}
+
+}  // namespace
+}  // namespace hptrain::testing
