@@ -28,6 +28,8 @@
 #include "controller/kube/log.h"
 #include "controller/manager/controller.h"
 #include "controller/manager/endpoints.h"
+#include "controller/webhook/admission.h"
+#include "controller/webhook/webhook_server.h"
 #include "controller/manager/flags.h"
 #include "controller/manager/job_token.h"
 #include "controller/promql/prometheus_client.h"
@@ -75,6 +77,8 @@ int Run(int argc, char** argv, const sigset_t& signals) {
       *ParseListenAddress("--metrics-address", flags->metrics_address);
   std::optional<ListenAddress> health_address =
       *ParseListenAddress("--health-address", flags->health_address);
+  std::optional<ListenAddress> webhook_address =
+      *ParseListenAddress("--webhook-address", flags->webhook_address);
 
   absl::StatusOr<kube::Config> config = kube::LoadDefaultConfig(flags->kubeconfig);
   if (!config.ok()) return Fail(config.status(), kExitBadInput);
@@ -105,6 +109,20 @@ int Run(int argc, char** argv, const sigset_t& signals) {
   Endpoints endpoints(&registry);
   if (absl::Status status = endpoints.Start(metrics_address, health_address); !status.ok()) {
     return Fail(status, ExitCodeFor(status));
+  }
+  std::unique_ptr<webhook::WebhookServer> webhook_server;
+  if (webhook_address.has_value()) {
+    webhook::WebhookServerOptions webhook_options;
+    webhook_options.host = webhook_address->host;
+    webhook_options.port = webhook_address->port;
+    webhook_options.cert_file = flags->webhook_cert_dir + "/tls.crt";
+    webhook_options.key_file = flags->webhook_cert_dir + "/tls.key";
+    webhook_server = std::make_unique<webhook::WebhookServer>(std::move(webhook_options));
+    if (absl::Status status = webhook_server->Start(); !status.ok()) {
+      return Fail(status, ExitCodeFor(status));
+    }
+    kube::LogLine(absl::StrCat("admission webhook on https://", webhook_address->host, ":",
+                               webhook_server->port(), webhook::kValidatePath));
   }
   // Worker readings for rebalancing: Prometheus when given, else each worker pod's /metrics.
   std::shared_ptr<promql::PrometheusClient> prometheus;
@@ -151,6 +169,7 @@ int Run(int argc, char** argv, const sigset_t& signals) {
   }
   endpoints.SetReady(false);
   controller.Stop();
+  if (webhook_server != nullptr) webhook_server->Stop();
   endpoints.Stop();
   kube::LogLine("stopped");
   return kExitOk;

@@ -151,6 +151,23 @@ absl::Status Informer::ListAndReplace() {
   return absl::OkStatus();
 }
 
+bool Informer::AbsentKind(const absl::Status& status) {
+  if (options_.absent_relist <= absl::ZeroDuration()) return false;
+  if (!kube::IsNotFound(status) && !absl::IsPermissionDenied(status)) return false;
+  if (!absent_logged_) {
+    LogLine(absl::StrCat("informer ", resource_.plural, ".", resource_.group,
+                         ": not available (", status.message(), "); looking again every ",
+                         absl::FormatDuration(options_.absent_relist)));
+    absent_logged_ = true;
+  }
+  for (const Store::Delta& delta : store_.Replace({})) {
+    if (delta.kind == Store::Delta::Kind::kDeleted) DispatchDelete(*delta.object);
+  }
+  absl::MutexLock lock(&mu_);
+  synced_ = true;
+  return true;
+}
+
 absl::Status Informer::WatchOnce(bool* relist, int64_t* events) {
   ++watches_started_;
   WatchOptions watch_options;
@@ -200,11 +217,16 @@ void Informer::Run() {
     if (need_list) {
       absl::Status status = ListAndReplace();
       if (stopping()) break;
+      if (AbsentKind(status)) {
+        Sleep(options_.absent_relist);
+        continue;
+      }
       if (!status.ok()) {
         LogLine(absl::StrCat("informer ", resource_.plural, ": list failed: ", status.message()));
         Sleep(backoff.Next());
         continue;
       }
+      absent_logged_ = false;
       need_list = false;
       backoff.Reset();
     }

@@ -64,6 +64,12 @@ struct InformerOptions {
   int watch_timeout_seconds = 300;
   std::vector<std::string> indexed_labels;  // label keys the store indexes (store.h)
   BackoffOptions backoff;  // between failed lists / watches
+  // An optional kind (a CRD that may not be installed, e.g. a scheduler's PodGroup): when it is
+  // positive and a list is answered 404 (the kind does not exist) or 403 (the role does not
+  // cover it), the informer counts as synced with an empty cache, logs that once, and lists
+  // again after this delay, so that a kind installed later is picked up. Zero: such a list is an
+  // error like any other, retried with backoff, and the informer is not synced until it works.
+  absl::Duration absent_relist = absl::ZeroDuration();
 };
 
 class Informer {
@@ -105,6 +111,9 @@ class Informer {
  private:
   void Run();
   absl::Status ListAndReplace();
+  // The optional kind's list failed with `status`: empties the cache (deletes dispatched),
+  // counts as synced. False when `status` is not such an answer.
+  bool AbsentKind(const absl::Status& status);
   // One watch; sets *relist when the informer must list again.
   absl::Status WatchOnce(bool* relist, int64_t* events);
   // Waits `delay` or until Stop(); returns false when stopping.
@@ -131,6 +140,7 @@ class Informer {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool synced_ ABSL_GUARDED_BY(mu_) = false;
   bool thread_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool absent_logged_ = false;  // informer thread only
   std::string resource_version_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -60,5 +60,13 @@ const Resource& TrainingJobs() {
   static const Resource& r = Make("hptrain.io", "v1alpha1", "trainingjobs", "TrainingJob", true);
   return r;
 }
+const Resource& VolcanoPodGroups() {
+  static const Resource& r = Make("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", true);
+  return r;
+}
+const Resource& SchedulerPluginsPodGroups() {
+  static const Resource& r = Make("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", true);
+  return r;
+}
 
 }  // namespace hptrain::kube

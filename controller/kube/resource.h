@@ -45,6 +45,9 @@ const Resource& Events();        // v1 events (core events, what `kubectl descri
 const Resource& Namespaces();    // v1 namespaces (cluster-scoped)
 const Resource& Leases();        // coordination.k8s.io/v1 leases
 const Resource& TrainingJobs();  // hptrain.io/v1alpha1 trainingjobs
+// Gang-scheduling PodGroups; each exists only where its scheduler's CRD is installed.
+const Resource& VolcanoPodGroups();           // scheduling.volcano.sh/v1beta1 podgroups
+const Resource& SchedulerPluginsPodGroups();  // scheduling.x-k8s.io/v1alpha1 podgroups
 
 }  // namespace hptrain::kube
 

@@ -30,6 +30,7 @@ JobCachesOptions CachesOptions(const ControllerOptions& options) {
   caches.namespaces = options.namespaces;
   caches.watch_timeout_seconds = options.watch_timeout_seconds;
   caches.backoff = options.informer_backoff;
+  caches.absent_kind_relist = options.absent_kind_relist;
   return caches;
 }
 
@@ -47,9 +48,12 @@ Controller::Controller(kube::Client* client, ControllerOptions options)
       executor_(client_, &recorder_),
       caches_(client_, CachesOptions(options_), [this](const std::string& key) { Enqueue(key); }) {
   if (options_.worker_readings) {
+    RebalanceLoopOptions rebalance = options_.rebalance;
+    if (!rebalance.on_resumed) {
+      rebalance.on_resumed = [this](const std::string& key) { Enqueue(key); };
+    }
     rebalance_ = std::make_unique<RebalanceLoop>(&caches_, options_.worker_readings(&caches_),
-                                                 &executor_, metrics_.rebalances,
-                                                 options_.rebalance);
+                                                 &executor_, metrics_.rebalances, rebalance);
   }
 }
 

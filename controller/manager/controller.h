@@ -77,6 +77,8 @@ struct ControllerOptions {
   // Informers: server-side watch timeout, and the backoff between failed lists / watches.
   int watch_timeout_seconds = 300;
   kube::BackoffOptions informer_backoff;
+  // How often the informer of a PodGroup kind that is not installed looks again (job_caches.h).
+  absl::Duration absent_kind_relist = absl::Minutes(1);
   // Retry delays of failed passes; null: kube::DefaultControllerRateLimiter().
   std::unique_ptr<kube::RateLimiter> rate_limiter;
   kube::EventRecorderOptions events;  // instance defaults to the lease identity

@@ -89,6 +89,14 @@ std::vector<FlagDef> Definitions() {
        "where /healthz and /readyz are served (default :8081; 0 disables); ready once the "
        "caches have synced",
        str(&F::health_address)},
+      {"webhook-address", "HPTRAIN_WEBHOOK_ADDRESS", "[HOST]:PORT", Kind::kString,
+       "where the validating admission webhook for TrainingJobs is served over HTTPS (POST "
+       "/validate-trainingjob; default 0: not served; the chart uses :9443)",
+       str(&F::webhook_address)},
+      {"webhook-cert-dir", "HPTRAIN_WEBHOOK_CERT_DIR", "DIR", Kind::kString,
+       "the webhook's serving certificate: DIR/tls.crt and DIR/tls.key, reloaded when they "
+       "change (default /etc/hptrain/webhook)",
+       str(&F::webhook_cert_dir)},
       {"prometheus-url", "HPTRAIN_PROMETHEUS_URL", "URL", Kind::kString,
        "Prometheus to read worker throughput from for rebalancing (http:// or https://); "
        "default: each worker pod's /metrics, read directly",
@@ -163,6 +171,9 @@ absl::Status Check(const ControllerFlags& flags) {
   absl::StatusOr<std::optional<ListenAddress>> health =
       ParseListenAddress("--health-address", flags.health_address);
   if (!health.ok()) return health.status();
+  absl::StatusOr<std::optional<ListenAddress>> webhook =
+      ParseListenAddress("--webhook-address", flags.webhook_address);
+  if (!webhook.ok()) return webhook.status();
   if (!flags.prometheus_url.empty() && !absl::StartsWith(flags.prometheus_url, "http://") &&
       !absl::StartsWith(flags.prometheus_url, "https://")) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -52,6 +52,8 @@ struct ControllerFlags {
   std::string leader_election_id = "hptrain-controller";
   std::string metrics_address = ":8080";
   std::string health_address = ":8081";
+  std::string webhook_address = "0";  // "0" = no admission webhook
+  std::string webhook_cert_dir = "/etc/hptrain/webhook";
   std::string prometheus_url;
   int workers = 2;
   std::string default_image;  // set to DefaultImage() unless given

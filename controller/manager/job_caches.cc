@@ -50,9 +50,17 @@ JobCaches::JobCaches(kube::Client* client, JobCachesOptions options, KeyHandler 
     set.pods = std::make_unique<kube::Informer>(client_, kube::Pods(), owned);
     set.services = std::make_unique<kube::Informer>(client_, kube::Services(), owned);
     set.secrets = std::make_unique<kube::Informer>(client_, kube::Secrets(), owned);
+    kube::InformerOptions optional = owned;
+    optional.absent_relist = options.absent_kind_relist;
+    set.volcano_pod_groups =
+        std::make_unique<kube::Informer>(client_, kube::VolcanoPodGroups(), optional);
+    set.scheduler_plugins_pod_groups =
+        std::make_unique<kube::Informer>(client_, kube::SchedulerPluginsPodGroups(), optional);
     // Not running yet, so AddHandlers cannot fail.
     set.jobs->AddHandlers(JobHandlers()).IgnoreError();
-    for (kube::Informer* informer : {set.pods.get(), set.services.get(), set.secrets.get()}) {
+    for (kube::Informer* informer :
+         {set.pods.get(), set.services.get(), set.secrets.get(), set.volcano_pod_groups.get(),
+          set.scheduler_plugins_pod_groups.get()}) {
       informer->AddHandlers(OwnedHandlers()).IgnoreError();
     }
   }
@@ -165,6 +173,11 @@ reconcile::Observed JobCaches::Observe(const nlohmann::json& job) const {
   observed.pods = Copies(set->pods->store().ListByLabels(ns, selector));
   observed.services = Copies(set->services->store().ListByLabels(ns, selector));
   observed.secrets = Copies(set->secrets->store().ListByLabels(ns, selector));
+  for (const kube::Informer* informer :
+       {set->volcano_pod_groups.get(), set->scheduler_plugins_pod_groups.get()}) {
+    std::vector<nlohmann::json> groups = Copies(informer->store().ListByLabels(ns, selector));
+    observed.pod_groups.insert(observed.pod_groups.end(), groups.begin(), groups.end());
+  }
   return observed;
 }
 

@@ -1,10 +1,14 @@
 // JobCaches: the informers the controller sees the cluster through, and what they hold about
 // one TrainingJob.
 //
-// Per watched namespace (or once for all namespaces) four informers (controller/kube/informer.h):
+// Per watched namespace (or once for all namespaces) six informers (controller/kube/informer.h):
 //   trainingjobs.hptrain.io/v1alpha1   every job
 //   pods, services, secrets            only the controller's own objects, selected by the label
 //                                      app.kubernetes.io/managed-by=hptrain-controller
+//   podgroups.scheduling.volcano.sh,   the same, for gang scheduling (reconcile/pod_group.h);
+//   podgroups.scheduling.x-k8s.io      optional kinds: where a scheduler's CRD is not installed
+//                                      (or the role does not cover it) the informer holds
+//                                      nothing and looks again every minute
 // Every add, update and delete becomes the key ("namespace/name") of the job concerned, handed
 // to the `on_change` callback (the controller's work queue): a job's own key, or the owner job
 // of a pod, Service or Secret (owner_key.h). Relists after a 410 replay what changed while the
@@ -43,6 +47,8 @@ struct JobCachesOptions {
   std::vector<std::string> namespaces;
   int watch_timeout_seconds = 300;
   kube::BackoffOptions backoff;  // between failed lists and watches
+  // How often the informer of a kind that is not installed (a PodGroup CRD) looks again.
+  absl::Duration absent_kind_relist = absl::Minutes(1);
 };
 
 class JobCaches {
@@ -72,7 +78,7 @@ class JobCaches {
   std::vector<std::string> JobKeys() const;
 
   // The reconciler's view of `job` (a cached TrainingJob): the job and its namespace's pods,
-  // Services and Secrets labelled hptrain.io/job=<name>. token and worker_metrics are left
+  // Services, Secrets and PodGroups labelled hptrain.io/job=<name>. token and worker_metrics are left
   // empty for the caller.
   reconcile::Observed Observe(const nlohmann::json& job) const;
 
@@ -87,8 +93,12 @@ class JobCaches {
     std::unique_ptr<kube::Informer> pods;
     std::unique_ptr<kube::Informer> services;
     std::unique_ptr<kube::Informer> secrets;
+    std::unique_ptr<kube::Informer> volcano_pod_groups;
+    std::unique_ptr<kube::Informer> scheduler_plugins_pod_groups;
     std::vector<kube::Informer*> all() const {
-      return {jobs.get(), pods.get(), services.get(), secrets.get()};
+      return {jobs.get(),     pods.get(),
+              services.get(), secrets.get(),
+              volcano_pod_groups.get(), scheduler_plugins_pod_groups.get()};
     }
   };
 

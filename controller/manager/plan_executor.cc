@@ -7,18 +7,25 @@
 #include "controller/kube/resource.h"
 #include "controller/reconcile/events.h"
 #include "controller/reconcile/object_meta.h"
+#include "controller/reconcile/pod_group.h"
 #include "runtime/base/status.h"
 
 namespace hptrain::manager {
 namespace {
 
-// The resource a Plan object of `kind` lives in: only what the reconciler creates or deletes.
-absl::StatusOr<const kube::Resource*> ResourceOf(const std::string& kind) {
+// The resource a Plan object of `kind` (and `api_version`) lives in: only what the reconciler
+// creates or deletes.
+absl::StatusOr<const kube::Resource*> ResourceOf(const std::string& api_version,
+                                                 const std::string& kind) {
   if (kind == "Pod") return &kube::Pods();
   if (kind == "Service") return &kube::Services();
   if (kind == "Secret") return &kube::Secrets();
   if (kind == "TrainingJob") return &kube::TrainingJobs();
-  return absl::InternalError(absl::StrCat("the plan names an unexpected kind \"", kind, "\""));
+  for (const kube::Resource* r : {&kube::VolcanoPodGroups(), &kube::SchedulerPluginsPodGroups()}) {
+    if (kind == r->kind && api_version == r->ApiVersion()) return r;
+  }
+  return absl::InternalError(
+      absl::StrCat("the plan names an unexpected kind \"", api_version, " ", kind, "\""));
 }
 
 std::string Describe(const std::string& verb, const std::string& kind, const std::string& ns,
@@ -46,7 +53,12 @@ absl::Status PlanExecutor::Execute(const nlohmann::json& job, const reconcile::P
     HPTRAIN_RETURN_IF_ERROR(DeleteObject(ref));
   }
   for (const nlohmann::json& object : plan.creates) {
-    HPTRAIN_RETURN_IF_ERROR(CreateObject(object));
+    absl::Status created = CreateObject(object);
+    if (absl::IsFailedPrecondition(created) && recorder_ != nullptr) {
+      recorder_->Record(job, kube::EventType::kWarning, reconcile::kReasonPodGroupUnavailable,
+                        std::string(created.message()));
+    }
+    HPTRAIN_RETURN_IF_ERROR(created);
   }
   if (plan.delete_job.has_value()) HPTRAIN_RETURN_IF_ERROR(DeleteObject(*plan.delete_job));
   return absl::OkStatus();
@@ -68,7 +80,7 @@ absl::Status PlanExecutor::WriteStatus(const nlohmann::json& job, const nlohmann
 }
 
 absl::Status PlanExecutor::DeleteObject(const reconcile::ObjectRef& ref) {
-  HPTRAIN_ASSIGN_OR_RETURN(const kube::Resource* resource, ResourceOf(ref.kind));
+  HPTRAIN_ASSIGN_OR_RETURN(const kube::Resource* resource, ResourceOf(ref.api_version, ref.kind));
   kube::DeleteOptions options;
   options.propagation_policy = kube::PropagationPolicy::kBackground;
   options.precondition_uid = ref.uid;
@@ -85,10 +97,19 @@ absl::Status PlanExecutor::DeleteObject(const reconcile::ObjectRef& ref) {
 
 absl::Status PlanExecutor::CreateObject(const nlohmann::json& object) {
   const std::string kind = reconcile::StringAt(object, {"kind"});
-  HPTRAIN_ASSIGN_OR_RETURN(const kube::Resource* resource, ResourceOf(kind));
+  HPTRAIN_ASSIGN_OR_RETURN(const kube::Resource* resource,
+                           ResourceOf(reconcile::StringAt(object, {"apiVersion"}), kind));
   const std::string ns = reconcile::Namespace(object);
   absl::StatusOr<nlohmann::json> created = client_->Create(*resource, ns, object);
   if (kube::IsAlreadyExists(created.status())) return absl::OkStatus();
+  if (kind == reconcile::kPodGroupKind && kube::IsNotFound(created.status())) {
+    // The scheduler's CRD is not installed: the pods would wait for a scheduler that is not
+    // there either. Said on the job, where `kubectl describe` shows it; retried with backoff.
+    return absl::FailedPreconditionError(absl::StrCat(
+        Describe("create", kind, ns, reconcile::Name(object)), ": the kind ",
+        resource->plural, ".", resource->group, " is not installed in the cluster; ",
+        "spec.gangScheduling needs its scheduler (", resource->group, ") installed"));
+  }
   return Annotate(created.status(), Describe("create", kind, ns, reconcile::Name(object)));
 }
 

@@ -13,7 +13,9 @@
 //   3. deletes, each with the Plan's uid (and resourceVersion) precondition, background
 //      propagation. NotFound is done; so is a uid precondition conflict, which means the name now
 //      belongs to a newer object and the one to delete is gone.
-//   4. creates, in order; AlreadyExists is done (the next pass sees the object).
+//   4. creates, in order; AlreadyExists is done (the next pass sees the object). A PodGroup
+//      whose kind is not installed (404) is FailedPrecondition, also said on the job as a
+//      Warning event PodGroupUnavailable.
 //   5. delete_job: the TrainingJob itself, uid precondition, background propagation; NotFound is
 //      done.
 // requeue_after is the caller's (the work queue's) business.

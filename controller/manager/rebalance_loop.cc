@@ -12,6 +12,7 @@
 #include "controller/kube/object_meta.h"
 #include "controller/reconcile/allocation.h"
 #include "controller/reconcile/labels.h"
+#include "controller/reconcile/object_meta.h"
 #include "controller/reconcile/parsed_job.h"
 #include "controller/reconcile/plan.h"
 #include "runtime/job/local_rebalancer.h"
@@ -39,6 +40,16 @@ bool RebalanceEnabled(const nlohmann::json& job) {
     rebalance = &job["spec"]["rebalance"];
   }
   return rebalance != nullptr && rebalance->is_object() && rebalance->value("enabled", false);
+}
+
+// A restarted gang of a job with checkpoints whose resume step status does not hold yet
+// (reconcile/resume_record.h): its workers are read until they report it.
+bool ResumePending(const nlohmann::json& job) {
+  const nlohmann::json* status = reconcile::Find(job, {"status"});
+  const int64_t restarts = reconcile::IntAt(job, {"status", "restarts"}, 0);
+  if (status == nullptr || restarts <= 0) return false;
+  if (reconcile::StringAt(job, {"spec", "checkpoint", "path"}).empty()) return false;
+  return reconcile::IntAt(job, {"status", "resume", "restart"}, -1) != restarts;
 }
 
 std::string PhaseOf(const nlohmann::json& job) {
@@ -115,12 +126,16 @@ reconcile::WorkerMetricsMap RebalanceLoop::MetricsFor(const nlohmann::json& job)
 }
 
 void RebalanceLoop::Tick(absl::Time now) {
-  std::vector<kube::ObjectPtr> eligible;
+  std::vector<kube::ObjectPtr> eligible;  // rebalanced
+  std::vector<kube::ObjectPtr> read;      // those and the ones whose resume step is awaited
   std::map<std::string, kube::ObjectPtr> by_key;
   for (const std::string& key : caches_->JobKeys()) {
     kube::ObjectPtr job = caches_->Job(key);
-    if (job == nullptr || !RebalanceEnabled(*job) || PhaseOf(*job) != "Running") continue;
-    eligible.push_back(job);
+    if (job == nullptr || PhaseOf(*job) != "Running") continue;
+    const bool rebalanced = RebalanceEnabled(*job);
+    if (!rebalanced && !ResumePending(*job)) continue;
+    if (rebalanced) eligible.push_back(job);
+    read.push_back(job);
     by_key[key] = job;
   }
   // Forget jobs that finished, stopped rebalancing or are gone.
@@ -133,9 +148,9 @@ void RebalanceLoop::Tick(absl::Time now) {
       it = by_key.count(it->first) > 0 ? std::next(it) : metrics_.erase(it);
     }
   }
-  if (eligible.empty()) return;
+  if (read.empty()) return;
 
-  absl::StatusOr<WorkerReadings> readings = source_->Read(eligible);
+  absl::StatusOr<WorkerReadings> readings = source_->Read(read);
   if (!readings.ok()) {
     std::string error = absl::StrCat("rebalance: reading worker metrics from ", source_->Describe(),
                                      ": ", readings.status().message());
@@ -144,6 +159,7 @@ void RebalanceLoop::Tick(absl::Time now) {
     return;
   }
   last_error_.clear();
+  std::vector<std::string> resumed;  // jobs whose workers newly report their resume step
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [key, ranks] : *readings) {
@@ -154,8 +170,16 @@ void RebalanceLoop::Tick(absl::Time now) {
         m.samples_per_second = reading.samples_per_second;
         m.step = reading.step;
         m.epoch = reading.epoch;
+        if (reading.resumed_from_step != m.resumed_from_step && reading.resumed_from_step >= 0 &&
+            ResumePending(*by_key[key])) {
+          resumed.push_back(key);
+        }
+        m.resumed_from_step = reading.resumed_from_step;
       }
     }
+  }
+  if (options_.on_resumed) {
+    for (const std::string& key : resumed) options_.on_resumed(key);
   }
   static const std::map<int, WorkerReading> kNone;
   for (const kube::ObjectPtr& job : eligible) {

@@ -17,7 +17,10 @@
 //      through the PlanExecutor and therefore with the job's resourceVersion: a status write
 //      that loses a race with the reconciler is retried on the next pass, when status and
 //      coordinator disagree.
-// The readings also give the reconciler each worker's samples/s, step and epoch (MetricsFor).
+// The readings also give the reconciler each worker's samples/s, step, epoch and resume step
+// (MetricsFor). Jobs that do not rebalance are read too while a restarted gang's resume step is
+// awaited (status.restarts > 0 with spec.checkpoint.path, and status.resume not yet of this
+// restart), and only for that.
 //
 // Thread-safety: Start/Stop are for the owner's thread; Tick runs on the loop's thread (or the
 // test's, when not started); MetricsFor and the counters are safe from any thread.
@@ -59,6 +62,10 @@ struct RebalanceLoopOptions {
   std::function<std::string(const nlohmann::json& job)> coordinator_address;
   absl::Duration rpc_timeout = absl::Seconds(5);
   int lead_steps = 2;  // SetAllocationRequest.lead_steps
+  // Called (on the loop's thread; must not block) with a job's key when one of its workers
+  // reports a new hptrain_resumed_from_step while status does not record the resume yet: the
+  // controller then reconciles the job, which records it (reconcile/resume_record.h).
+  std::function<void(const std::string& key)> on_resumed;
 };
 
 class RebalanceLoop {

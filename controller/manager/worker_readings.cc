@@ -34,6 +34,8 @@ bool Apply(const std::string& metric, double value, WorkerReading* reading) {
     reading->step = static_cast<int64_t>(value);
   } else if (metric == "hptrain_epoch") {
     reading->epoch = static_cast<int64_t>(value);
+  } else if (metric == "hptrain_resumed_from_step") {
+    reading->resumed_from_step = static_cast<int64_t>(value);
   } else {
     return false;
   }
@@ -125,7 +127,8 @@ class ScrapedReadings : public WorkerReadingsSource {
 const std::vector<std::string>& WorkerReadingMetrics() {
   static const std::vector<std::string> kMetrics = {
       "hptrain_compute_seconds_sum", "hptrain_compute_seconds_count", "hptrain_batch_size",
-      "hptrain_samples_per_second",  "hptrain_step",                  "hptrain_epoch"};
+      "hptrain_samples_per_second",  "hptrain_step",                  "hptrain_epoch",
+      "hptrain_resumed_from_step"};
   return kMetrics;
 }
 

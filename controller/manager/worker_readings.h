@@ -42,6 +42,7 @@ struct WorkerReading {
   double samples_per_second = 0;   // hptrain_samples_per_second
   int64_t step = -1;               // hptrain_step; -1 when not read
   int64_t epoch = -1;              // hptrain_epoch; -1 when not read
+  int64_t resumed_from_step = -1;  // hptrain_resumed_from_step; -1 when not read or fresh
   double newest_sample_seconds = 0;  // Unix time of the newest sample folded in
 };
 

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "controller/reconcile/labels.h"
+#include "controller/reconcile/pod_group.h"
 #include "controller/reconcile/pod_template.h"
 #include "runtime/base/status.h"
 #include "runtime/job/job_validate.h"
@@ -124,6 +125,11 @@ absl::StatusOr<std::vector<PodVolume>> JobVolumes(const ParsedJob& job) {
     scratch(kCheckpointVolumeName, DirectoryOf(checkpoint.path));
   }
   scratch(kCollectVolumeName, DirectoryOf(job.spec.collect.path));
+  const job::TlsSpec& tls = job.spec.security.tls;
+  if (tls.enabled) {
+    volumes.push_back({kTlsVolumeName, Json{{"secret", {{"secretName", tls.secret_name}}}},
+                       kTlsPath, /*scratch=*/false, /*read_only=*/true});
+  }
   return volumes;
 }
 
@@ -137,6 +143,9 @@ PodSettings CommonSettings(const ParsedJob& job, int64_t restart_generation,
   s.mount_path = kMountPath;
   s.subdomain = ServiceName(job.name);
   s.scheduler_name = job.scheduler_name;
+  if (job.gang != GangScheduler::kNone) {
+    s.priority_class_name = job.spec.gang_scheduling.priority_class_name;
+  }
   s.default_image = default_image;
   s.annotations[kRestartGenerationAnnotation] = absl::StrCat(restart_generation);
   s.annotations[kSpecHashAnnotation] = job.spec_hash;
@@ -181,7 +190,12 @@ void FinishSettings(const ParsedJob& job, absl::string_view role, int rank, absl
                                            job.ns, ".svc:", kCoordinatorPort)},
       {"HPTRAIN_RANK", absl::StrCat(rank)},
   };
-  if (role == kRoleWorker) s->env.emplace_back("HPTRAIN_GROUP", std::string(group));
+  if (role == kRoleWorker) {
+    s->env.emplace_back("HPTRAIN_GROUP", std::string(group));
+    // The node, for the node-based hierarchical exchange: the workers of one node group.
+    s->field_env.emplace_back("HPTRAIN_NODE_NAME", "spec.nodeName");
+  }
+  if (job.spec.security.tls.enabled) s->env.emplace_back("HPTRAIN_TLS_DIR", kTlsPath);
   s->env.insert(s->env.end(), {{"HPTRAIN_PS_HOST", "0.0.0.0"},
                                {"HPTRAIN_PS_PORT", absl::StrCat(kCoordinatorPort)},
                                {"HPTRAIN_METRICS_HOST", "0.0.0.0"},
@@ -261,12 +275,14 @@ std::string WorkerTemplatePath(const ParsedJob& job, size_t index) {
 
 absl::StatusOr<DesiredObjects> BuildDesiredObjects(const ParsedJob& job, absl::string_view token,
                                                    int64_t restart_generation,
-                                                   const RuntimeImage& default_image) {
+                                                   const RuntimeImage& default_image,
+                                                   bool resume_gang) {
   DesiredObjects out;
   out.secret = BuildSecret(job, token);
   out.service = BuildService(job);
   HPTRAIN_ASSIGN_OR_RETURN(const std::vector<PodVolume> volumes, JobVolumes(job));
-  const bool resume = restart_generation > 0 && !job.spec.checkpoint.path.empty();
+  const bool resume =
+      (restart_generation > 0 || resume_gang) && !job.spec.checkpoint.path.empty();
 
   int rank = 0;
   for (size_t g = 0; g < job.spec.worker_groups.size(); ++g) {
@@ -304,6 +320,7 @@ absl::StatusOr<DesiredObjects> BuildDesiredObjects(const ParsedJob& job, absl::s
   }
   out.pods.insert(out.pods.begin(), std::make_move_iterator(ps_pods.begin()),
                   std::make_move_iterator(ps_pods.end()));
+  out.pod_group = BuildPodGroup(job, shards, job.spec.WorldSize());
   return out;
 }
 

@@ -17,9 +17,12 @@
 //   Pods    J-worker-r  `hptrain worker`, rank r, from the template of r's group.
 // Every object carries the job's labels and controller owner reference; pods also carry the
 // restart generation and spec hash annotations (labels.h) and, with gang scheduling, the
-// PodGroup marker (parsed_job.h). Pod env: HPTRAIN_JOB, HPTRAIN_TOKEN_FILE (the Secret mounted
+// PodGroup marker (parsed_job.h), and the PodGroup itself is desired (pod_group.h); with
+// spec.gangScheduling.priorityClassName, pods whose template names no priorityClassName get it.
+// Pod env: HPTRAIN_JOB, HPTRAIN_TOKEN_FILE (the Secret mounted
 // read-only at /etc/hptrain), HPTRAIN_COORDINATOR=J-ps-0.J.N.svc:29400, HPTRAIN_RANK,
-// HPTRAIN_GROUP (workers), HPTRAIN_PS_HOST/PORT, HPTRAIN_METRICS_HOST/PORT, HPTRAIN_BIND_HOST;
+// HPTRAIN_GROUP and HPTRAIN_NODE_NAME (workers; the downward API's spec.nodeName, which
+// groups the workers by node for the hierarchical exchange), HPTRAIN_PS_HOST/PORT, HPTRAIN_METRICS_HOST/PORT, HPTRAIN_BIND_HOST;
 // with a parameter-server strategy the ps pods also get HPTRAIN_PS_SHARD=<s> and
 // HPTRAIN_PS_ADVERTISE=J-ps-s.N.svc:29400 (their Service).
 //
@@ -42,8 +45,13 @@
 // mounted at the directory of spec.checkpoint.path in every ps and worker pod. Without it, that
 // directory and spec.collect.path's, when outside /tmp, get an emptyDir instead (the root
 // filesystem is read-only), unless the template mounts a volume there or above.
-// Resume: on every gang after the first (restart_generation > 0) of a job with
-// spec.checkpoint.path, the workers get HPTRAIN_RESUME=1, the equivalent of `hptrain worker
+// TLS (spec.security.tls.enabled): the Secret spec.security.tls.secretName (tls.crt, tls.key,
+// ca.crt: cert-manager's layout) is mounted read-only at /etc/hptrain/tls in the ps and every
+// worker pod, and HPTRAIN_TLS_DIR points there (docs/security.md says what the certificate must
+// name).
+// Resume: on every gang after the first (restart_generation > 0, or the gang after a
+// runPolicy.suspend of a job that had started) of a job with spec.checkpoint.path, the workers
+// get HPTRAIN_RESUME=1, the equivalent of `hptrain worker
 // --resume`: they continue from the checkpoint when the file exists, else start over. The ps
 // pods do not: a ps starts empty either way, and worker 0 re-initialises it from the checkpoint.
 // The first gang never resumes, so a checkpoint left behind by an earlier job at the same path
@@ -54,6 +62,7 @@
 #define HPTRAIN_CONTROLLER_RECONCILE_DESIRED_OBJECTS_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -76,12 +85,16 @@ inline constexpr char kScratchPath[] = "/tmp";
 inline constexpr char kCheckpointVolumeName[] = "hptrain-checkpoint";
 inline constexpr char kCollectVolumeName[] = "hptrain-collect";
 inline constexpr char kResumeEnv[] = "HPTRAIN_RESUME";
+inline constexpr char kTlsVolumeName[] = "hptrain-tls";
+inline constexpr char kTlsPath[] = "/etc/hptrain/tls";
 
 struct DesiredObjects {
   Json secret;
   Json service;                   // the headless Service J
   std::vector<Json> ps_services;  // J-ps-0 .. J-ps-<S-1>; empty without a parameter server
   std::vector<Json> pods;         // the ps pods by shard first, then the workers by rank
+  // With gang scheduling, the job's PodGroup (pod_group.h); else nullopt.
+  std::optional<Json> pod_group;
 };
 
 // Builds every object of `job`. `token` goes into the Secret; `restart_generation`
@@ -89,9 +102,12 @@ struct DesiredObjects {
 // `default_image` is used where a template names no image (its image may be empty).
 // Returns InvalidArgument "<field path>: <reason>" when a template is malformed or no image is
 // known for a pod, e.g. "spec.workerGroups[1].template.spec.containers[0].image: required".
+// `resume` (a gang that follows a suspension of a job that ran) asks for HPTRAIN_RESUME as a
+// restart does.
 absl::StatusOr<DesiredObjects> BuildDesiredObjects(const ParsedJob& job, absl::string_view token,
                                                    int64_t restart_generation,
-                                                   const RuntimeImage& default_image);
+                                                   const RuntimeImage& default_image,
+                                                   bool resume = false);
 
 // The Kubernetes field path of worker group `index`'s template ("spec.workers.template" for
 // the shorthand form, else "spec.workerGroups[<index>].template").

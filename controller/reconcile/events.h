@@ -34,6 +34,9 @@ inline constexpr char kReasonBadInput[] = "BadInput";
 // Warning, once with Created: the job writes checkpoints but has no spec.checkpoint.volume to
 // share them with the gangs a restart creates, which therefore start over.
 inline constexpr char kReasonNoSharedCheckpoint[] = "NoSharedCheckpoint";
+// Warning (from the plan executor): the job's PodGroup cannot be created because the gang
+// scheduler's PodGroup kind is not installed; retried with backoff.
+inline constexpr char kReasonPodGroupUnavailable[] = "PodGroupUnavailable";
 // Warning: a pod failed under runPolicy.restartPolicy Never; the job failed.
 inline constexpr char kReasonPodFailed[] = "PodFailed";
 // Warning: a pod failed after runPolicy.backoffLimit restarts; the job failed.

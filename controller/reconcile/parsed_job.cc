@@ -108,6 +108,17 @@ absl::StatusOr<ParsedJob> ParseTrainingJob(const Json& object) {
   job.spec_hash = SpecHash(job.manifest);
   ReadScheduling(&job);
   HPTRAIN_RETURN_IF_ERROR(CheckNames(job));
+  if (job.spec.security.tls.enabled && job.spec.security.tls.secret_name.empty()) {
+    // `hptrain run` makes a certificate per run; on a cluster the pods mount the user's.
+    return absl::InvalidArgumentError(
+        "spec.security.tls.secretName: required on Kubernetes (a Secret with tls.crt, tls.key "
+        "and ca.crt, e.g. from cert-manager)");
+  }
+  if (job.spec.security.tls.enabled && job.spec.rebalance.enabled) {
+    return absl::InvalidArgumentError(
+        "spec.rebalance.enabled: not supported with spec.security.tls on Kubernetes yet (the "
+        "controller sets allocations on the coordinator, and does not read the job's TLS Secret)");
+  }
 
   // The parser kept the templates as YAML text; the same templates as JSON come straight from
   // the object, at the paths the parser read them from.

@@ -6,15 +6,13 @@
 // a manifest is accepted on Kubernetes exactly when `hptrain run` accepts it. Two spec keys
 // matter only here (the runtime reads and validates them, and ignores them):
 //   spec.schedulerName    string; the pods' schedulerName (overrides the templates')
-//   spec.gangScheduling   {enabled, provider: volcano | scheduler-plugins, queue}; off unless
-//                         enabled. Pods get the
-//                         provider's PodGroup marker naming the PodGroup "<job>" (Volcano: the
-//                         annotation scheduling.k8s.io/group-name; scheduler-plugins: the label
-//                         scheduling.x-k8s.io/pod-group) and, unless spec.schedulerName is set,
-//                         the provider's scheduler ("volcano", "scheduler-plugins-scheduler").
-//                         The PodGroup object itself is not created by the controller yet (nor
-//                         allowed by its RBAC): until it is, the user creates it, with
-//                         minMember = workers + 1.
+//   spec.gangScheduling   {enabled, provider: volcano | scheduler-plugins, queue,
+//                         priorityClassName}; off unless enabled. The controller creates the
+//                         provider's PodGroup "<job>" (pod_group.h) and the pods get its marker
+//                         (Volcano: the annotation scheduling.k8s.io/group-name;
+//                         scheduler-plugins: the label scheduling.x-k8s.io/pod-group) and, unless
+//                         spec.schedulerName is set, the provider's scheduler ("volcano",
+//                         "scheduler-plugins-scheduler").
 //
 // job.yaml (the Secret's key, read by `hptrain ps|worker`) is the manifest as the runtime parser
 // reads it: apiVersion, kind, metadata {name, namespace} and spec, less spec.runPolicy (backoff, deadline, TTL and suspension are the controller's business on
@@ -59,7 +57,7 @@ struct ParsedJob {
 
 // Reads and validates `object` (a TrainingJob). Returns InvalidArgument with a one-line message
 // "<field path>: <reason>" when the runtime parser or validator rejects the spec, when a
-// controller-only key is malformed, or when the job's name cannot name its objects (the Service
+// controller-only key is malformed, when TLS is enabled without spec.security.tls.secretName, or when the job's name cannot name its objects (the Service
 // name must start with a letter; a pod name, which is also its hostname, must fit 63
 // characters). Pure; thread-safe.
 absl::StatusOr<ParsedJob> ParseTrainingJob(const Json& object);

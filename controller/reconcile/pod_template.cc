@@ -162,10 +162,14 @@ absl::Status MergeContainer(const PodSettings& s, Json* container, absl::string_
                            ObjectList(container, "env", absl::StrCat(path, ".env")));
   Json env = Json::array();
   for (const auto& [name, value] : s.env) env.push_back(Json{{"name", name}, {"value", value}});
+  for (const auto& [name, field] : s.field_env) {
+    env.push_back(Json{{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field}}}}}});
+  }
   for (Json& var : *user_env) {
     std::string name = StringAt(var, {"name"});
-    bool ours = std::any_of(s.env.begin(), s.env.end(),
-                            [&](const auto& entry) { return entry.first == name; });
+    auto named = [&](const auto& entry) { return entry.first == name; };
+    bool ours = std::any_of(s.env.begin(), s.env.end(), named) ||
+                std::any_of(s.field_env.begin(), s.field_env.end(), named);
     if (!ours) env.push_back(std::move(var));
   }
   (*container)["env"] = std::move(env);
@@ -183,7 +187,9 @@ absl::Status MergeContainer(const PodSettings& s, Json* container, absl::string_
       return volume.scratch ? IsAtOrBelow(volume.path, at) : volume.path == at;
     });
     if (taken) continue;
-    mounts->push_back(Json{{"name", volume.name}, {"mountPath", volume.path}});
+    Json mount = {{"name", volume.name}, {"mountPath", volume.path}};
+    if (volume.read_only) mount["readOnly"] = true;
+    mounts->push_back(std::move(mount));
     result->mounted.push_back(&volume);
   }
 
@@ -282,6 +288,9 @@ absl::StatusOr<Json> BuildPodFromTemplate(const Json& pod_template, const PodSet
   spec["hostname"] = s.hostname;
   spec["subdomain"] = s.subdomain;
   if (!s.scheduler_name.empty()) spec["schedulerName"] = s.scheduler_name;
+  if (!s.priority_class_name.empty() && Unset(Find(spec, {"priorityClassName"}))) {
+    spec["priorityClassName"] = s.priority_class_name;
+  }
 
   Json labels;
   HPTRAIN_RETURN_IF_ERROR(

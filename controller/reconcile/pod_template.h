@@ -69,6 +69,7 @@ struct PodVolume {
   // template is at or above `path` (it would hide what is there). Otherwise it is skipped only
   // when a mount of the template is at `path` exactly.
   bool scratch = false;
+  bool read_only = false;  // mounted readOnly (a Secret's files)
 };
 
 struct ContainerPort {
@@ -82,6 +83,8 @@ struct PodSettings {
   std::string container_name;                            // "ps" | "worker"
   std::vector<std::string> command;                      // {"hptrain", "worker"}
   std::vector<std::pair<std::string, std::string>> env;  // name, value; in this order
+  // name, fieldPath: downward-API variables (valueFrom.fieldRef), after `env`.
+  std::vector<std::pair<std::string, std::string>> field_env;
   std::vector<ContainerPort> ports;
   Json readiness_probe;               // the main container's readinessProbe; null = none added
   Json liveness_probe;                // the main container's livenessProbe; null = none added
@@ -100,6 +103,7 @@ struct PodSettings {
   std::string hostname;
   std::string subdomain;
   std::string scheduler_name;  // "" = keep the template's (or the cluster default)
+  std::string priority_class_name;  // used when the template names none; "" = none added
   RuntimeImage default_image;  // used when the main container has no image
 };
 

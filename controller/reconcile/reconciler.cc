@@ -16,6 +16,8 @@
 #include "controller/reconcile/labels.h"
 #include "controller/reconcile/observed_objects.h"
 #include "controller/reconcile/parsed_job.h"
+#include "controller/reconcile/pod_group.h"
+#include "controller/reconcile/resume_record.h"
 #include "controller/reconcile/run_policy.h"
 #include "runtime/job/job_parser.h"
 
@@ -50,6 +52,10 @@ class Pass {
   std::string LostPod(const ParsedJob& job, const std::vector<std::string>& names,
                       const GangAssessment& gang) const;
   void Converge(const ParsedJob& job, const DesiredObjects& desired, const GangAssessment& gang);
+  // Step 9's PodGroup: deletes owned PodGroups that are not the desired one, creates the desired
+  // one when absent, and records its phase. True when the pods may be created: no PodGroup is
+  // desired, or it exists as desired or is created by this Plan.
+  bool ConvergePodGroup(const DesiredObjects& desired);
   void UpdatePhase(const DesiredObjects& desired, const GangAssessment& gang, bool spec_changed);
 
   ConditionChange Set(const char* type, const char* status, const std::string& reason,
@@ -115,8 +121,11 @@ Plan Pass::Run() {
   if (!job.ok()) {
     desired = job.status();
   } else {
+    // A job suspended after it started resumes like a restarted gang.
+    const bool after_suspension = FindCondition(status_, kConditionSuspended) != nullptr &&
+                                  !StringAt(status_, {"startTime"}).empty();
     desired = BuildDesiredObjects(*job, observed_.token, IntAt(status_, {"restarts"}, 0),
-                                  options_.default_image);
+                                  options_.default_image, after_suspension);
   }
   if (!desired.ok()) {
     Fail(kReasonInvalidSpec, std::string(desired.status().message()));
@@ -190,6 +199,9 @@ Plan Pass::Run() {
     if (ref.kind == "Pod") planned.deleting.insert(ref.name);
   }
   UpdateWorkerStatus(*job, pods_, gang, planned, observed_.worker_metrics, &status_);
+  if (StringAt(status_, {"phase"}) == kPhaseRunning) {
+    RecordResume(*job, gang, observed_.worker_metrics, &status_, &plan_.events);
+  }
   if (status_ != old_status_) plan_.status = status_;  // step 11
   return std::move(plan_);
 }
@@ -357,12 +369,14 @@ void Pass::Converge(const ParsedJob& job, const DesiredObjects& desired,
     }
   }
 
+  const bool pod_group_ready = ConvergePodGroup(desired);
+
   // A new gang starts only once the old one is gone (reconciler.h, step 9).
   bool old_gang_gone =
       gang.stale.empty() && std::none_of(pods_.owned.begin(), pods_.owned.end(),
                                          [](const PodView& p) { return p.terminating; });
   std::vector<std::string> created;
-  if (secret_ready && old_gang_gone) {
+  if (secret_ready && old_gang_gone && pod_group_ready) {
     for (const Json& pod : desired.pods) {
       if (pods_.IsTaken(Name(pod))) continue;
       plan_.creates.push_back(pod);
@@ -397,6 +411,42 @@ void Pass::Converge(const ParsedJob& job, const DesiredObjects& desired,
                       "): recreating the pods with it; this is not counted as a restart"));
   }
   UpdatePhase(desired, gang, spec_changed);
+}
+
+bool Pass::ConvergePodGroup(const DesiredObjects& desired) {
+  bool ready = !desired.pod_group.has_value();
+  bool taken = false;  // the desired name is held (by this job's PodGroup or another's)
+  for (const Json& observed : observed_.pod_groups) {
+    const bool same_kind = desired.pod_group.has_value() &&
+                           StringAt(observed, {"apiVersion"}) ==
+                               StringAt(*desired.pod_group, {"apiVersion"}) &&
+                           Name(observed) == Name(*desired.pod_group);
+    if (same_kind) taken = true;
+    if (IsTerminating(observed)) continue;
+    if (!IsControlledBy(observed, job_)) {
+      // One the user made before the controller made them (with the marker's name): the pods
+      // join it as it is.
+      if (same_kind) {
+        ready = true;
+        status_["podGroupPhase"] = PodGroupPhase(observed);
+      }
+      continue;
+    }
+    if (same_kind && PodGroupMatches(observed, *desired.pod_group)) {
+      ready = true;
+      status_["podGroupPhase"] = PodGroupPhase(observed);
+      continue;
+    }
+    plan_.deletes.push_back({StringAt(observed, {"apiVersion"}), kPodGroupKind,
+                             JobNamespace(observed), Name(observed), Uid(observed), ""});
+  }
+  if (desired.pod_group.has_value() && !taken) {
+    plan_.creates.push_back(*desired.pod_group);
+    status_["podGroupPhase"] = "";  // not looked at by the scheduler yet
+    ready = true;
+  }
+  if (!desired.pod_group.has_value()) status_.erase("podGroupPhase");
+  return ready;
 }
 
 void Pass::UpdatePhase(const DesiredObjects& desired, const GangAssessment& gang,

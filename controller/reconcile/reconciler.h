@@ -44,7 +44,12 @@
 //   9. Converge: delete stale pods (older generation, outdated spec, names no longer desired);
 //      replace the Secret when its spec hash is outdated; create the Services (the headless one
 //      and, with a parameter-server strategy, one per ps shard) and the Secret when absent,
-//      delete owned Services no longer desired (fewer shards); create the missing pods of the current gang, but only once no pod of the job is
+//      delete owned Services no longer desired (fewer shards); with gang scheduling create
+//      the PodGroup (pod_group.h) when absent, delete an owned one that no longer matches the
+//      spec (or of the other provider, or any once gang scheduling is off), and record its
+//      status.phase in status.podGroupPhase (a PodGroup the user created under the job's name
+//      is used as it is); create the missing pods of the current gang, but only once the
+//      PodGroup exists or is created in this Plan, no pod of the job is
 //      stale or still terminating (a new gang never meets the remains of the old one, and a name
 //      held by a terminating pod cannot be reused before it is gone: its DELETED watch event
 //      requeues the job) and the Secret with the current spec exists or is created in this Plan.
@@ -52,6 +57,8 @@
 //  10. Phase: Running (Running=True and a Running event on the flip; startTime set once) when
 //      every desired pod of the current gang is Running (a ps or worker that already Succeeded
 //      counts), else Pending (Running=False if it was True).
+//      A Running gang after a restart also records the step it resumed from (status.resume
+//      and a CheckpointRestored event, resume_record.h).
 //  11. status is part of the Plan only when it differs from the observed one, and it describes
 //      the state the Plan leads to (a pod the Plan creates reads Pending, one it deletes
 //      Terminating), so re-observing after the Plan finds nothing more to write. Events only
@@ -80,6 +87,8 @@ struct Observed {
   std::vector<Json> pods;
   std::vector<Json> services;
   std::vector<Json> secrets;
+  // PodGroups of both gang-scheduling providers (pod_group.h), where their kinds exist.
+  std::vector<Json> pod_groups;
   // The token to put in the Secret if it must be created (a fresh random string from the loop;
   // ignored otherwise). When empty and the Secret is missing, neither it nor any pod is created.
   std::string token;

@@ -34,6 +34,9 @@ struct WorkerMetrics {
   double samples_per_second = 0.0;
   int64_t step = -1;   // -1: not reported
   int64_t epoch = -1;  // -1: not reported
+  // The step the worker resumed training from (hptrain_resumed_from_step); -1: not reported,
+  // or it started fresh.
+  int64_t resumed_from_step = -1;
 };
 
 // Keyed by worker pod name.

@@ -245,7 +245,8 @@ class ChartLintTest(unittest.TestCase):
     def test_monitors_and_dashboards_are_opt_in(self):
         for name, path in (("servicemonitor.yaml", "metrics.serviceMonitor.enabled"),
                            ("podmonitor.yaml", "metrics.podMonitor.enabled"),
-                           ("dashboards.yaml", "dashboards.enabled")):
+                           ("dashboards.yaml", "dashboards.enabled"),
+                           ("prometheusrule.yaml", "alerts.enabled")):
             self.assertRegex(self.texts[name].lstrip(), r"^\{\{- if .*\.Values\." +
                              re.escape(path), name)
         self.assertIn("hptrain.io/job", self.texts["podmonitor.yaml"])

@@ -12,6 +12,9 @@ CLUSTER_RULES = {
     ("", "services"): {"list", "watch", "create", "delete"},
     ("", "secrets"): {"list", "watch", "create", "delete"},
     ("", "events"): {"create", "patch"},
+    # spec.gangScheduling: the job's PodGroup, of either provider.
+    ("scheduling.volcano.sh", "podgroups"): {"list", "watch", "create", "delete"},
+    ("scheduling.x-k8s.io", "podgroups"): {"list", "watch", "create", "delete"},
 }
 
 # Role in the leader-election namespace.
@@ -34,6 +37,7 @@ CONTROLLER_FLAGS = {
     "--kubeconfig", "--namespace", "--leader-elect", "--leader-election-namespace",
     "--leader-election-id", "--metrics-address", "--health-address", "--prometheus-url",
     "--workers", "--default-image", "--default-image-pull-policy", "--default-image-pull-secrets",
+    "--webhook-address", "--webhook-cert-dir",
 }
 
 

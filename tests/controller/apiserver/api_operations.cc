@@ -75,6 +75,11 @@ void ApiOperations::SetOwnerChangeCallback(OwnerChangeCallback callback) {
   on_owner_change_ = std::move(callback);
 }
 
+void ApiOperations::AddAdmission(const std::string& resource, Admission admission) {
+  absl::MutexLock lock(&mu_);
+  admissions_[resource].push_back(std::move(admission));
+}
+
 absl::Status ApiOperations::Validate(const ResourceType& type, const nlohmann::json& object,
                                      const nlohmann::json& old) const {
   std::vector<Cause> causes = ValidateName(type, object);
@@ -94,6 +99,20 @@ absl::Status ApiOperations::Validate(const ResourceType& type, const nlohmann::j
   }
   if (causes.empty()) return absl::OkStatus();
   return InvalidError(type, object["metadata"].value("name", ""), causes);
+}
+
+absl::Status ApiOperations::Admit(const ResourceType& type, const nlohmann::json& object,
+                                  const nlohmann::json& old) const {
+  std::vector<Admission> admissions;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = admissions_.find(type.Qualified());
+    if (it != admissions_.end()) admissions = it->second;
+  }
+  for (const Admission& admission : admissions) {
+    HPTRAIN_RETURN_IF_ERROR(admission(object, old));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Commit> ApiOperations::PrepareWrite(const ResourceType& type,
@@ -173,6 +192,7 @@ absl::StatusOr<Commit> ApiOperations::PrepareWrite(const ResourceType& type,
   if (!direct) {
     if (!type.schema.is_null()) PruneAndDefault(type.schema, &next);
     HPTRAIN_RETURN_IF_ERROR(Validate(type, next, old));
+    if (subresource.empty()) HPTRAIN_RETURN_IF_ERROR(Admit(type, next, old));
   }
 
   if (!create) {

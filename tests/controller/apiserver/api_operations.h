@@ -49,6 +49,14 @@ namespace hptrain::testing {
 using Validator =
     std::function<std::vector<Cause>(const nlohmann::json& object, const nlohmann::json& old)>;
 
+// A validating admission webhook as the API server calls it (admission_webhook.h): OK admits,
+// an API error (with its Status body) refuses the write. `old` is null on create. Runs after
+// schema validation and the validators, for writes of the object itself (not of its status or
+// scale subresource); like validators, under the store lock, so it must not call back into the
+// double.
+using Admission =
+    std::function<absl::Status(const nlohmann::json& object, const nlohmann::json& old)>;
+
 // Who writes and how.
 struct WriteContext {
   std::string field_manager = "unknown";
@@ -74,6 +82,8 @@ class ApiOperations {
 
   // Adds a validator for the type with ResourceType::Qualified() `resource`.
   void AddValidator(const std::string& resource, Validator validator);
+  // Adds an admission webhook for the type with ResourceType::Qualified() `resource`.
+  void AddAdmission(const std::string& resource, Admission admission);
   // Called after a commit removed an object (with its final state) or put it into
   // foreground/orphan deletion; the garbage collector subscribes here. Set before serving.
   using OwnerChangeCallback = std::function<void(const ObjectKey&, const ObjectPtr&)>;
@@ -152,6 +162,9 @@ class ApiOperations {
                                                    bool fields_done, Outcome* outcome) const;
   absl::Status Validate(const ResourceType& type, const nlohmann::json& object,
                         const nlohmann::json& old) const;
+  // The admission webhooks of `type` (AddAdmission), in order; the first refusal wins.
+  absl::Status Admit(const ResourceType& type, const nlohmann::json& object,
+                     const nlohmann::json& old) const;
   // Store transaction + owner-change notification + dry-run handling.
   absl::StatusOr<ObjectPtr> Run(
       const ResourceType& type, const std::string& ns, const std::string& name,
@@ -162,6 +175,7 @@ class ApiOperations {
   ObjectStore* const store_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::vector<Validator>> validators_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<Admission>> admissions_ ABSL_GUARDED_BY(mu_);
   OwnerChangeCallback on_owner_change_;
 };
 

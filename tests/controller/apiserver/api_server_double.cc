@@ -194,6 +194,11 @@ void ApiServerDouble::AddValidator(const std::string& resource, Validator valida
   operations_.AddValidator(type.ok() ? type->Qualified() : resource, std::move(validator));
 }
 
+void ApiServerDouble::AddAdmission(const std::string& resource, Admission admission) {
+  absl::StatusOr<ResourceType> type = Type(resource);
+  operations_.AddAdmission(type.ok() ? type->Qualified() : resource, std::move(admission));
+}
+
 void ApiServerDouble::AddToken(const std::string& token, const std::string& user) {
   policy_.AddToken(token, user);
 }

@@ -108,6 +108,9 @@ class ApiServerDouble {
   // --- Hooks ---------------------------------------------------------------------------------
   // Extra 422 validation of `resource` (e.g. the TrainingJob CRD schema check).
   void AddValidator(const std::string& resource, Validator validator);
+  // A validating admission webhook for `resource` (admission_webhook.h builds one that calls a
+  // real webhook over HTTPS).
+  void AddAdmission(const std::string& resource, Admission admission);
   // Requires bearer tokens: `token` authenticates as `user`.
   void AddToken(const std::string& token, const std::string& user);
   // Decides every request after authentication (rbac.h builds one from Roles); a denial is 403.

@@ -110,6 +110,25 @@ ResourceType TrainingJobResource() {
   return type;
 }
 
+namespace {
+ResourceType PodGroupResource(const std::string& group, const std::string& version) {
+  ResourceType type = NewResourceType(group, version, "PodGroup", "podgroups");
+  type.singular = "podgroup";
+  type.status_subresource = true;
+  type.custom = true;
+  type.has_generation = true;
+  type.short_names = {"pg"};
+  return type;
+}
+}  // namespace
+
+ResourceType VolcanoPodGroupResource() {
+  return PodGroupResource("scheduling.volcano.sh", "v1beta1");
+}
+ResourceType SchedulerPluginsPodGroupResource() {
+  return PodGroupResource("scheduling.x-k8s.io", "v1alpha1");
+}
+
 absl::StatusOr<ResourceType> ResourceTypeFromCrd(const nlohmann::json& crd) {
   const nlohmann::json& spec = crd.contains("spec") ? crd["spec"] : nlohmann::json::object();
   const nlohmann::json names = spec.value("names", nlohmann::json::object());

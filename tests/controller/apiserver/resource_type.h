@@ -80,6 +80,12 @@ std::vector<ResourceType> BuiltinResources();
 // scale subresources), without a schema.
 ResourceType TrainingJobResource();
 
+// The gang schedulers' PodGroup CRDs (status subresource, short name pg/podgroup), served only
+// by tests that install them: Volcano's scheduling.volcano.sh/v1beta1 and scheduler-plugins'
+// scheduling.x-k8s.io/v1alpha1.
+ResourceType VolcanoPodGroupResource();
+ResourceType SchedulerPluginsPodGroupResource();
+
 // The served type of a CustomResourceDefinition object: its storage version (or the first served
 // one), names, scope, subresources and openAPIV3Schema. Errors: InvalidArgument when the CRD
 // lacks group, names.kind, names.plural or a served version.

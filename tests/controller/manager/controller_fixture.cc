@@ -113,6 +113,7 @@ ControllerOptions ControllerTest::FastOptions() const {
   options.rate_limiter = std::make_unique<kube::ItemExponentialRateLimiter>(
       absl::Milliseconds(5), absl::Milliseconds(500));
   options.watch_timeout_seconds = 60;
+  options.absent_kind_relist = absl::Milliseconds(200);
   options.event_flush_timeout = absl::Seconds(1);
   return options;
 }

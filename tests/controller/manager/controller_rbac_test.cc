@@ -8,7 +8,7 @@
 //    ttlSecondsAfterFinished failed on clusters before that grant;
 //  - that every verb granted is needed: one scenario makes every kind of call the controller has
 //    (informers; creating, resharding, suspending twice, resuming, finishing and expiring a job;
-//    leader election), and the calls it made, as (verb, resource, API group), must be exactly
+//    a gang-scheduled job's PodGroups of both providers; leader election), and the calls it made, as (verb, resource, API group), must be exactly
 //    what the manifests grant.
 //
 // Why one observed scenario and not one run per removed verb: with verb V removed, the first
@@ -32,6 +32,7 @@
 #include "gtest/gtest.h"
 #include "tests/controller/apiserver/json_util.h"
 #include "tests/controller/apiserver/rbac.h"
+#include "tests/controller/apiserver/resource_type.h"
 #include "tests/controller/manager/controller_fixture.h"
 
 namespace hptrain::manager::testing {
@@ -154,8 +155,24 @@ TEST_F(ControllerTest, EveryVerbTheManifestsGrantIsOneTheControllerCalls) {
   election.renew_deadline = absl::Seconds(2);
   election.retry_period = absl::Milliseconds(100);
   options.leader_election = election;
+  server_->ServeResource(hptrain::testing::VolcanoPodGroupResource());
+  server_->ServeResource(hptrain::testing::SchedulerPluginsPodGroupResource());
   Controller* controller = StartController(std::move(options), controller_client_.get());
   ASSERT_TRUE(WaitFor([&] { return controller->IsLeader(); }));
+
+  // A gang-scheduled job whose provider changes, then gang scheduling off: each provider's
+  // PodGroup is created and deleted.
+  Json gang = MlpJob("gang");
+  gang["spec"]["gangScheduling"] = {{"enabled", true}, {"provider", "volcano"}};
+  CreateJob(gang);
+  ASSERT_TRUE(WaitFor([&] { return Owned("podgroups.scheduling.volcano.sh", "gang").size() == 1; }));
+  PatchSpec("gang", {{"gangScheduling", {{"provider", "scheduler-plugins"}}}});
+  ASSERT_TRUE(WaitFor([&] {
+    return Owned("podgroups.scheduling.volcano.sh", "gang").empty() &&
+           Owned("podgroups.scheduling.x-k8s.io", "gang").size() == 1;
+  }));
+  PatchSpec("gang", {{"gangScheduling", {{"enabled", false}}}});
+  ASSERT_TRUE(WaitFor([&] { return Owned("podgroups.scheduling.x-k8s.io", "gang").empty(); }));
 
   // Two parameter-server shards, then one: a shard's Service goes, and so does the Secret (it
   // carries the spec's hash) for a new one.

@@ -18,8 +18,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "runtime/ps/coordinator_client.h"
-#include "tests/controller/manager/controller_fixture.h"
-#include "tests/controller/manager/subprocess.h"
+#include "tests/controller/manager/pod_processes.h"
 #include "tests/controller/promql/test_server.h"
 
 namespace hptrain::manager::testing {
@@ -27,15 +26,6 @@ namespace {
 
 constexpr int kWorkers = 4;
 constexpr int kGlobalBatch = 256;
-
-std::string Binary(const char* name) {
-  const char* dir = std::getenv("HPTRAIN_BIN");
-  return dir == nullptr ? "" : absl::StrCat(dir, "/", name);
-}
-
-bool OnPath(const std::string& program) {
-  return std::system(absl::StrCat("command -v ", program, " >/dev/null 2>&1").c_str()) == 0;
-}
 
 Json RebalancedJob(const std::string& name) {
   Json job = MlpJob(name, kWorkers);
@@ -55,54 +45,15 @@ Json RebalancedJob(const std::string& name) {
   return job;
 }
 
-class ControllerRebalanceTest : public ControllerTest {
+class ControllerRebalanceTest : public PodProcessTest {
  protected:
   void SetUp() override {
-    if (Binary("hptrain").empty() || access(Binary("hptrain").c_str(), X_OK) != 0) {
-      GTEST_SKIP() << "no hptrain binary (built without libtorch): nothing to rebalance";
-    }
     if (!OnPath("prometheus")) GTEST_SKIP() << "prometheus is not installed";
     if (access("/usr/share/datasets/fashion-mnist", R_OK) != 0) {
       GTEST_SKIP() << "Fashion-MNIST is not installed (Debian dataset-fashion-mnist)";
     }
-    ControllerTest::SetUp();
-    dir_ = absl::StrCat(::testing::TempDir(), "/hptrain-rebalance-", getpid());
-    ASSERT_EQ(std::system(absl::StrCat("rm -rf ", dir_, " && mkdir -p ", dir_).c_str()), 0);
+    PodProcessTest::SetUp();
   }
-
-  void TearDown() override {
-    for (auto& process : processes_) process->Signal(SIGKILL);
-    for (auto& process : processes_) process->Wait(absl::Seconds(10));
-    processes_.clear();
-    ControllerTest::TearDown();
-    if (!dir_.empty()) std::system(absl::StrCat("rm -rf ", dir_).c_str());
-  }
-
-  // Writes `text` to dir_/name; returns the path.
-  std::string Write(const std::string& name, const std::string& text) {
-    std::string path = absl::StrCat(dir_, "/", name);
-    std::ofstream(path) << text;
-    return path;
-  }
-
-  Subprocess* Spawn(const std::vector<std::string>& argv) {
-    processes_.push_back(std::make_unique<Subprocess>());
-    absl::Status started = processes_.back()->Start(argv);
-    EXPECT_TRUE(started.ok()) << started;
-    return processes_.back().get();
-  }
-
-  // The decoded value of `key` in the job's Secret.
-  std::string SecretValue(const std::string& job, const std::string& key) {
-    for (const Json& secret : Owned("secrets", job)) {
-      std::string decoded;
-      if (absl::Base64Unescape(secret["data"].value(key, ""), &decoded)) return decoded;
-    }
-    return "";
-  }
-
-  std::string dir_;
-  std::vector<std::unique_ptr<Subprocess>> processes_;
 };
 
 TEST_F(ControllerRebalanceTest, ReadsWorkersThroughPrometheusAndSetsTheAllocation) {

@@ -34,6 +34,8 @@ TEST(ControllerFlagsTest, DefaultsMatchTheContract) {
   EXPECT_EQ(flags->leader_election_id, "hptrain-controller");
   EXPECT_EQ(flags->metrics_address, ":8080");
   EXPECT_EQ(flags->health_address, ":8081");
+  EXPECT_EQ(flags->webhook_address, "0");  // no webhook unless asked for (the chart asks)
+  EXPECT_EQ(flags->webhook_cert_dir, "/etc/hptrain/webhook");
   EXPECT_EQ(flags->workers, 2);
   EXPECT_EQ(flags->default_image, DefaultImage());
   EXPECT_THAT(DefaultImage(), ::testing::StartsWith("hptrain/runtime:"));
@@ -44,8 +46,11 @@ TEST(ControllerFlagsTest, ParsesBothValueFormsRepeatedListsAndBooleans) {
       Parse({"--kubeconfig", "/k", "--namespace=a,b", "--namespace", " c ", "--leader-elect",
              "--leader-election-namespace=ops", "--leader-election-id", "lease",
              "--metrics-address=127.0.0.1:9000", "--health-address", "0",
-             "--prometheus-url=http://prom:9090", "--workers=4", "--default-image=img:1"});
+             "--prometheus-url=http://prom:9090", "--workers=4", "--default-image=img:1",
+             "--webhook-address=:9443", "--webhook-cert-dir", "/certs"});
   ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_EQ(flags->webhook_address, ":9443");
+  EXPECT_EQ(flags->webhook_cert_dir, "/certs");
   EXPECT_EQ(flags->kubeconfig, "/k");
   EXPECT_THAT(flags->namespaces, ElementsAre("a", "b", "c"));
   EXPECT_TRUE(flags->leader_elect);
@@ -93,6 +98,7 @@ TEST(ControllerFlagsTest, RejectsWhatCannotBeRunWithOneLineNamingTheFlag) {
            {{"--workers=0"}, "--workers: must be at least 1"},
            {{"--metrics-address=8080"}, "--metrics-address"},
            {{"--health-address=host:99999"}, "--health-address"},
+           {{"--webhook-address=9443"}, "--webhook-address"},
            {{"--prometheus-url=prom:9090"}, "--prometheus-url"},
            {{"--leader-elect=sure"}, "--leader-elect"},
        }) {

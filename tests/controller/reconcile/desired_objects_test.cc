@@ -117,12 +117,21 @@ TEST(DesiredObjectsTest, WorkerPodSpec) {
       {"HPTRAIN_COORDINATOR", "mlp-ps-0.mlp.team-a.svc:29400"},
       {"HPTRAIN_RANK", "1"},
       {"HPTRAIN_GROUP", "worker"},
+      {"HPTRAIN_NODE_NAME", "<from>"},
       {"HPTRAIN_PS_HOST", "0.0.0.0"},
       {"HPTRAIN_PS_PORT", "29400"},
       {"HPTRAIN_METRICS_HOST", "0.0.0.0"},
       {"HPTRAIN_METRICS_PORT", "9090"},
       {"HPTRAIN_BIND_HOST", "0.0.0.0"}};
   EXPECT_EQ(EnvOf(c), want);
+  // The node name from the downward API, for the hierarchical exchange.
+  bool node_name = false;
+  for (const Json& var : c["env"]) {
+    if (var["name"] != "HPTRAIN_NODE_NAME") continue;
+    node_name = true;
+    EXPECT_EQ(var["valueFrom"], Json::parse(R"({"fieldRef": {"fieldPath": "spec.nodeName"}})"));
+  }
+  EXPECT_TRUE(node_name);
 }
 
 TEST(DesiredObjectsTest, PsPodFallsBackToFirstGroupImageWithoutItsGpus) {
@@ -144,6 +153,7 @@ TEST(DesiredObjectsTest, PsPodFallsBackToFirstGroupImageWithoutItsGpus) {
   EXPECT_EQ(ps["spec"]["imagePullSecrets"], Json::parse(R"([{"name": "regcred"}])"));
   EXPECT_EQ(c["command"], Json::array({"hptrain", "ps"}));
   EXPECT_EQ(EnvOf(c).count("HPTRAIN_GROUP"), 0u);
+  EXPECT_EQ(EnvOf(c).count("HPTRAIN_NODE_NAME"), 0u);
   EXPECT_EQ(EnvOf(c)["HPTRAIN_RANK"], "0");
   EXPECT_EQ(c["ports"][0]["name"], "coordinator");
   EXPECT_EQ(c["ports"][0]["containerPort"], 29400);
@@ -606,6 +616,57 @@ TEST(DesiredObjectsTest, DefaultImageBringsItsPullPolicyAndSecrets) {
 
 TEST(DesiredObjectsTest, Deterministic) {
   EXPECT_EQ(DumpJson(Build(HeteroJob()).pods[2]), DumpJson(Build(HeteroJob()).pods[2]));
+}
+
+}  // namespace
+}  // namespace hptrain::reconcile
+
+namespace hptrain::reconcile {
+namespace {
+
+TEST(DesiredObjectsTlsTest, TheSecretIsMountedReadOnlyAndNamedInTheEnvironment) {
+  Json job = testing::ShorthandJob(2);
+  job["spec"]["security"] = {{"tls", {{"enabled", true}, {"secretName", "mlp-tls"}}}};
+  absl::StatusOr<ParsedJob> parsed = ParseTrainingJob(job);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<DesiredObjects> d = BuildDesiredObjects(*parsed, "t", 0, {"img:1"});
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (const Json& pod : d->pods) {
+    bool volume = false;
+    for (const Json& v : pod["spec"]["volumes"]) {
+      if (v["name"] != "hptrain-tls") continue;
+      volume = true;
+      EXPECT_EQ(v["secret"], Json::parse(R"({"secretName": "mlp-tls"})"));
+    }
+    EXPECT_TRUE(volume) << Name(pod);
+    const Json& c = pod["spec"]["containers"][0];
+    bool mounted = false;
+    for (const Json& m : c["volumeMounts"]) {
+      if (m["name"] != "hptrain-tls") continue;
+      mounted = true;
+      EXPECT_EQ(m["mountPath"], "/etc/hptrain/tls");
+      EXPECT_EQ(m["readOnly"], true);
+    }
+    EXPECT_TRUE(mounted) << Name(pod);
+    EXPECT_EQ(EnvOf(c)["HPTRAIN_TLS_DIR"], "/etc/hptrain/tls") << Name(pod);
+  }
+}
+
+TEST(DesiredObjectsTlsTest, KubernetesNeedsTheSecretAndNoRebalancing) {
+  Json job = testing::ShorthandJob(2);
+  job["spec"]["security"] = {{"tls", {{"enabled", true}}}};
+  absl::StatusOr<ParsedJob> parsed = ParseTrainingJob(job);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(std::string(parsed.status().message()).rfind("spec.security.tls.secretName: ", 0), 0u)
+      << parsed.status();
+  job["spec"]["security"]["tls"]["secretName"] = "mlp-tls";
+  job["spec"]["rebalance"] = {{"enabled", true}};
+  parsed = ParseTrainingJob(job);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(std::string(parsed.status().message()).rfind("spec.rebalance.enabled: ", 0), 0u)
+      << parsed.status();
+  job["spec"].erase("security");
+  EXPECT_TRUE(ParseTrainingJob(job).ok());
 }
 
 }  // namespace

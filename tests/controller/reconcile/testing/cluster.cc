@@ -23,15 +23,20 @@ std::vector<Json>* Cluster::ListOf(const std::string& kind) {
   if (kind == "Pod") return &observed_.pods;
   if (kind == "Service") return &observed_.services;
   if (kind == "Secret") return &observed_.secrets;
+  if (kind == "PodGroup") return &observed_.pod_groups;
   ADD_FAILURE() << "unexpected kind " << kind;
   return nullptr;
 }
 
-Json* Cluster::Object(const std::string& kind, const std::string& name) {
+Json* Cluster::Object(const std::string& kind, const std::string& name,
+                      const std::string& api_version) {
   std::vector<Json>* list = ListOf(kind);
   if (list == nullptr) return nullptr;
   for (Json& object : *list) {
-    if (Name(object) == name) return &object;
+    if (Name(object) == name &&
+        (api_version.empty() || StringAt(object, {"apiVersion"}) == api_version)) {
+      return &object;
+    }
   }
   return nullptr;
 }
@@ -57,7 +62,7 @@ void Cluster::Apply(const Plan& plan, bool status, size_t deletes, size_t create
   if (status && plan.status.has_value()) observed_.job["status"] = *plan.status;
   for (size_t i = 0; i < plan.deletes.size() && i < deletes; ++i) {
     const ObjectRef& ref = plan.deletes[i];
-    Json* object = Object(ref.kind, ref.name);
+    Json* object = Object(ref.kind, ref.name, ref.api_version);
     if (object == nullptr) {
       ADD_FAILURE() << "delete of missing " << ref.kind << " " << ref.name;
       continue;
@@ -72,7 +77,7 @@ void Cluster::Apply(const Plan& plan, bool status, size_t deletes, size_t create
   for (size_t i = 0; i < plan.creates.size() && i < creates; ++i) {
     Json object = plan.creates[i];
     std::string kind = StringAt(object, {"kind"});
-    if (Object(kind, Name(object)) != nullptr) {
+    if (Object(kind, Name(object), StringAt(object, {"apiVersion"})) != nullptr) {
       ADD_FAILURE() << "create of existing " << kind << " " << Name(object);
       continue;
     }
@@ -93,7 +98,8 @@ void Cluster::Apply(const Plan& plan, bool status, size_t deletes, size_t create
 }
 
 void Cluster::FinishDeletions() {
-  for (std::vector<Json>* list : {&observed_.pods, &observed_.services, &observed_.secrets}) {
+  for (std::vector<Json>* list :
+       {&observed_.pods, &observed_.services, &observed_.secrets, &observed_.pod_groups}) {
     list->erase(
         std::remove_if(list->begin(), list->end(), [](const Json& o) { return IsTerminating(o); }),
         list->end());
@@ -101,7 +107,8 @@ void Cluster::FinishDeletions() {
 }
 
 bool Cluster::AnyTerminating() const {
-  for (const std::vector<Json>* list : {&observed_.pods, &observed_.services, &observed_.secrets}) {
+  for (const std::vector<Json>* list :
+       {&observed_.pods, &observed_.services, &observed_.secrets, &observed_.pod_groups}) {
     for (const Json& o : *list) {
       if (IsTerminating(o)) return true;
     }

@@ -63,7 +63,9 @@ class Cluster {
 
   // The named object among pods/services/secrets, or nullptr.
   Json* Pod(const std::string& name);
-  Json* Object(const std::string& kind, const std::string& name);
+  // `api_version` "" = any (PodGroups of two providers share kind and name).
+  Json* Object(const std::string& kind, const std::string& name,
+               const std::string& api_version = "");
   // Names of pods that exist (terminating ones included), sorted.
   std::vector<std::string> PodNames() const;
   // Their restart generation annotations, in the same order.
