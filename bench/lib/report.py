@@ -68,6 +68,11 @@ def _table(title, settings, rows, out_dir):
            "KiB/worker/step (runtime) | compute s/step | comm s/step | overlap | samples/s | "
            "vs DDP | wall (s) | CPU steal | CPU others |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    if settings.workers_per_node > 1:
+        out[-2] = out[-2].replace("KiB/worker/step (interfaces)",
+                                  "inter-node KiB/worker/step (interfaces)").replace(
+                                      "KiB/worker/step (runtime)",
+                                      "KiB/worker/step (runtime, inside and between nodes)")
     for row, _ in rows:
         if not row["ok"]:
             why = "time cap" if row["capped"] else row["error"]
@@ -93,9 +98,12 @@ def _table(title, settings, rows, out_dir):
             f"{_fmt(None if row.get('cpu_steal') is None else 100 * row['cpu_steal'], '.1f')} % | "
             f"{_fmt(row.get('cpu_others') and 100 * row['cpu_others'], '.0f')} % |")
     out.append("")
+    out += _two_level(settings, rows)
     out += _traffic(rows)
     out += _per_worker(settings, rows)
-    out += _speed_against_bytes(rows)
+    # On a two-level cluster the runtime's totals mix bytes inside and between nodes: the
+    # "Between nodes" table sets the systems against ssgd there instead.
+    out += _speed_against_bytes(rows) if settings.workers_per_node <= 1 else []
     out += _against_ps(rows)
     plots = _plots(title, settings, rows, out_dir)
     out += [f"![{p}]({p})" for p in plots] + [""]
@@ -134,6 +142,95 @@ def _traffic(rows):
                      f"tx {_fmt(_kib(h['tx']), '.1f')} / rx {_fmt(_kib(h['rx']), '.1f')}"
                      for i, h in enumerate(hosts)]
             out += [f"{row['name']}, per host: " + "; ".join(parts) + ".", ""]
+    return out
+
+
+def _interval(name, settings):
+    """K' of a `hierarchical` system: its interval, the steps of an epoch for -1; None for the
+    other systems."""
+    spec = systems.HPTRAIN.get(name, {})
+    if spec.get("type") != "hierarchical":
+        return None
+    k = int(spec.get("interval", "-1"))
+    return systems.TRAIN_SAMPLES // settings.m["batch"] if k < 0 else k
+
+
+def _two_level(settings, rows):
+    """On a two-level cluster: what crossed the links between nodes, per node, from the node
+    hosts' interfaces and from hptrain's own counters, each system against flat hptrain-ssgd and
+    DDP, and the issue's targets for the `hierarchical` systems."""
+    if settings.workers_per_node <= 1:
+        return []
+    ssgd = next((r for r, _ in rows if r["name"] == "hptrain-ssgd" and r["ok"]), None)
+    ddp = next((r for r, _ in rows if r["name"] == "ddp" and r["ok"]), None)
+    out = [f"Between nodes ({settings.nodes} nodes × {settings.workers_per_node} workers; the "
+           "workers of a node share its namespace and talk over its loopback, so a node host's "
+           "interface counts only what crossed the network). Interfaces: each node's link, "
+           "transmitted, averaged over the nodes (all of the run, and per step: tx / rx); "
+           "per node: every node's tx in MiB. Runtime: hptrain's "
+           "`hptrain_comm_node_bytes_total{link=\"inter\"}` sent by the node's workers, read "
+           "from their /metrics about once a second, per step at the step read (`@`), averaged "
+           "over the nodes. Bytes and time to target vs ssgd: flat hptrain-ssgd's over the "
+           "system's (above 1 = fewer bytes, faster).", "",
+           "| system | time to target (s) | inter-node MiB per node (interfaces) | per node "
+           "KiB/step tx / rx (interfaces) | per node KiB/step (runtime) | per node tx MiB | "
+           "bytes vs ssgd | time to target vs ssgd | vs DDP |",
+           "|---|---:|---:|---:|---:|---|---:|---:|---:|"]
+    for row, _ in rows:
+        if not row["ok"] or not row.get("nodes"):
+            continue
+        nodes = row["nodes"]
+        rx = sum(n["rx_bytes_per_step"] or 0 for n in nodes) / len(nodes)
+        read_at = [n["runtime_read_at_step"] for n in nodes if n["runtime_read_at_step"]]
+        runtime = row.get("runtime_inter_node_bytes_per_node_step")
+        bytes_ratio = (ssgd["inter_node_tx_bytes_per_node_step"]
+                       / row["inter_node_tx_bytes_per_node_step"]
+                       if ssgd and row.get("inter_node_tx_bytes_per_node_step") else None)
+        ttt = (ssgd["time_to_target"] / row["time_to_target"]
+               if ssgd and ssgd["time_to_target"] and row["time_to_target"] else None)
+        vs_ddp = (ddp["time_to_target"] / row["time_to_target"]
+                  if ddp and ddp["time_to_target"] and row["time_to_target"] else None)
+        out.append(
+            f"| {row['name']} | {_fmt(row['time_to_target'], '.1f')} | "
+            f"{row['inter_node_tx_bytes_per_node'] / 2**20:.2f} | "
+            f"{_fmt(_kib(row['inter_node_tx_bytes_per_node_step']), '.1f')} / "
+            f"{_fmt(_kib(rx), '.1f')} | "
+            + (f"{_kib(runtime):.1f} @ {min(read_at)} | " if runtime is not None else "— | ")
+            + " / ".join(f"{n['tx_bytes'] / 2**20:.2f}" for n in nodes) + " | "
+            f"{_fmt(bytes_ratio, '.2f')} | {_fmt(ttt, '.2f')} | {_fmt(vs_ddp, '.2f')} |")
+    out.append("")
+    targets = []
+    for row, _ in rows:
+        k = _interval(row["name"], settings)
+        if k is None or not row["ok"] or not row.get("inter_node_tx_bytes_per_node_step"):
+            continue
+        ttt = (ssgd["time_to_target"] / row["time_to_target"]
+               if ssgd and ssgd["time_to_target"] and row["time_to_target"] else None)
+        vs_ddp = (ddp["time_to_target"] / row["time_to_target"]
+                  if ddp and ddp["time_to_target"] and row["time_to_target"] else None)
+        fewer = (ssgd["inter_node_tx_bytes_per_node_step"]
+                 / row["inter_node_tx_bytes_per_node_step"] if ssgd else None)
+
+        def verdict(value, bound):
+            return "—" if value is None else ("met" if value >= bound else "not met")
+        # Strategy hierarchical also syncs before every evaluation (spec.evalEverySteps).
+        every = min(k, settings.eval_every) if settings.eval_every else k
+        targets.append(f"| {row['name']} | {k} | {every} | {_fmt(ttt, '.2f')} (≥ 3: "
+                       f"{verdict(ttt, 3.0)}) | {_fmt(vs_ddp, '.2f')} (> 1: "
+                       f"{verdict(vs_ddp, 1.0 + 1e-9)}) | {_fmt(fewer, '.1f')} (≥ {k}: "
+                       f"{verdict(fewer, k)}) |")
+    if targets:
+        out += ["Targets of the node-based exchange: `hierarchical` at least 3× faster than "
+                "flat ssgd to the target, faster than DDP, and at least K′× fewer inter-node "
+                "bytes per node "
+                "(interfaces, per step) than flat ssgd; `—` where a system did not reach the "
+                "target or did not run. A run capped by --max-steps below K′ steps has no "
+                "global sync but the final one, so its bytes say little about K′. `hierarchical` "
+                "also syncs before every evaluation: with evaluations inside an epoch "
+                "(--evals-per-epoch above 1) the global syncs come at least that often.", "",
+                "| system | K′ (steps) | global syncs at least every (steps) | time to target "
+                "vs ssgd | vs DDP | inter-node bytes per node, ssgd / system |",
+                "|---|---:|---:|---:|---:|---:|"] + targets + [""]
     return out
 
 

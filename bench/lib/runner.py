@@ -7,6 +7,7 @@ import os
 import subprocess
 import time
 
+import nodemetrics
 import systems
 
 SAMPLE_SECONDS = 0.5
@@ -27,9 +28,10 @@ def steal_since(cpu0):
     return (cpu1[0] - cpu0[0]) / max(1, cpu1[1] - cpu0[1])
 
 
-def _worker_tx(cluster, baseline, workers):
+def _worker_tx(cluster, baseline, settings):
     counters = cluster.all_counters()
-    return sum(counters[h]["tx_bytes"] - baseline[h]["tx_bytes"] for h in range(1, workers + 1))
+    return sum(counters[h]["tx_bytes"] - baseline[h]["tx_bytes"]
+               for h in systems.worker_hosts(settings))
 
 
 def busy_seconds():
@@ -66,8 +68,8 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
     if systems.is_ddp(name):
         commands, result_file = systems.ddp_commands(name, settings, cluster, t0, out_dir)
         env = dict(os.environ, GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS=str(settings.threads))
-        for host, argv in commands:
-            f = open(os.path.join(out_dir, f"{name}.rank{host - 1}.log"), "w")
+        for rank, (host, argv) in enumerate(commands):
+            f = open(os.path.join(out_dir, f"{name}.rank{rank}.log"), "w")
             logs.append(f)
             procs.append(cluster.spawn(host, argv, env=env, stdout=f, stderr=subprocess.STDOUT))
     else:
@@ -75,6 +77,9 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
         f = open(os.path.join(out_dir, f"{name}.log"), "w")
         logs.append(f)
         procs.append(cluster.spawn(0, argv, stdout=f, stderr=subprocess.STDOUT))
+    # On a two-level cluster, hptrain's own inter-node counters beside the interfaces'.
+    scraper = (nodemetrics.Scraper(cluster, systems.worker_hosts(settings), binary)
+               if settings.workers_per_node > 1 and not systems.is_ddp(name) else None)
 
     timeline = [(0.0, 0)]
     capped = False
@@ -82,7 +87,7 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
         while any(p.poll() is None for p in procs):
             time.sleep(SAMPLE_SECONDS)
             elapsed = time.time() - t0
-            timeline.append((elapsed, _worker_tx(cluster, baseline, settings.workers)))
+            timeline.append((elapsed, _worker_tx(cluster, baseline, settings)))
             if elapsed > cap_seconds:
                 capped = True
                 log(f"  {name}: time cap of {cap_seconds:.0f} s reached, stopping it")
@@ -101,11 +106,12 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
                 p.wait()
         for f in logs:
             f.close()
+        node_metrics = scraper.stop() if scraper else None
     wall = time.time() - t0
     steal = steal_since(cpu0)
     others = others_since(busy0, wall)
     after = cluster.all_counters()
-    timeline.append((wall, _worker_tx(cluster, baseline, settings.workers)))
+    timeline.append((wall, _worker_tx(cluster, baseline, settings)))
     interface = [{k: after[h][k] - baseline[h][k] for k in after[h]} for h in range(cluster.hosts)]
     codes = [p.returncode for p in procs]
     result = None
@@ -117,7 +123,7 @@ def run_system(name, settings, cluster, binary, out_dir, cap_seconds, log):
         error = f"exit codes {codes}; see {name}*.log"
     return {"name": name, "ok": result is not None, "capped": capped, "error": error,
             "wall_seconds": wall, "result": result, "interface": interface, "timeline": timeline,
-            "cpu_steal": steal, "cpu_others": others,
+            "cpu_steal": steal, "cpu_others": others, "node_metrics": node_metrics,
             "ps_hosts": systems.ps_hosts(name, settings) if not systems.is_ddp(name) else [0]}
 
 
@@ -132,7 +138,7 @@ def summarize(run, settings):
     r = run["result"] or {}
     steps = r.get("steps") or 0
     workers = settings.workers
-    worker_hosts = run["interface"][1:workers + 1]
+    worker_hosts = [run["interface"][h] for h in systems.worker_hosts(settings)]
     tx = sum(h["tx_bytes"] for h in worker_hosts)
     row = {"name": run["name"], "ok": run["ok"], "capped": run["capped"], "error": run["error"],
            "steps": steps, "samples_per_second": r.get("samples_per_second"),
@@ -195,4 +201,43 @@ def summarize(run, settings):
                                                  for c in row["rank_compute_seconds_per_step"]]
     elif r.get("samples_per_second"):
         row["step_seconds"] = settings.m["batch"] / r["samples_per_second"]
+    if settings.workers_per_node > 1:
+        _node_traffic(row, run, settings, steps)
     return row
+
+
+def _node_traffic(row, run, settings, steps):
+    """Two-level cluster: what crossed each node's link (the node host's interface, which the
+    traffic between the node's own workers never reaches: it stays on the namespace's loopback),
+    in all and per step, and hptrain's own inter-node bytes of the node's workers
+    (hptrain_comm_node_bytes_total{link="inter"}, per step at the step each worker was last
+    read; None for DDP or where no reading came)."""
+    # The interface figures cover TCP/IP headers and the coordinator's RPCs; not comparable
+    # with the runtime's total (its intra-node bytes never reach the interfaces).
+    row["interface_over_runtime"] = None
+    readings = run.get("node_metrics") or {}
+    nodes = []
+    for node, host in enumerate(systems.worker_hosts(settings)):
+        counters = run["interface"][host]
+        entry = {"node": node, "host": host, "tx_bytes": counters["tx_bytes"],
+                 "rx_bytes": counters["rx_bytes"],
+                 "tx_bytes_per_step": counters["tx_bytes"] / steps if steps else None,
+                 "rx_bytes_per_step": counters["rx_bytes"] / steps if steps else None,
+                 "runtime_inter_sent_per_step": None, "runtime_inter_received_per_step": None,
+                 "runtime_read_at_step": None}
+        ranks = [r for r in range(settings.workers) if systems.worker_host(settings, r) == host]
+        mine = [readings.get(r) or readings.get(str(r)) for r in ranks]
+        if mine and all(m and m.get("step") for m in mine):
+            entry["runtime_inter_sent_per_step"] = sum(m["inter_sent"] / m["step"] for m in mine)
+            entry["runtime_inter_received_per_step"] = sum(
+                m.get("inter_received", 0) / m["step"] for m in mine)
+            entry["runtime_read_at_step"] = int(min(m["step"] for m in mine))
+        nodes.append(entry)
+    row["nodes"] = nodes
+    row["inter_node_tx_bytes_per_node"] = sum(n["tx_bytes"] for n in nodes) / len(nodes)
+    row["inter_node_tx_bytes_per_node_step"] = (row["inter_node_tx_bytes_per_node"] / steps
+                                                if steps else None)
+    runtime = [n["runtime_inter_sent_per_step"] for n in nodes]
+    row["runtime_inter_node_bytes_per_node_step"] = (sum(runtime) / len(runtime)
+                                                     if all(v is not None for v in runtime)
+                                                     else None)

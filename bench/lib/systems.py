@@ -3,9 +3,11 @@
 Every system trains the same model on the same data with the same global batch, optimizer,
 learning-rate schedule and seed; it differs only in how gradients (or models) cross the network.
 hptrain systems run `hptrain run` on host 0 (the ps host) with a placement file that puts worker
-r on host r + 1 and, for a system with S > 1 parameter-server shards, shard s (1..S-1) on host
-N + s, a host of its own after the workers' (shard 0 and the coordinator stay on the ps host);
-PyTorch DDP systems run one `ddp_peer.py` process per rank on hosts 1..N.
+r on host r + 1 (on a two-level cluster, `workers_per_node` W > 1: on host 1 + r // W, whose
+namespace its node's workers share) and, for a system with S > 1 parameter-server shards, shard s
+(1..S-1) on host H + s, a host of its own after the H worker hosts (shard 0 and the coordinator
+stay on the ps host); PyTorch DDP systems run one `ddp_peer.py` process per rank on the same
+hosts as hptrain's workers.
 """
 import json
 import os
@@ -73,7 +75,28 @@ HPTRAIN = {
     "hptrain-mp2": {"type": "mp2", "predictor": MP2_PREDICTOR},
     "hptrain-mp2-b": {"type": "mp2", "mode": "B", "predictor": MP2_PREDICTOR},
     "hptrain-mp2-zero": {"type": "mp2", "predictor": "zero"},
+    # Node-based exchange (docs/algorithms.md §2) on a two-level cluster (--workers-per-node):
+    # strategy hierarchical, inter-node parameter averaging once per epoch (K' = -1) and every 50
+    # steps; ssgd and 8-bit quantized over the hierarchical all-reduce (the quantized one encodes
+    # the leaders' exchange only). hptrain-ssgd is the flat ring on the same placement.
+    "hptrain-hierarchical-epoch": {"type": "hierarchical", "interval": "-1"},
+    "hptrain-hierarchical-50": {"type": "hierarchical", "interval": "50"},
+    "hptrain-ssgd-hier": {"type": "ssgd", "spec.communicator.hierarchical": "true"},
+    "hptrain-quantized8-hier": {"type": "quantized", "bits": "8",
+                                "spec.communicator.hierarchical": "true",
+                                "spec.communicator.compressInterNodeOnly": "true"},
 }
+
+# The systems that only mean something when several workers share a node: left out of the
+# default list of a flat cluster (each worker a node of its own), where they would repeat ssgd,
+# quantized and local SGD; any of them can still be named with --systems.
+NODE_SYSTEMS = ("hptrain-hierarchical-epoch", "hptrain-hierarchical-50", "hptrain-ssgd-hier",
+                "hptrain-quantized8-hier")
+
+# The two-level bench (docs/algorithms.md §2, bench/run --two-level): the hierarchical systems,
+# flat ssgd on the same placement, and DDP.
+TWO_LEVEL_SYSTEMS = ("hptrain-hierarchical-epoch", "hptrain-hierarchical-50", "hptrain-ssgd",
+                     "hptrain-ssgd-hier", "hptrain-quantized8-hier", "ddp")
 
 # The strategies whose workers exchange with parameter-server processes on the ps host.
 PS_STRATEGIES = ("ps", "hps", "mp2")
@@ -91,6 +114,15 @@ DDP = {
 def all_systems(built_strategies):
     """Every hptrain system whose strategy this binary has, then every DDP system."""
     return [n for n, s in HPTRAIN.items() if s["type"] in built_strategies] + list(DDP)
+
+
+def default_systems(built_strategies, workers_per_node=1):
+    """What runs without --systems: on a two-level cluster the two-level bench's systems, on a
+    flat one every system but those that need nodes of several workers."""
+    known = all_systems(built_strategies)
+    if workers_per_node > 1:
+        return [n for n in TWO_LEVEL_SYSTEMS if n in known]
+    return [n for n in known if n not in NODE_SYSTEMS]
 
 
 def is_ddp(name):
@@ -119,15 +151,26 @@ def ps_shards(name, hptrain_sets=()):
 
 
 def shard_hosts(name, settings):
-    """The hosts of parameter-server shards 1..S-1 of system `name`: N + 1 .. N + S - 1, after
-    the workers' (empty for a single shard or a collective strategy)."""
-    return [settings.workers + s for s in range(1, ps_shards(name, settings.hptrain_sets))]
+    """The hosts of parameter-server shards 1..S-1 of system `name`: H + 1 .. H + S - 1, after
+    the H worker hosts (empty for a single shard or a collective strategy)."""
+    return [settings.nodes + s for s in range(1, ps_shards(name, settings.hptrain_sets))]
 
 
 def ps_hosts(name, settings):
     """Every host of system `name`'s parameter server: the ps host (coordinator and shard 0),
     then the hosts of shards 1..S-1."""
     return [0] + shard_hosts(name, settings)
+
+
+def worker_host(settings, rank):
+    """The host (namespace index) of worker `rank`: hosts 1..H hold the workers, consecutive
+    ranks together, settings.workers_per_node on each."""
+    return 1 + rank // settings.workers_per_node
+
+
+def worker_hosts(settings):
+    """The hosts of the workers, 1..H (H = settings.nodes)."""
+    return list(range(1, settings.nodes + 1))
 
 
 TRAIN_SAMPLES = 60000  # Fashion-MNIST
@@ -150,10 +193,15 @@ class Settings:
     """What one suite run shares across systems."""
 
     def __init__(self, model, workers, epochs, max_steps, target, threads, evals_per_epoch=1,
-                 hptrain_sets=(), slowdown=()):
+                 hptrain_sets=(), slowdown=(), workers_per_node=1):
         self.model = model
         self.m = MODELS[model]
         self.workers = workers
+        # Workers per host: the workers of a host share its network namespace (loopback between
+        # them, no rate limit), so they are one node of the hierarchical exchange (hptrain names
+        # a worker's node after its host address). 1: every worker a host of its own.
+        self.workers_per_node = workers_per_node
+        self.nodes = workers // workers_per_node
         self.epochs = epochs or self.m["epochs"]
         self.max_steps = max_steps
         self.target = target or self.m["target"]
@@ -169,7 +217,8 @@ class Settings:
 def hptrain_command(name, settings, cluster, binary, out_dir):
     """argv (to run on host 0) and the summary path for hptrain system `name`."""
     placement = {"ps": {"exec": cluster.exec_prefix(0), "address": cluster.address(0)},
-                 "workers": [{"exec": cluster.exec_prefix(r + 1), "address": cluster.address(r + 1)}
+                 "workers": [{"exec": cluster.exec_prefix(worker_host(settings, r)),
+                              "address": cluster.address(worker_host(settings, r))}
                              for r in range(settings.workers)]}
     extra = shard_hosts(name, settings)
     if extra:
@@ -222,5 +271,5 @@ def ddp_commands(name, settings, cluster, t0, out_dir):
         argv = common + ["--rank", str(r)]
         if r == 0:
             argv += ["--output", result]
-        commands.append((r + 1, argv))
+        commands.append((worker_host(settings, r), argv))
     return commands, result

@@ -243,6 +243,13 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     report.set_train_seconds(train_total);
     sender.Offer(report);
   };
+  auto record_node_bytes = [&] {
+    worker_metrics.OnNodeBytes(communicator.bytes_sent() - communicator.inter_node_bytes_sent(),
+                               communicator.bytes_received() -
+                                   communicator.inter_node_bytes_received(),
+                               communicator.inter_node_bytes_sent(),
+                               communicator.inter_node_bytes_received());
+  };
   train::TrainerCallbacks callbacks;
   callbacks.on_step = [&](const train::StepStats& stats) {
     compute_total += stats.compute_seconds;
@@ -250,11 +257,7 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     exposed_total += stats.exposed_comm_seconds;
     train_total += stats.step_seconds;
     worker_metrics.OnStep(stats, bytes_sent(), bytes_received());
-    worker_metrics.OnNodeBytes(communicator.bytes_sent() - communicator.inter_node_bytes_sent(),
-                               communicator.bytes_received() -
-                                   communicator.inter_node_bytes_received(),
-                               communicator.inter_node_bytes_sent(),
-                               communicator.inter_node_bytes_received());
+    record_node_bytes();
     const bool last = stats.step == stats.total_steps;
     // The launcher's balancer (spec.rebalance) measures speeds from these reports: more often then.
     const auto period = std::chrono::milliseconds(spec.rebalance.enabled ? 200 : 500);
@@ -314,6 +317,7 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     status = absl::AbortedError(absl::StrCat("stopped: ", heartbeat.reason()));
   }
   // Final progress (byte totals including the end-of-epoch collectives) and the outcome.
+  record_node_bytes();
   if (report.step() > 0) send_report();
   sender.Flush();
   (void)client.ReportDone(flags.rank, status.ok(), std::string(status.message()));

@@ -6,6 +6,10 @@
              counters for ssgd.
   interrupt  SIGINT in the middle of a run: exit 130, and no namespace, link or process of the
              run is left behind.
+  two_level  `bench/run --two-level` (2 nodes x 2 workers) for 30 steps of flat ssgd, ssgd over
+             the hierarchical all-reduce and `hierarchical` once per epoch: what crossed each
+             node's link, from the interfaces and from hptrain's own inter-node counters, matches
+             docs/algorithms.md §2c.
 
 Exits 77 (skipped) with the reason when this machine cannot create network namespaces.
 """
@@ -127,9 +131,64 @@ def interrupt(binary, out):
     print(f"interrupted cleanly: {len(pids)} processes and 3 host namespaces + 1 switch removed")
 
 
+LENET5_BYTES = 4 * 61706  # one copy of LeNet-5's parameters or gradients
+
+
+def two_level(binary, out):
+    prefix = f"hpbt{os.getpid()}"
+    steps = 30
+    r = subprocess.run([RUN, "--two-level", "--models", "lenet5", "--epochs", "1",
+                        "--max-steps", str(steps), "--target", "0.3", "--systems",
+                        "hptrain-ssgd,hptrain-ssgd-hier,hptrain-hierarchical-epoch",
+                        "--binary", binary, "--out", out, "--prefix", prefix],
+                       capture_output=True, text=True, timeout=240)
+    print(r.stdout[-3000:], r.stderr[-3000:])
+    if r.returncode != 0:
+        fail(f"bench/run exited {r.returncode}")
+    report = open(os.path.join(out, "report.md")).read()
+    for needle in ("lenet5 (2 nodes × 2 workers)", "Between nodes",
+                   "| hptrain-hierarchical-epoch | 468 | 117 |"):
+        if needle not in report:
+            fail(f"report.md lacks {needle!r}")
+    rows = {row["name"]: row for row in json.load(open(os.path.join(out, "results.json")))
+            ["suites"][0]["rows"]}
+    # Per step and node, the runtime's inter-node bytes: the flat ring (ranks in node order)
+    # leaves each node by one hop, 2(N-1)/N * 4P; the hierarchical all-reduce among the two
+    # leaders, 2(M-1)/M * 4P = 4P.
+    expected = {"hptrain-ssgd": 2 * 3 / 4 * LENET5_BYTES, "hptrain-ssgd-hier": LENET5_BYTES}
+    for name, want in expected.items():
+        row = rows[name]
+        if not row["ok"] or row["steps"] != steps:
+            fail(f"{name} did not run {steps} steps: {row}")
+        for node in row["nodes"]:
+            runtime = node["runtime_inter_sent_per_step"]
+            iface = node["tx_bytes_per_step"]
+            print(f"{name} node {node['node']}: runtime {runtime} B/step "
+                  f"(expected {want:.0f}), interface {iface:.0f} B/step")
+            if runtime is None or abs(runtime - want) > 0.005 * want:
+                fail(f"{name} node {node['node']}: runtime inter-node bytes per step {runtime}, "
+                     f"expected {want:.0f} within 0.5 %")
+            # The interface adds TCP/IP headers and the coordinator's RPCs, nothing else: the
+            # traffic between a node's own workers stays on its loopback.
+            if not 1.0 <= iface / runtime <= 1.05:
+                fail(f"{name} node {node['node']}: interface bytes {iface:.0f} per step are "
+                     f"{iface / runtime:.3f} x the runtime's, not within 5 % above")
+    # One epoch cut at 30 steps: `hierarchical` with K' = one epoch syncs the nodes once, at
+    # the end, so each node's link carries one parameter all-reduce among the leaders.
+    for node in rows["hptrain-hierarchical-epoch"]["nodes"]:
+        total = node["tx_bytes"]
+        print(f"hptrain-hierarchical-epoch node {node['node']}: {total} bytes in all "
+              f"(one global sync: {LENET5_BYTES})")
+        if not LENET5_BYTES <= total <= 1.25 * LENET5_BYTES:
+            fail(f"hptrain-hierarchical-epoch node {node['node']}: {total} bytes crossed the "
+                 f"node's link, expected one all-reduce of {LENET5_BYTES} (+ at most 25 %)")
+    if netcluster.stale_namespaces(prefix):
+        fail("namespaces left behind after a normal run")
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("test", choices=["smoke", "interrupt"])
+    p.add_argument("test", choices=["smoke", "interrupt", "two_level"])
     p.add_argument("--binary", required=True)
     args = p.parse_args()
     ok, why = netcluster.available()
@@ -140,7 +199,8 @@ def main():
         print(f"SKIPPED: {args.binary} is not built")
         return 77
     with tempfile.TemporaryDirectory(prefix="hptrain-bench-") as out:
-        (smoke if args.test == "smoke" else interrupt)(args.binary, out)
+        {"smoke": smoke, "interrupt": interrupt, "two_level": two_level}[args.test](
+            args.binary, out)
     print("PASS")
     return 0
 
