@@ -293,6 +293,20 @@ class CrdSchemaTest(unittest.TestCase):
 
     # --- the contract ------------------------------------------------------------------------
 
+    def test_rules_point_at_the_field_their_message_names(self):
+        # A rule that sits above the field it is about says which (fieldPath), so that kubectl
+        # reports the error at that field: the message's leading field path, made relative to
+        # the rule's place, is its fieldPath.
+        schema = k8s_schema.crd_schema(self.crd)
+        checked = 0
+        for path, rule, message, field_path in k8s_schema.cel_rules(schema, with_field_path=True):
+            lead = message.strip("'").split(" ", 1)[0]
+            if not lead.startswith(path + ".") or "[" in path:
+                continue
+            checked += 1
+            self.assertEqual(field_path, lead[len(path):], f"{path}: {rule}")
+        self.assertGreaterEqual(checked, 15)
+
     def test_names_scope_and_subresources(self):
         spec = self.crd["spec"]
         self.assertEqual(self.crd["metadata"]["name"], "trainingjobs.hptrain.io")
@@ -482,6 +496,10 @@ class CrdSchemaTest(unittest.TestCase):
             ("no workers", with_set(mlp, spec__workers=DELETE),
              "set spec.workers or spec.workerGroups"),
             ("workers and workerGroups", both, "spec.workers cannot be combined"),
+            # What `kubectl scale` makes of a job with workerGroups (the scale subresource sets
+            # .spec.workers.replicas): the message says scale needs the shorthand.
+            ("kubectl scale on workerGroups", both,
+             "kubectl scale sets spec.workers.replicas, so it needs the spec.workers shorthand"),
             ("bits 3", with_set(hetero, spec__strategy__bits=3), "must be one of 1, 2, 4, 8"),
             ("bits '3'", with_set(hetero, spec__strategy__bits="3"), "must be one of 1, 2, 4, 8"),
             ("bits on topk", with_set(mlp, spec__strategy={"type": "topk", "bits": 8}),

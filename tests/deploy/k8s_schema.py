@@ -342,15 +342,17 @@ CEL_TWINS = {
 }
 
 
-def cel_rules(node, path=""):
-    """(path, rule, message) for every x-kubernetes-validations rule under `node`."""
-    found = [(path, r["rule"], r.get("message", "")) for r in
-             node.get("x-kubernetes-validations", [])]
+def cel_rules(node, path="", with_field_path=False):
+    """(path, rule, message) for every x-kubernetes-validations rule under `node`; with
+    `with_field_path`, (path, rule, message, fieldPath) ("" when the rule names none)."""
+    found = [(path, r["rule"], r.get("message", "")) +
+             ((r.get("fieldPath", ""),) if with_field_path else ())
+             for r in node.get("x-kubernetes-validations", [])]
     for name, sub in node.get("properties", {}).items():
-        found += cel_rules(sub, f"{path}.{name}".lstrip("."))
+        found += cel_rules(sub, f"{path}.{name}".lstrip("."), with_field_path)
     for key, suffix in (("items", "[]"), ("additionalProperties", ".*")):
         if isinstance(node.get(key), dict):
-            found += cel_rules(node[key], path + suffix)
+            found += cel_rules(node[key], path + suffix, with_field_path)
     return found
 
 
@@ -367,7 +369,9 @@ def _rule_errors(value, node, path):
             errors.append(f"{path}: rule {rule['rule']!r} cannot be evaluated ({e!r})")
             continue
         if not holds:
-            errors.append(f"{path}: {rule.get('message') or rule['rule']}")
+            # As the API server reports it: at the rule's fieldPath when it names one.
+            where = path + rule["fieldPath"] if rule.get("fieldPath") else path
+            errors.append(f"{where}: {rule.get('message') or rule['rule']}")
     if node.get("x-kubernetes-list-type") == "map" and isinstance(value, list):
         keys = node.get("x-kubernetes-list-map-keys", [])
         seen = set()
