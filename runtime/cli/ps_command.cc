@@ -209,14 +209,8 @@ absl::Status RunShard(const job::JobSpec& spec, const PsFlags& flags, const std:
 absl::Status RunPs(const PsFlags& flags) {
   HPTRAIN_ASSIGN_OR_RETURN(job::JobSpec spec, job::ParseJobFile(flags.job_file, flags.overrides));
   HPTRAIN_ASSIGN_OR_RETURN(std::string token, ps::ReadTokenFile(flags.token_file));
-  if (spec.security.tls.enabled) {
-    if (flags.tls_dir.empty()) {
-      return absl::InvalidArgumentError(
-          "spec.security.tls.enabled needs --tls-dir (or $HPTRAIN_TLS_DIR): the directory "
-          "holding ca.crt, tls.crt and tls.key");
-    }
-    HPTRAIN_RETURN_IF_ERROR(ps::UseTls(flags.tls_dir, spec.security.tls.mutual));
-  }
+  HPTRAIN_RETURN_IF_ERROR(
+      ps::UseJobTls(spec.security.tls.enabled, spec.security.tls.mutual, flags.tls_dir));
   if (flags.shard < 0 || flags.shard >= spec.ps_shards) {
     return absl::InvalidArgumentError(absl::StrCat("--shard ", flags.shard,
                                                    " out of range: the job has ", spec.ps_shards,

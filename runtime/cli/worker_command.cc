@@ -153,14 +153,8 @@ absl::Status RunWorker(const WorkerFlags& flags) {
         absl::StrCat("--workers-on-host must be at least 1, got ", flags.workers_on_host));
   }
   HPTRAIN_ASSIGN_OR_RETURN(std::string token, ps::ReadTokenFile(flags.token_file));
-  if (spec.security.tls.enabled) {
-    if (flags.tls_dir.empty()) {
-      return absl::InvalidArgumentError(
-          "spec.security.tls.enabled needs --tls-dir (or $HPTRAIN_TLS_DIR): the directory "
-          "holding ca.crt, tls.crt and tls.key");
-    }
-    HPTRAIN_RETURN_IF_ERROR(ps::UseTls(flags.tls_dir, spec.security.tls.mutual));
-  }
+  HPTRAIN_RETURN_IF_ERROR(
+      ps::UseJobTls(spec.security.tls.enabled, spec.security.tls.mutual, flags.tls_dir));
 
   metrics::Registry registry(
       {{"job", spec.name}, {"role", "worker"}, {"rank", std::to_string(flags.rank)}});

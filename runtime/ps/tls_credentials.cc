@@ -200,6 +200,16 @@ std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(const TlsMateri
   return grpc::SslCredentials(options);
 }
 
+absl::Status UseJobTls(bool enabled, bool mutual, const std::string& dir) {
+  if (!enabled) return absl::OkStatus();
+  if (dir.empty()) {
+    return absl::InvalidArgumentError(
+        "spec.security.tls.enabled needs --tls-dir (or $HPTRAIN_TLS_DIR): the directory "
+        "holding ca.crt, tls.crt and tls.key");
+  }
+  return UseTls(dir, mutual);
+}
+
 absl::Status UseTls(const std::string& dir, bool mutual) {
   HPTRAIN_ASSIGN_OR_RETURN(TlsMaterial tls, LoadTlsDirectory(dir, mutual));
   ProcessTls() = std::move(tls);

@@ -46,6 +46,9 @@ std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(const TlsMateri
 // Sets the process-wide credentials from `dir` (LoadTlsDirectory). Not thread-safe: call it
 // from main before any server or channel exists.
 absl::Status UseTls(const std::string& dir, bool mutual);
+// What `hptrain ps` and `hptrain worker` do with spec.security.tls: nothing unless `enabled`;
+// else UseTls(dir, mutual), and InvalidArgument naming --tls-dir when `dir` is empty.
+absl::Status UseJobTls(bool enabled, bool mutual, const std::string& dir);
 // TLS credentials after UseTls(), plaintext otherwise.
 std::shared_ptr<grpc::ServerCredentials> DefaultServerCredentials();
 std::shared_ptr<grpc::ChannelCredentials> DefaultChannelCredentials();

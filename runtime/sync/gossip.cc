@@ -102,15 +102,19 @@ absl::Status GossipStrategy::AfterOptimizerStep(const StepInfo& step,
   return Annotate(status, absl::StrCat("gossip at step ", step.step));
 }
 
+void GossipStrategy::AverageWithPeer(int partner, absl::Span<float> x) {
+  // x_lo + x_hi in rank order: the same operations on both partners, so they end bit-identical.
+  const bool low = comm_->rank() < partner;
+  const float* lo = low ? x.data() : peer_.data();
+  const float* hi = low ? peer_.data() : x.data();
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * (lo[i] + hi[i]);
+}
+
 absl::Status GossipStrategy::Pairwise(const GossipPairing& pairing, absl::Span<float> x) {
   const size_t bytes = x.size() * sizeof(float);
   HPTRAIN_RETURN_IF_ERROR(
       channel_->Transfer(pairing.partner, x.data(), bytes, peer_.data(), bytes));
-  // x_lo + x_hi in rank order, the same operations on both partners.
-  const bool low = comm_->rank() < pairing.partner;
-  const float* lo = low ? x.data() : peer_.data();
-  const float* hi = low ? peer_.data() : x.data();
-  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * (lo[i] + hi[i]);
+  AverageWithPeer(pairing.partner, x);
   ++exchanges_;
   trigger_.Reset(x);
   return absl::OkStatus();
@@ -122,10 +126,7 @@ absl::Status GossipStrategy::Push(const GossipPairing& pairing, absl::Span<float
     HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(pairing.partner, x.data(), bytes, nullptr, 0));
   } else {
     HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(pairing.partner, nullptr, 0, peer_.data(), bytes));
-    const bool low = comm_->rank() < pairing.partner;
-    const float* lo = low ? x.data() : peer_.data();
-    const float* hi = low ? peer_.data() : x.data();
-    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * (lo[i] + hi[i]);
+    AverageWithPeer(pairing.partner, x);
   }
   ++exchanges_;
   trigger_.Reset(x);

@@ -70,6 +70,8 @@ class GossipStrategy : public Strategy {
 
  private:
   int PickPeer();
+  // x := (x + peer_) / 2, summed in rank order (partner's rank against ours).
+  void AverageWithPeer(int partner, absl::Span<float> x);
   absl::Status Pairwise(const GossipPairing& pairing, absl::Span<float> x);
   absl::Status Push(const GossipPairing& pairing, absl::Span<float> x);
   absl::Status Elastic(bool due, absl::Span<float> x);
