@@ -77,26 +77,45 @@ HPTRAIN = {
     "hptrain-mp2-zero": {"type": "mp2", "predictor": "zero"},
     # Node-based exchange (docs/algorithms.md §2) on a two-level cluster (--workers-per-node):
     # strategy hierarchical, inter-node parameter averaging once per epoch (K' = -1) and every 50
-    # steps; ssgd and 8-bit quantized over the hierarchical all-reduce (the quantized one encodes
-    # the leaders' exchange only). hptrain-ssgd is the flat ring on the same placement.
-    "hptrain-hierarchical-epoch": {"type": "hierarchical", "interval": "-1"},
-    "hptrain-hierarchical-50": {"type": "hierarchical", "interval": "50"},
+    # steps, both as eDNNcomm has it (no K' ramp-up: warmupSteps 0), and once per epoch after the
+    # default ramp-up (half an epoch of ssgd steps); ssgd and 8-bit quantized over the
+    # hierarchical all-reduce (the quantized one encodes the leaders' exchange only).
+    # hptrain-ssgd is the flat ring on the same placement.
+    "hptrain-hierarchical-epoch": {"type": "hierarchical", "interval": "-1", "warmupSteps": "0"},
+    "hptrain-hierarchical-50": {"type": "hierarchical", "interval": "50", "warmupSteps": "0"},
+    "hptrain-hierarchical-epoch-warmup": {"type": "hierarchical", "interval": "-1"},
     "hptrain-ssgd-hier": {"type": "ssgd", "spec.communicator.hierarchical": "true"},
     "hptrain-quantized8-hier": {"type": "quantized", "bits": "8",
                                 "spec.communicator.hierarchical": "true",
                                 "spec.communicator.compressInterNodeOnly": "true"},
+    # Gossip (docs/algorithms.md §4): adaptive gossip with its defaults (threshold 0.01,
+    # maxInterval 64), fixed-period gossip exchanging at every step (p = 1, the baseline of the
+    # paper's targets), EASGD (center on rank 0) and Jin's one-way gossiping SGD (push, p = 1).
+    "hptrain-gossip": {"type": "gossip"},
+    "hptrain-gossip-p1": {"type": "gossip", "period": "1"},
+    "hptrain-easgd": {"type": "gossip", "variant": "easgd"},
+    "hptrain-gossip-push": {"type": "gossip", "variant": "push", "period": "1"},
 }
 
 # The systems that only mean something when several workers share a node: left out of the
 # default list of a flat cluster (each worker a node of its own), where they would repeat ssgd,
 # quantized and local SGD; any of them can still be named with --systems.
-NODE_SYSTEMS = ("hptrain-hierarchical-epoch", "hptrain-hierarchical-50", "hptrain-ssgd-hier",
+NODE_SYSTEMS = ("hptrain-hierarchical-epoch", "hptrain-hierarchical-50",
+                "hptrain-hierarchical-epoch-warmup", "hptrain-ssgd-hier",
                 "hptrain-quantized8-hier")
 
 # The two-level bench (docs/algorithms.md §2, bench/run --two-level): the hierarchical systems,
 # flat ssgd on the same placement, and DDP.
 TWO_LEVEL_SYSTEMS = ("hptrain-hierarchical-epoch", "hptrain-hierarchical-50", "hptrain-ssgd",
                      "hptrain-ssgd-hier", "hptrain-quantized8-hier", "ddp")
+
+# The gossip systems: left out of the default list (they have a bench of their own, below);
+# any of them can still be named with --systems.
+GOSSIP_ONLY = ("hptrain-gossip", "hptrain-gossip-p1", "hptrain-easgd", "hptrain-gossip-push")
+
+# The gossip bench (docs/algorithms.md §4, bench/run --gossip): adaptive gossip, fixed-period
+# gossip (p = 1) that its targets are set against, EASGD and all-reduce SSGD.
+GOSSIP_SYSTEMS = ("hptrain-gossip", "hptrain-gossip-p1", "hptrain-easgd", "hptrain-ssgd")
 
 # The strategies whose workers exchange with parameter-server processes on the ps host.
 PS_STRATEGIES = ("ps", "hps", "mp2")
@@ -118,11 +137,17 @@ def all_systems(built_strategies):
 
 def default_systems(built_strategies, workers_per_node=1):
     """What runs without --systems: on a two-level cluster the two-level bench's systems, on a
-    flat one every system but those that need nodes of several workers."""
+    flat one every system but those that need nodes of several workers and the gossip bench's
+    own."""
     known = all_systems(built_strategies)
     if workers_per_node > 1:
         return [n for n in TWO_LEVEL_SYSTEMS if n in known]
-    return [n for n in known if n not in NODE_SYSTEMS]
+    return [n for n in known if n not in NODE_SYSTEMS and n not in GOSSIP_ONLY]
+
+
+def is_gossip(name):
+    """Whether hptrain system `name` runs strategy gossip."""
+    return HPTRAIN.get(name, {}).get("type") == "gossip"
 
 
 def is_ddp(name):
