@@ -220,6 +220,7 @@ absl::Status RunWorker(const WorkerFlags& flags) {
 
   auto last_report = Clock::now() - std::chrono::seconds(1);
   double compute_total = 0, comm_total = 0, exposed_total = 0, train_total = 0;
+  int64_t exchanges = 0;
   hptrain::v1::ProgressReport report;
   // Reports go out from a background thread: a round trip must not delay the next step.
   ps::ProgressSender sender(
@@ -235,6 +236,7 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     report.set_comm_seconds(comm_total);
     report.set_exposed_comm_seconds(exposed_total);
     report.set_train_seconds(train_total);
+    report.set_exchanges(exchanges);
     sender.Offer(report);
   };
   auto record_node_bytes = [&] {
@@ -250,6 +252,7 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     comm_total += stats.comm_seconds;
     exposed_total += stats.exposed_comm_seconds;
     train_total += stats.step_seconds;
+    exchanges = stats.exchanges;
     worker_metrics.OnStep(stats, bytes_sent(), bytes_received());
     record_node_bytes();
     const bool last = stats.step == stats.total_steps;
@@ -284,6 +287,7 @@ absl::Status RunWorker(const WorkerFlags& flags) {
     report.set_step(stats.step);
     report.set_epochs_done(stats.epochs_done);
     report.set_interim(stats.interim);
+    for (double accuracy : stats.worker_test_accuracy) report.add_worker_test_accuracy(accuracy);
     report.set_end_unix_seconds(
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
     (void)client.ReportEpoch(report);

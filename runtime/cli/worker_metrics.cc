@@ -4,7 +4,7 @@
 
 namespace hptrain::cli {
 
-WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
+WorkerMetrics::WorkerMetrics(metrics::Registry& r) : registry_(r) {
   step_seconds_ = r.Histogram("hptrain_step_duration_seconds",
                               "Wall time of one training step.")->Get();
   compute_seconds_ = r.Histogram("hptrain_compute_seconds",
@@ -36,6 +36,9 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) {
   sync_interval_ = r.Gauge("hptrain_sync_interval",
                            "Local steps between two synchronisations of the workers (localsgd, "
                            "multistep; 1 when every step synchronises).")->Get();
+  exchanges_ = r.Counter("hptrain_gossip_exchanges_total",
+                         "gossip: model exchanges this worker took part in (as initiator, as "
+                         "target, or with easgd's center).")->Get();
   exposed_comm_seconds_ =
       r.Counter("hptrain_exposed_comm_seconds_total",
                 "Time training waited for communication (what computation did not hide).")
@@ -79,6 +82,8 @@ void WorkerMetrics::OnStep(const train::StepStats& stats, int64_t bytes_sent,
   quant_bits_->Set(stats.bits);
   ps_staleness_->Set(static_cast<double>(stats.staleness));
   sync_interval_->Set(stats.interval);
+  exchanges_->Inc(static_cast<double>(stats.exchanges - last_exchanges_));
+  last_exchanges_ = stats.exchanges;
   exposed_comm_seconds_->Inc(stats.exposed_comm_seconds);
   comm_total_ += stats.comm_seconds;
   exposed_total_ += stats.exposed_comm_seconds;
@@ -101,6 +106,17 @@ void WorkerMetrics::OnNodeBytes(int64_t intra_sent, int64_t intra_received, int6
 
 void WorkerMetrics::OnEpoch(const train::EpochStats& stats) {
   eval_accuracy_->Set(stats.test_accuracy);
+  const size_t rank = static_cast<size_t>(stats.rank);
+  if (rank < stats.worker_test_accuracy.size()) {
+    if (worker_accuracy_ == nullptr) {
+      worker_accuracy_ =
+          registry_.Gauge("hptrain_eval_worker_accuracy",
+                          "Test accuracy of this worker's own model at the last evaluation, "
+                          "before the models were averaged (gossip).")
+              ->Get();
+    }
+    worker_accuracy_->Set(stats.worker_test_accuracy[rank]);
+  }
 }
 
 void WorkerMetrics::SetTorchThreads(int threads) { torch_threads_->Set(threads); }

@@ -38,12 +38,18 @@ class WorkerMetrics {
   metrics::Gauge* compression_ratio_;
   metrics::Gauge* quant_bits_;
   metrics::Gauge* sync_interval_;
+  metrics::Counter* exchanges_;
+  int64_t last_exchanges_ = 0;
   metrics::Counter* exposed_comm_seconds_;
   metrics::Gauge* overlap_ratio_;
   double comm_total_ = 0;     // seconds, since start
   double exposed_total_ = 0;
   metrics::Gauge* train_loss_;
   metrics::Gauge* eval_accuracy_;
+  // hptrain_eval_worker_accuracy: registered at the first evaluation that measured the
+  // workers' own models (gossip), so that no other strategy exports it.
+  metrics::Registry& registry_;
+  metrics::Gauge* worker_accuracy_ = nullptr;
   metrics::Gauge* step_;
   metrics::Gauge* epoch_;
   metrics::Gauge* torch_threads_;

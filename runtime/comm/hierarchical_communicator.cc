@@ -27,6 +27,8 @@ class HierarchicalCommunicator::CountingTransport : public Transport {
       : base_(std::move(base)), topology_(topology) {}
   int rank() const override { return base_->rank(); }
   int size() const override { return base_->size(); }
+  std::chrono::milliseconds timeout() const override { return base_->timeout(); }
+  void AbortUntimedRecvs() override { base_->AbortUntimedRecvs(); }
   const ByteCounters& inter_node() const { return inter_node_; }
 
  protected:
@@ -45,6 +47,11 @@ class HierarchicalCommunicator::CountingTransport : public Transport {
       if (step.recv != nullptr) received += step.recv_bytes;
     }
     CountInterNode(to, sent, from, received);
+    return absl::OkStatus();
+  }
+  absl::Status DoUntimedRecv(int from, void* recv, size_t bytes, uint64_t tag) override {
+    HPTRAIN_RETURN_IF_ERROR(base_->UntimedRecv(from, recv, bytes, tag));
+    CountInterNode(from, 0, from, bytes);
     return absl::OkStatus();
   }
 

@@ -14,6 +14,16 @@ absl::Status Transport::SendRecv(int to, const void* send, size_t send_bytes, in
   return status;
 }
 
+absl::Status Transport::UntimedRecv(int from, void* recv, size_t bytes, uint64_t tag) {
+  absl::Status status = DoUntimedRecv(from, recv, bytes, tag);
+  if (status.ok()) Count(nullptr, 0, recv, bytes);
+  return status;
+}
+
+absl::Status Transport::DoUntimedRecv(int, void*, size_t, uint64_t) {
+  return absl::UnimplementedError("this transport has no untimed receives");
+}
+
 absl::Status Transport::RingPass(int to, int from, absl::Span<const PassStep> steps, uint64_t tag,
                                  const OnReceived& on_received) {
   absl::Status status = DoRingPass(to, from, steps, tag, on_received);

@@ -11,6 +11,7 @@
 #define HPTRAIN_RUNTIME_COMM_TRANSPORT_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -31,6 +32,8 @@ class Transport {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // How long a transfer waits for its peer before it fails.
+  virtual std::chrono::milliseconds timeout() const { return std::chrono::seconds(60); }
 
   // Sends `send_bytes` from `send` to rank `to` and, concurrently, receives exactly `recv_bytes`
   // into `recv` from rank `from`. Either side may be skipped with a null pointer. Blocks until
@@ -63,11 +66,23 @@ class Transport {
   absl::Status RingPass(int to, int from, absl::Span<const PassStep> steps, uint64_t tag,
                         const OnReceived& on_received);
 
+  // Receives exactly `bytes` bytes under `tag` from rank `from` into `recv`, with no time limit:
+  // blocks until the message arrives, the peer is gone (Unavailable: its connection closed) or
+  // AbortUntimedRecvs() is called (Cancelled). For the background threads of an inbox, one per
+  // peer. After an abort, `recv` must stay valid for the transport's lifetime and `from` must
+  // not send under `tag` again (the receive may still be registered with the back end).
+  absl::Status UntimedRecv(int from, void* recv, size_t bytes, uint64_t tag);
+  // Ends every UntimedRecv in progress, and every later one, with Cancelled (any thread).
+  virtual void AbortUntimedRecvs() {}
+
   const ByteCounters& counters() const { return counters_; }
 
  protected:
   virtual absl::Status DoSendRecv(int to, const void* send, size_t send_bytes, int from,
                                   void* recv, size_t recv_bytes, uint64_t tag) = 0;
+
+  // The default: Unimplemented (a back end without untimed receives).
+  virtual absl::Status DoUntimedRecv(int from, void* recv, size_t bytes, uint64_t tag);
 
   // The default runs the steps one SendRecv at a time.
   virtual absl::Status DoRingPass(int to, int from, absl::Span<const PassStep> steps, uint64_t tag,

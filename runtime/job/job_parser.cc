@@ -297,6 +297,8 @@ absl::Status ParseStrategy(const YAML::Node& node, StrategySpec* strategy) {
   r.Read("minInterval", &strategy->min_interval);
   r.Read("period", &strategy->period);
   r.Read("variant", &strategy->variant);
+  r.Read("lockstep", &strategy->lockstep);
+  r.Read("calibrate", &strategy->calibrate);
   r.Read("pushRatio", &strategy->push_ratio);
   r.Read("history", &strategy->history);
   r.Read("mode", &strategy->mode);
@@ -305,6 +307,7 @@ absl::Status ParseStrategy(const YAML::Node& node, StrategySpec* strategy) {
   r.Read("damping", &strategy->damping);
   r.Read("staleness", &strategy->staleness);
   r.Read("averageOptimizerState", &strategy->average_optimizer_state);
+  r.Read("warmupSteps", &strategy->warmup_steps);
   HPTRAIN_RETURN_IF_ERROR(r.Finish());
 
   MapReader c(compression, "spec.strategy.compression");

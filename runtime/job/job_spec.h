@@ -68,6 +68,8 @@ struct StrategySpec {
   std::optional<int> min_interval;
   int period = 0;                 // gossip: fixed period p (gossiping SGD); 0 = unset (adaptive)
   std::string variant;            // gossip: pairwise, push or easgd; empty when unset (pairwise)
+  std::optional<bool> lockstep;   // gossip: the handshake in lock step (false: asynchronous)
+  std::optional<bool> calibrate;  // gossip: θ calibrated from the first 200 steps (false)
   double push_ratio = 0.0;        // mp2: fraction of each predicted tensor pushed per round; 0 = unset (0.1)
   int history = 0;                // mp2: K, snapshots the predictor reads; 0 = unset (5)
   std::string mode;               // mp2: "A" (pull the full model) or "B" (mirrored); empty = A
@@ -77,6 +79,9 @@ struct StrategySpec {
   int staleness = -1;             // hps: rounds a worker may run ahead of the PS (0 or 1); -1 = unset (1)
   std::optional<bool> average_optimizer_state;  // hierarchical: average the optimizer state
                                                 // at every global sync (false)
+  // hierarchical: the first steps synchronous, as ssgd (K′ ramp-up); unset: the LR schedule's
+  // warm-up, at least half an epoch
+  std::optional<int> warmup_steps;
 };
 
 // multistep's interval when adaptive (docs/algorithms.md §3b): starts at H_0, stays in [hMin, hMax].

@@ -71,8 +71,9 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& StrategyTab
       {"dgc", {"density", "warmupEpochs", "clipNorm", "momentumMasking", "sparseEncoding"}},
       {"localsgd", {"interval"}},
       {"multistep", {"interval", "warmupEpochs", "hMin", "hMax", "mu", "delay", "compression"}},
-      {"hierarchical", {"interval", "averageOptimizerState"}},
-      {"gossip", {"threshold", "maxInterval", "minInterval", "period", "variant"}},
+      {"hierarchical", {"interval", "averageOptimizerState", "warmupSteps"}},
+      {"gossip", {"threshold", "maxInterval", "minInterval", "period", "variant", "lockstep",
+                  "calibrate"}},
       {"ps", {}},
       {"hps", {"bits", "staleness"}},
       {"mp2", {"pushRatio", "history", "mode", "predictor", "calibration", "damping"}},
@@ -189,6 +190,17 @@ absl::Status ValidateGossip(const StrategySpec& s) {
                      s.period, " (fixed-period gossip)");
     }
   }
+  // calibrate sets θ itself from the first steps' δ: neither a θ nor a fixed period goes with it.
+  if (s.calibrate.value_or(false)) {
+    if (s.threshold.has_value()) {
+      return Invalid("spec.strategy.threshold", "cannot be set with spec.strategy.calibrate: true "
+                     "(calibration sets the threshold)");
+    }
+    if (s.period != 0) {
+      return Invalid("spec.strategy.calibrate", "applies only to the adaptive trigger, but "
+                     "spec.strategy.period is ", s.period, " (fixed-period gossip)");
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -211,6 +223,8 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
       {"minInterval", s.min_interval.has_value()},
       {"period", s.period != 0},
       {"variant", !s.variant.empty()},
+      {"lockstep", s.lockstep.has_value()},
+      {"calibrate", s.calibrate.has_value()},
       {"pushRatio", s.push_ratio != 0},
       {"history", s.history != 0},
       {"mode", !s.mode.empty()},
@@ -222,6 +236,7 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
       {"sparseEncoding", !s.sparse_encoding.empty()},
       {"staleness", s.staleness != -1},
       {"averageOptimizerState", s.average_optimizer_state.has_value()},
+      {"warmupSteps", s.warmup_steps.has_value()},
       {"compression", !s.compression.type.empty() || s.compression.bits != 0},
   };
   for (const auto& [key, is_set] : set) {
@@ -286,6 +301,8 @@ absl::Status ValidateStrategy(const StrategySpec& s) {
   }
   HPTRAIN_RETURN_IF_ERROR(ValidateCompression(s.compression));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.warmupEpochs", s.warmup_epochs, 0.0));
+  if (s.warmup_steps.has_value())
+    HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.warmupSteps", *s.warmup_steps, 0));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.clipNorm", s.clip_norm, 0.0));
   HPTRAIN_RETURN_IF_ERROR(ValidateGossip(s));
   if (s.push_ratio != 0)

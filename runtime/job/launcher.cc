@@ -131,10 +131,13 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
     epoch.wall_seconds = e.wall_seconds() - previous;
     epoch.elapsed_seconds = e.end_unix_seconds() - start_unix_seconds;
     previous = e.wall_seconds();
+    epoch.worker_test_accuracy.assign(e.worker_test_accuracy().begin(),
+                                      e.worker_test_accuracy().end());
     summary.per_epoch.push_back(epoch);
     summary.final.test_accuracy = e.test_accuracy();
     summary.final.test_loss = e.test_loss();
     summary.final.train_loss = e.train_loss();
+    summary.final.worker_test_accuracy = summary.per_epoch.back().worker_test_accuracy;
   }
   for (const auto& e : status.evaluations()) {
     EvaluationSummary evaluation;
@@ -143,6 +146,8 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
     evaluation.test_accuracy = e.test_accuracy();
     evaluation.test_loss = e.test_loss();
     evaluation.elapsed_seconds = e.end_unix_seconds() - start_unix_seconds;
+    evaluation.worker_test_accuracy.assign(e.worker_test_accuracy().begin(),
+                                           e.worker_test_accuracy().end());
     summary.evaluations.push_back(evaluation);
   }
   std::vector<int> allocation(status.allocation().batch_sizes().begin(),
@@ -159,6 +164,7 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
     rank.compute_seconds = r.compute_seconds();
     rank.comm_seconds = r.comm_seconds();
     rank.exposed_comm_seconds = r.exposed_comm_seconds();
+    rank.exchanges = r.exchanges();
     summary.ranks.push_back(rank);
   }
   return summary;
@@ -403,11 +409,13 @@ int Launch(const LaunchOptions& options) {
            ++evaluations_shown) {
         const auto& e = last.evaluations(static_cast<int>(evaluations_shown));
         if (e.interim()) {
-          display.Evaluation(e.step(), e.epochs_done(), e.test_accuracy(), e.test_loss());
+          display.Evaluation(e.step(), e.epochs_done(), e.test_accuracy(), e.test_loss(),
+                             {e.worker_test_accuracy().begin(), e.worker_test_accuracy().end()});
           continue;
         }
         display.EpochEnd(e.epoch() + 1, e.test_accuracy(), e.test_loss(), e.train_loss(),
-                         e.wall_seconds() - previous_epoch_end);
+                         e.wall_seconds() - previous_epoch_end,
+                         {e.worker_test_accuracy().begin(), e.worker_test_accuracy().end()});
         previous_epoch_end = e.wall_seconds();
       }
       if (last.done() == spec.WorldSize() && !shutdown_sent) {

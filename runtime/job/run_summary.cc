@@ -1,5 +1,6 @@
 #include "runtime/job/run_summary.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <limits>
@@ -85,6 +86,42 @@ absl::StatusOr<const Json*> ReadArray(const Json& parent, const char* key,
   return value;
 }
 
+// The optional "worker_test_accuracy" of `object`: its per-rank list.
+absl::Status ReadWorkerAccuracies(const Json& object, const std::string& where,
+                                  WorkerAccuracies* out) {
+  constexpr const char* kKey = "worker_test_accuracy";
+  if (!object.contains(kKey)) return absl::OkStatus();
+  HPTRAIN_ASSIGN_OR_RETURN(const Json* spread, ReadObject(object, kKey, where));
+  const std::string inner = FieldName(where, kKey);
+  HPTRAIN_ASSIGN_OR_RETURN(const Json* ranks, ReadArray(*spread, "ranks", inner));
+  for (size_t i = 0; i < ranks->size(); ++i) {
+    const Json& value = (*ranks)[i];
+    if (value.is_null()) {
+      out->push_back(std::numeric_limits<double>::quiet_NaN());
+    } else if (value.is_number()) {
+      out->push_back(value.get<double>());
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run summary: ", inner, ".ranks[", i, "]: expected a number"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// {"min", "max", "mean", "ranks"} of non-empty `accuracies`.
+Json WorkerAccuraciesJson(const WorkerAccuracies& accuracies) {
+  double low = accuracies.front(), high = accuracies.front(), sum = 0;
+  for (double a : accuracies) {
+    low = std::min(low, a);
+    high = std::max(high, a);
+    sum += a;
+  }
+  return Json{{"min", low},
+              {"max", high},
+              {"mean", sum / static_cast<double>(accuracies.size())},
+              {"ranks", accuracies}};
+}
+
 absl::Status ReadEpoch(const Json& object, const std::string& where, EpochSummary* out) {
   HPTRAIN_RETURN_IF_ERROR(Read(object, "epoch", where, &out->epoch));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "test_accuracy", where, &out->test_accuracy));
@@ -93,7 +130,7 @@ absl::Status ReadEpoch(const Json& object, const std::string& where, EpochSummar
   if (object.contains("elapsed_seconds")) {
     HPTRAIN_RETURN_IF_ERROR(Read(object, "elapsed_seconds", where, &out->elapsed_seconds));
   }
-  return absl::OkStatus();
+  return ReadWorkerAccuracies(object, where, &out->worker_test_accuracy);
 }
 
 absl::Status ReadEvaluation(const Json& object, const std::string& where, EvaluationSummary* out) {
@@ -102,7 +139,7 @@ absl::Status ReadEvaluation(const Json& object, const std::string& where, Evalua
   HPTRAIN_RETURN_IF_ERROR(Read(object, "test_accuracy", where, &out->test_accuracy));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "test_loss", where, &out->test_loss));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "elapsed_seconds", where, &out->elapsed_seconds));
-  return absl::OkStatus();
+  return ReadWorkerAccuracies(object, where, &out->worker_test_accuracy);
 }
 
 absl::Status ReadRank(const Json& object, const std::string& where, RankSummary* out) {
@@ -120,6 +157,9 @@ absl::Status ReadRank(const Json& object, const std::string& where, RankSummary*
   if (object.contains("exposed_comm_seconds")) {  // summaries written before the scheduler
     HPTRAIN_RETURN_IF_ERROR(
         Read(object, "exposed_comm_seconds", where, &out->exposed_comm_seconds));
+  }
+  if (object.contains("exchanges")) {  // summaries written before gossip
+    HPTRAIN_RETURN_IF_ERROR(Read(object, "exchanges", where, &out->exchanges));
   }
   return absl::OkStatus();
 }
@@ -158,6 +198,8 @@ absl::Status ReadSummary(const Json& root, RunSummary* out) {
       Read(*final_metrics, "test_accuracy", "final", &out->final.test_accuracy));
   HPTRAIN_RETURN_IF_ERROR(Read(*final_metrics, "test_loss", "final", &out->final.test_loss));
   HPTRAIN_RETURN_IF_ERROR(Read(*final_metrics, "train_loss", "final", &out->final.train_loss));
+  HPTRAIN_RETURN_IF_ERROR(
+      ReadWorkerAccuracies(*final_metrics, "final", &out->final.worker_test_accuracy));
 
   HPTRAIN_RETURN_IF_ERROR(ReadList(root, "per_epoch", ReadEpoch, &out->per_epoch));
   if (root.contains("evaluations")) {  // summaries written before it existed lack it
@@ -181,6 +223,10 @@ std::string RunSummaryToJson(const RunSummary& summary) {
   root["final"] = Json{{"test_accuracy", summary.final.test_accuracy},
                        {"test_loss", summary.final.test_loss},
                        {"train_loss", summary.final.train_loss}};
+  if (!summary.final.worker_test_accuracy.empty()) {
+    root["final"]["worker_test_accuracy"] =
+        WorkerAccuraciesJson(summary.final.worker_test_accuracy);
+  }
   Json per_epoch = Json::array();
   for (const EpochSummary& e : summary.per_epoch) {
     per_epoch.push_back(Json{{"epoch", e.epoch},
@@ -188,6 +234,9 @@ std::string RunSummaryToJson(const RunSummary& summary) {
                              {"train_loss", e.train_loss},
                              {"wall_seconds", e.wall_seconds},
                              {"elapsed_seconds", e.elapsed_seconds}});
+    if (!e.worker_test_accuracy.empty()) {
+      per_epoch.back()["worker_test_accuracy"] = WorkerAccuraciesJson(e.worker_test_accuracy);
+    }
   }
   root["per_epoch"] = std::move(per_epoch);
   Json evaluations = Json::array();
@@ -197,6 +246,9 @@ std::string RunSummaryToJson(const RunSummary& summary) {
                                {"test_accuracy", e.test_accuracy},
                                {"test_loss", e.test_loss},
                                {"elapsed_seconds", e.elapsed_seconds}});
+    if (!e.worker_test_accuracy.empty()) {
+      evaluations.back()["worker_test_accuracy"] = WorkerAccuraciesJson(e.worker_test_accuracy);
+    }
   }
   root["evaluations"] = std::move(evaluations);
   Json ranks = Json::array();
@@ -211,6 +263,7 @@ std::string RunSummaryToJson(const RunSummary& summary) {
                          {"exposed_comm_seconds", r.exposed_comm_seconds},
                          {"ps_bytes_sent", r.ps_bytes_sent},
                          {"ps_bytes_received", r.ps_bytes_received}});
+    if (summary.strategy == "gossip") ranks.back()["exchanges"] = r.exchanges;
   }
   root["ranks"] = std::move(ranks);
   if (!summary.timeline.empty()) {

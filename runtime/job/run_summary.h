@@ -5,15 +5,22 @@
 //
 //   { "job": str, "strategy": str, "workers": int, "epochs": int, "steps": int,
 //     "wall_seconds": float, "samples_per_second": float,
-//     "final": { "test_accuracy": float, "test_loss": float, "train_loss": float },
+//     "final": { "test_accuracy": float, "test_loss": float, "train_loss": float,
+//                "worker_test_accuracy": SPREAD (optional) },
 //     "per_epoch": [ { "epoch": int, "test_accuracy": float, "train_loss": float,
-//                      "wall_seconds": float } ],
+//                      "wall_seconds": float, "worker_test_accuracy": SPREAD (optional) } ],
 //     "evaluations": [ { "step": int, "epochs": float, "test_accuracy": float,
-//                        "test_loss": float, "elapsed_seconds": float } ],
+//                        "test_loss": float, "elapsed_seconds": float,
+//                        "worker_test_accuracy": SPREAD (optional) } ],
 //     "ranks": [ { "rank": int, "group": str, "bytes_sent": int, "bytes_received": int,
 //                  "ps_bytes_sent": int, "ps_bytes_received": int (optional when reading),
 //                  "batch_size": int, "compute_seconds": float, "comm_seconds": float,
-//                  "exposed_comm_seconds": float (optional when reading) } ] }
+//                  "exposed_comm_seconds": float (optional when reading),
+//                  "exchanges": int (gossip: model exchanges; only for gossip) } ] }
+//
+// SPREAD = { "min": float, "max": float, "mean": float, "ranks": [float] }: the accuracy of each
+// worker's own model before the models were averaged (strategies whose workers train models of
+// their own, gossip, with more than one worker; absent otherwise), "ranks" by rank.
 //
 // Fields may be added; existing ones keep their names and meaning. JSON has no NaN or infinity: a
 // non-finite float (e.g. a test loss never measured) is written as null and read back as NaN.
@@ -30,10 +37,14 @@
 
 namespace hptrain::job {
 
+// Each worker's own test accuracy, by rank (SPREAD above); empty when not measured.
+using WorkerAccuracies = std::vector<double>;
+
 struct FinalMetrics {
   double test_accuracy = 0.0;  // fraction in [0, 1]
   double test_loss = 0.0;
   double train_loss = 0.0;
+  WorkerAccuracies worker_test_accuracy;  // of the last epoch's evaluation
 };
 
 struct EpochSummary {
@@ -42,6 +53,7 @@ struct EpochSummary {
   double train_loss = 0.0;
   double wall_seconds = 0.0;  // this epoch's duration
   double elapsed_seconds = 0.0;  // from the launcher's start to the end of this epoch's evaluation
+  WorkerAccuracies worker_test_accuracy;
 };
 
 struct RankSummary {
@@ -57,6 +69,7 @@ struct RankSummary {
   // Of comm_seconds, the time training waited for communication; 1 − exposed / comm is the
   // share hidden behind computation (the overlap ratio).
   double exposed_comm_seconds = 0.0;
+  int64_t exchanges = 0;  // gossip: model exchanges the rank took part in
 };
 
 // One evaluation on the test set: each epoch's end, and every spec.evalEverySteps steps.
@@ -66,6 +79,7 @@ struct EvaluationSummary {
   double test_accuracy = 0.0;  // fraction in [0, 1]
   double test_loss = 0.0;
   double elapsed_seconds = 0.0;  // from the launcher's start to the end of the evaluation
+  WorkerAccuracies worker_test_accuracy;
 };
 
 // One sample of the run's progress, taken about once a second by the launcher.

@@ -33,9 +33,11 @@ GossipOptions GossipOptionsFor(const job::JobSpec& job) {
   options.trigger.max_interval = s.max_interval.value_or(kDefaultMaxInterval);
   options.trigger.min_interval = s.min_interval.value_or(kDefaultMinInterval);
   options.trigger.period = s.period;
+  options.trigger.calibrate = s.calibrate.value_or(false);  // θ = 4·median δ of the first steps
   if (s.variant == "push") options.variant = GossipVariant::kPush;
   if (s.variant == "easgd") options.variant = GossipVariant::kEasgd;
   options.seed = job.seed;
+  options.lockstep = s.lockstep.value_or(false);
   return options;
 }
 
@@ -72,6 +74,11 @@ absl::Status GossipStrategy::Start(absl::Span<float> parameters, int64_t,
   if (options_.variant == GossipVariant::kEasgd && comm_->rank() == 0) {
     center_.assign(parameters.begin(), parameters.end());
   }
+  if (!options_.lockstep && channel_ != nullptr && async_ == nullptr) {
+    channel_->StartInbox();
+    const bool center = options_.variant == GossipVariant::kEasgd && comm_->rank() == 0;
+    async_ = std::make_unique<AsyncGossipProtocol>(channel_.get(), /*serve_all=*/center);
+  }
   return absl::OkStatus();
 }
 
@@ -85,6 +92,11 @@ absl::Status GossipStrategy::AfterOptimizerStep(const StepInfo& step,
                                                 absl::Span<float> parameters) {
   ++steps_;
   last_partner_ = -1;
+  if (async_ != nullptr) {
+    // Requests are served even by a worker whose own trigger never fires.
+    const bool due = trigger_.can_fire() && trigger_.Step(parameters);
+    return Annotate(AsyncStep(due, parameters), absl::StrCat("gossip at step ", step.step));
+  }
   if (channel_ == nullptr || !trigger_.can_fire()) return absl::OkStatus();
   const bool due = trigger_.Step(parameters);
   if (options_.variant == GossipVariant::kEasgd) {
@@ -97,8 +109,7 @@ absl::Status GossipStrategy::AfterOptimizerStep(const StepInfo& step,
   }
   if (pairing->partner < 0) return absl::OkStatus();
   last_partner_ = pairing->partner;
-  absl::Status status = options_.variant == GossipVariant::kPush ? Push(*pairing, parameters)
-                                                                 : Pairwise(*pairing, parameters);
+  absl::Status status = Exchange(pairing->partner, pairing->initiator, parameters);
   return Annotate(status, absl::StrCat("gossip at step ", step.step));
 }
 
@@ -110,44 +121,18 @@ void GossipStrategy::AverageWithPeer(int partner, absl::Span<float> x) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * (lo[i] + hi[i]);
 }
 
-absl::Status GossipStrategy::Pairwise(const GossipPairing& pairing, absl::Span<float> x) {
-  const size_t bytes = x.size() * sizeof(float);
-  HPTRAIN_RETURN_IF_ERROR(
-      channel_->Transfer(pairing.partner, x.data(), bytes, peer_.data(), bytes));
-  AverageWithPeer(pairing.partner, x);
-  ++exchanges_;
-  trigger_.Reset(x);
-  return absl::OkStatus();
-}
-
-absl::Status GossipStrategy::Push(const GossipPairing& pairing, absl::Span<float> x) {
-  const size_t bytes = x.size() * sizeof(float);
-  if (pairing.initiator) {
-    HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(pairing.partner, x.data(), bytes, nullptr, 0));
-  } else {
-    HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(pairing.partner, nullptr, 0, peer_.data(), bytes));
-    AverageWithPeer(pairing.partner, x);
-  }
-  ++exchanges_;
-  trigger_.Reset(x);
-  return absl::OkStatus();
-}
-
 absl::Status GossipStrategy::Elastic(bool due, absl::Span<float> x) {
   const int n = comm_->size();
   const int me = comm_->rank();
-  const float alpha = 0.9f / static_cast<float>(n);
   // Requests go to the center's holder, rank 0; every rank learns who asked this step.
   std::vector<int64_t> words(n, due ? 0 : -1), requests(n, -1);
   HPTRAIN_RETURN_IF_ERROR(channel_->ExchangeWords(words, absl::MakeSpan(requests)),
                           "gossip requests");
   requests[me] = due ? 0 : -1;
-  const size_t bytes = x.size() * sizeof(float);
   if (me != 0) {
     if (!due) return absl::OkStatus();
     last_partner_ = 0;
-    HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(0, x.data(), bytes, peer_.data(), bytes));
-    for (size_t k = 0; k < x.size(); ++k) x[k] -= alpha * (x[k] - peer_[k]);
+    HPTRAIN_RETURN_IF_ERROR(ExchangeWithCenter(x));
     ++exchanges_;
     trigger_.Reset(x);
     return absl::OkStatus();
@@ -155,26 +140,103 @@ absl::Status GossipStrategy::Elastic(bool due, absl::Span<float> x) {
   // Rank 0 serves the step's requests in rank order, its own first.
   for (int i = 0; i < n; ++i) {
     if (requests[i] < 0) continue;
-    float* other = x.data();
     if (i != 0) {
-      HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(i, center_.data(), bytes, peer_.data(), bytes));
-      other = peer_.data();
+      HPTRAIN_RETURN_IF_ERROR(ServeCenter(i, x));
+      continue;
     }
-    for (size_t k = 0; k < x.size(); ++k) {
-      const float d = alpha * (other[k] - center_[k]);
-      if (i == 0) x[k] -= d;
-      center_[k] += d;
-    }
-    if (i == 0) {
-      ++exchanges_;
-      trigger_.Reset(x);
-    }
+    MoveCenter(x.data(), /*own=*/true, x);
+    ++exchanges_;
+    trigger_.Reset(x);
   }
+  return absl::OkStatus();
+}
+
+absl::Status GossipStrategy::ExchangeWithCenter(absl::Span<float> x) {
+  const size_t bytes = x.size() * sizeof(float);
+  HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(0, x.data(), bytes, peer_.data(), bytes));
+  const float alpha = 0.9f / static_cast<float>(comm_->size());
+  for (size_t k = 0; k < x.size(); ++k) x[k] -= alpha * (x[k] - peer_[k]);
+  return absl::OkStatus();
+}
+
+absl::Status GossipStrategy::ServeCenter(int worker, absl::Span<float> x) {
+  const size_t bytes = x.size() * sizeof(float);
+  HPTRAIN_RETURN_IF_ERROR(
+      channel_->Transfer(worker, center_.data(), bytes, peer_.data(), bytes));
+  MoveCenter(peer_.data(), /*own=*/false, x);
+  return absl::OkStatus();
+}
+
+absl::Status GossipStrategy::AsyncStep(bool due, absl::Span<float> x) {
+  const bool center = options_.variant == GossipVariant::kEasgd && comm_->rank() == 0;
+  if (center && due) {  // the center's holder moves toward x̃ without a message
+    MoveCenter(x.data(), /*own=*/true, x);
+    ++exchanges_;
+    trigger_.Reset(x);
+  }
+  auto pick = [&]() -> int {
+    if (!due || center) return -1;
+    return options_.variant == GossipVariant::kEasgd ? 0 : PickPeer();
+  };
+  auto exchange = [&](int partner, bool initiator) {
+    return Exchange(partner, initiator, x);
+  };
+  HPTRAIN_RETURN_IF_ERROR(async_->Boundary(pick, exchange));
+  if (!async_->partners().empty()) last_partner_ = async_->partners().back();
+  return absl::OkStatus();
+}
+
+void GossipStrategy::MoveCenter(const float* other, bool own, absl::Span<float> x) {
+  const float alpha = 0.9f / static_cast<float>(comm_->size());
+  for (size_t k = 0; k < x.size(); ++k) {
+    const float d = alpha * (other[k] - center_[k]);
+    if (own) x[k] -= d;
+    center_[k] += d;
+  }
+}
+
+// One exchange of either handshake (pairwise, push, easgd's with the center), S = 4P bytes each
+// way (push: one way).
+absl::Status GossipStrategy::Exchange(int partner, bool initiator, absl::Span<float> x) {
+  const size_t bytes = x.size() * sizeof(float);
+  switch (options_.variant) {
+    case GossipVariant::kPairwise:
+      HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(partner, x.data(), bytes, peer_.data(), bytes));
+      AverageWithPeer(partner, x);
+      break;
+    case GossipVariant::kPush:
+      if (initiator) {
+        HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(partner, x.data(), bytes, nullptr, 0));
+      } else {
+        HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(partner, nullptr, 0, peer_.data(), bytes));
+        AverageWithPeer(partner, x);
+      }
+      break;
+    case GossipVariant::kEasgd:
+      if (comm_->rank() == 0) {
+        // The center's holder keeps its own x and trigger when it serves a worker.
+        HPTRAIN_RETURN_IF_ERROR(ServeCenter(partner, x));
+        if (observer_) observer_(partner, x);
+        return absl::OkStatus();
+      }
+      HPTRAIN_RETURN_IF_ERROR(ExchangeWithCenter(x));
+      break;
+  }
+  ++exchanges_;
+  trigger_.Reset(x);
+  if (observer_) observer_(partner, x);
   return absl::OkStatus();
 }
 
 absl::Status GossipStrategy::Synchronize(int64_t, absl::Span<float> parameters) {
   if (comm_->size() == 1) return absl::OkStatus();
+  if (async_ != nullptr) {
+    // No request may be left waiting while every worker sits in the all-reduce.
+    auto exchange = [&](int partner, bool initiator) {
+      return Exchange(partner, initiator, parameters);
+    };
+    HPTRAIN_RETURN_IF_ERROR(async_->Quiesce(exchange), "gossip: before averaging the models");
+  }
   kernels::Scale(parameters.data(), parameters.size(), 1.0f / static_cast<float>(comm_->size()));
   HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(parameters.data(), parameters.size()),
                           "gossip: averaging the models");
@@ -187,6 +249,7 @@ StrategyStats GossipStrategy::stats() const {
   // Local steps per exchange so far (hptrain_sync_interval).
   s.interval =
       static_cast<int>(std::max<int64_t>(1, exchanges_ > 0 ? steps_ / exchanges_ : steps_));
+  s.exchanges = exchanges_;
   return s;
 }
 

@@ -16,10 +16,14 @@
 //     Rank 0 serves every request of the step, in rank order.
 // Synchronize (before every evaluation and checkpoint) replaces every model by the average of
 // all (one all-reduce), so the evaluated model is the average model; the triggers restart.
+// The handshake is asynchronous by default (gossip_async_protocol.h: each worker answers
+// requests at its own step boundaries; easgd's center serves every queued request at once), or
+// in lock step with `lockstep` (gossip_protocol.h: the same pairs on every run).
 #ifndef HPTRAIN_RUNTIME_SYNC_GOSSIP_H_
 #define HPTRAIN_RUNTIME_SYNC_GOSSIP_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +32,7 @@
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/p2p_channel.h"
 #include "runtime/job/job_spec.h"
+#include "runtime/sync/gossip_async_protocol.h"
 #include "runtime/sync/gossip_protocol.h"
 #include "runtime/sync/gossip_trigger.h"
 #include "runtime/sync/strategy.h"
@@ -39,6 +44,10 @@ enum class GossipVariant { kPairwise, kPush, kEasgd };
 struct GossipOptions {
   GossipTriggerOptions trigger;
   GossipVariant variant = GossipVariant::kPairwise;
+  // The handshake: false (default), asynchronous (gossip_async_protocol.h: no per-step
+  // synchronisation, a slow worker exchanges less often); true, in lock step (gossip_protocol.h:
+  // request words from every worker at every step, reproducible bit for bit).
+  bool lockstep = false;
   uint64_t seed = 42;  // the job's seed; each rank draws peers from its own stream
 };
 
@@ -57,6 +66,7 @@ class GossipStrategy : public Strategy {
                      const CheckpointSections& restored) override;
   absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) override;
   absl::Status Synchronize(int64_t steps_done, absl::Span<float> parameters) override;
+  bool models_diverge() const override { return true; }
   StrategyStats stats() const override;
 
   // Exchanges this worker took part in (as initiator or target; easgd: with the center).
@@ -67,19 +77,32 @@ class GossipStrategy : public Strategy {
   const GossipTrigger& trigger() const { return trigger_; }
   // The partner of the last step's exchange (easgd: 0, the center's holder), or -1.
   int last_partner() const { return last_partner_; }
+  // Called after every exchange this worker takes part in (for tracing), with the partner and
+  // the model it then holds (easgd's center holder: its unchanged x).
+  using ExchangeObserver = std::function<void(int partner, absl::Span<const float> x)>;
+  void set_exchange_observer(ExchangeObserver observer) { observer_ = std::move(observer); }
 
  private:
   int PickPeer();
   // x := (x + peer_) / 2, summed in rank order (partner's rank against ours).
   void AverageWithPeer(int partner, absl::Span<float> x);
-  absl::Status Pairwise(const GossipPairing& pairing, absl::Span<float> x);
-  absl::Status Push(const GossipPairing& pairing, absl::Span<float> x);
   absl::Status Elastic(bool due, absl::Span<float> x);
+  // The asynchronous handshake's step boundary.
+  absl::Status AsyncStep(bool due, absl::Span<float> x);
+  // The exchange with `partner` (`initiator`: this worker asked), as the variant says.
+  absl::Status Exchange(int partner, bool initiator, absl::Span<float> x);
+  // easgd, rank 0: x̃ moves toward `other` by α (and x toward x̃ when `own`: other is x).
+  void MoveCenter(const float* other, bool own, absl::Span<float> x);
+  // easgd, rank 0 serving `worker`: x̃ out, the worker's x in, x̃ moves toward it.
+  absl::Status ServeCenter(int worker, absl::Span<float> x);
+  // easgd, another rank: x out, x̃ in, x ← x − α(x − x̃).
+  absl::Status ExchangeWithCenter(absl::Span<float> x);
 
   comm::Communicator* comm_;
   GossipOptions options_;
   std::unique_ptr<comm::P2pChannel> channel_;
   std::unique_ptr<GossipProtocol> protocol_;
+  std::unique_ptr<AsyncGossipProtocol> async_;
   GossipTrigger trigger_;
   SplitMix64 rng_;
   std::vector<float> peer_;    // the partner's model during an exchange
@@ -87,6 +110,7 @@ class GossipStrategy : public Strategy {
   int64_t exchanges_ = 0;
   int64_t steps_ = 0;
   int last_partner_ = -1;
+  ExchangeObserver observer_;
 };
 
 }  // namespace hptrain::sync

@@ -4,6 +4,12 @@
 // x_ref being the model at the last exchange (fp64 accumulation); an exchange is due when
 // (δ ≥ θ and s ≥ T_min) or s ≥ T_max. Fixed period p (gossiping SGD, the baseline): due when
 // s ≥ p. Reset (after an exchange) sets x_ref ← x, s ← 0, δ ← 0.
+//
+// Self-calibration (`calibrate`, §4b): for the first calibration_steps steps the trigger runs
+// with period calibration_period, computing δ at each firing (before the exchange) and recording
+// it; at the end of that window θ = calibration_factor · median(δ), and the adaptive rule above
+// takes over with that θ (T_min and T_max as set). Each worker calibrates its own θ, from its own
+// δ values; a restarted worker calibrates again.
 #ifndef HPTRAIN_RUNTIME_SYNC_GOSSIP_TRIGGER_H_
 #define HPTRAIN_RUNTIME_SYNC_GOSSIP_TRIGGER_H_
 
@@ -19,13 +25,18 @@ struct GossipTriggerOptions {
   int64_t min_interval = 1;   // T_min
   int64_t max_interval = 64;  // T_max; 0: no forced exchange
   int64_t period = 0;         // p > 0: fixed-period mode (θ, T_min and T_max unused)
+  bool calibrate = false;     // θ from the first steps' δ (threshold then unused); not with period
+  int64_t calibration_steps = 200;
+  int64_t calibration_period = 1;
+  double calibration_factor = 4.0;  // κ
 };
 
 class GossipTrigger {
  public:
-  explicit GossipTrigger(const GossipTriggerOptions& options) : options_(options) {}
+  explicit GossipTrigger(const GossipTriggerOptions& options)
+      : options_(options), threshold_(options.threshold) {}
 
-  // False when no exchange can ever be due (θ = +inf, no T_max, no period).
+  // False when no exchange can ever be due (θ = +inf, no T_max, no period, no calibration).
   bool can_fire() const;
 
   // x_ref ← x, s ← 0, δ ← 0.
@@ -37,8 +48,23 @@ class GossipTrigger {
   double delta() const { return delta_; }   // δ at the last Step (0 when not computed)
   int64_t steps() const { return steps_; }  // s
 
+  // θ in force: the option's, or the calibrated one once calibration ended.
+  double threshold() const { return threshold_; }
+  // True while the calibration window runs (calibrate set, fewer than calibration_steps steps).
+  bool calibrating() const { return options_.calibrate && !calibrated_; }
+  // True once θ was calibrated; then calibration_deltas() holds the δ values it came from.
+  bool calibrated() const { return calibrated_; }
+  const std::vector<double>& calibration_deltas() const { return calibration_deltas_; }
+
  private:
+  double Delta(absl::Span<const float> x) const;  // ||x − x_ref||₂ / (||x_ref||₂ + 1e-12)
+  void FinishCalibration();
+
   GossipTriggerOptions options_;
+  double threshold_;               // θ in force
+  int64_t total_steps_ = 0;        // Step calls since construction (the calibration window)
+  bool calibrated_ = false;
+  std::vector<double> calibration_deltas_;  // δ at each firing of the calibration window
   std::vector<float> reference_;  // x_ref
   double reference_norm_ = 0;     // ||x_ref||₂
   int64_t steps_ = 0;

@@ -9,6 +9,16 @@
 // at those syncs (synchronized_models, and every evaluation); the optimizer state stays local
 // unless spec.strategy.averageOptimizerState (the trainer then averages it at the same points).
 //
+// K′ ramp-up (§2e, as post-local SGD starts its local steps after a first phase of global ones):
+// the first W global steps (`warmupSteps`) are ssgd's: the gradients are all-reduced over all
+// replicas (the hierarchical all-reduce), so every replica takes the same step and no parameter
+// average is needed. The K′ schedule counts from the end of the warm-up: the global syncs follow
+// steps W + K′, W + 2K′, ..., so a run of T steps has W gradient all-reduces and
+// floor((T − W)/K′) syncs across the network, plus the epoch-end syncs. Without `warmupSteps`,
+// W is the steps of max(spec.optimizer.schedule.warmupEpochs, 1/2) epochs: the LR warm-up, and at
+// least half an epoch (the demo job, 2 epochs with K′ = −1 and the cosine schedule, ends 0.6–2.3
+// points below ssgd without it, 0.4–0.5 with it; docs/algorithms.md §2g).
+//
 // ReduceGradients scales the node's summed gradient by B / B_m (B_m: the samples of the node's
 // replicas this step), so that after the trainer's division by B the optimizer sees the node's
 // mean gradient. With one node (B_m = B) nothing is scaled and no global average runs: the run
@@ -20,6 +30,8 @@
 #include "runtime/sync/hierarchical.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/update/update.h"
@@ -73,17 +85,35 @@ absl::StatusOr<std::unique_ptr<comm::Communicator>> MakeJobCommunicator(
 
 namespace {
 
+// The least default warm-up, in epochs (docs/algorithms.md §2g).
+constexpr double kDefaultWarmupEpochs = 0.5;
+
 class Hierarchical : public Strategy {
  public:
-  // `interval`: K′ > 0, or −1 for once per epoch (the epoch-end Synchronize).
-  Hierarchical(comm::Communicator* comm, comm::Communicator* node, int interval)
-      : comm_(comm), node_(node), interval_(interval), one_node_(node->size() == comm->size()) {}
+  // `interval`: K′ > 0, or −1 for once per epoch (the epoch-end Synchronize). `warmup`: W, the
+  // global steps that all-reduce the gradients over all replicas first, or −1 for the steps of
+  // `warmup_epochs` epochs (known from the first step's epoch clock).
+  Hierarchical(comm::Communicator* comm, comm::Communicator* node, int interval, int64_t warmup,
+               double warmup_epochs)
+      : comm_(comm),
+        node_(node),
+        interval_(interval),
+        warmup_(warmup),
+        warmup_epochs_(warmup_epochs),
+        one_node_(node->size() == comm->size()) {}
 
   std::string name() const override { return "hierarchical"; }
 
   absl::Status ReduceGradients(const StepInfo& step, int bucket,
                                absl::Span<float> gradients) override {
     if (one_node_) return node_->AllReduceSum(gradients.data(), gradients.size());
+    if (bucket == 0) warmup_step_ = InWarmup(step);
+    if (warmup_step_) {
+      // ssgd's step: the trainer's division by B gives the global mean gradient.
+      HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(gradients.data(), gradients.size()),
+                              "K′ ramp-up gradient all-reduce at step ", step.step + 1);
+      return absl::OkStatus();
+    }
     if (bucket == 0) {
       // B_m, the node's samples this step (allocations may differ between ranks and steps).
       float node_batch = static_cast<float>(step.local_batch);
@@ -98,8 +128,13 @@ class Hierarchical : public Strategy {
 
   absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) override {
     synchronized_ = false;
+    if (one_node_) return absl::OkStatus();
+    if (warmup_step_) {
+      steps_since_sync_ = 0;  // every replica took the same step
+      return absl::OkStatus();
+    }
     ++steps_since_sync_;
-    if (one_node_ || interval_ <= 0 || (step.step + 1) % interval_ != 0) {
+    if (interval_ <= 0 || (step.step + 1 - warmup_) % interval_ != 0) {
       return absl::OkStatus();
     }
     synchronized_ = true;
@@ -115,11 +150,24 @@ class Hierarchical : public Strategy {
 
   StrategyStats stats() const override {
     StrategyStats s;
-    s.interval = interval_ > 0 ? interval_ : std::max<int64_t>(1, last_round_steps_);
+    s.interval = warmup_step_      ? 1
+                 : interval_ > 0 ? interval_
+                                 : std::max<int64_t>(1, last_round_steps_);
     return s;
   }
 
  private:
+  // Whether `step` is one of the first W; resolves the default W once the epoch's length is known
+  // (the epoch clock is epoch + step_in_epoch / steps_per_epoch, so steps_per_epoch is
+  // step / epoch_clock, the same on every rank).
+  bool InWarmup(const StepInfo& step) {
+    if (warmup_ < 0 && step.epoch_clock > 0) {
+      const double steps_per_epoch = std::round(static_cast<double>(step.step) / step.epoch_clock);
+      warmup_ = static_cast<int64_t>(std::ceil(warmup_epochs_ * steps_per_epoch - 1e-9));
+    }
+    return warmup_ < 0 || step.step < warmup_;  // unresolved only at step 0
+  }
+
   absl::Status GlobalAverage(absl::Span<float> parameters) {
     kernels::Scale(parameters.data(), parameters.size(), 1.0f / static_cast<float>(comm_->size()));
     HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(parameters.data(), parameters.size()),
@@ -132,9 +180,13 @@ class Hierarchical : public Strategy {
   comm::Communicator* comm_;
   comm::Communicator* node_;
   const int interval_;
+  int64_t warmup_;             // W: global steps with ssgd's gradient all-reduce; −1 = not yet
+                               // resolved from warmup_epochs_
+  const double warmup_epochs_;  // the default W in epochs
   const bool one_node_;        // M = 1: the global step is a no-op and is skipped (§2d)
   float scale_ = 1.0f;         // B / B_m of the current step
   bool synchronized_ = false;  // the last AfterOptimizerStep averaged the models
+  bool warmup_step_ = false;   // the current (or last) step is one of the first W
   int64_t steps_since_sync_ = 0;
   int64_t last_round_steps_ = 0;
 };
@@ -151,7 +203,10 @@ bool hierarchical_registered = RegisterStrategy(
             "spec.topology (workersPerNode or nodes), or $HPTRAIN_NODE_NAME in every worker");
       }
       const int interval = context.job->strategy.interval;
-      return std::make_unique<Hierarchical>(context.comm, node, interval != 0 ? interval : -1);
+      const std::optional<int> warmup = context.job->strategy.warmup_steps;
+      return std::make_unique<Hierarchical>(
+          context.comm, node, interval != 0 ? interval : -1, warmup.has_value() ? *warmup : -1,
+          std::max(context.job->optimizer.schedule.warmup_epochs, kDefaultWarmupEpochs));
     });
 
 }  // namespace hptrain::sync

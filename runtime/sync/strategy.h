@@ -61,6 +61,8 @@ struct StrategyStats {
   // Local steps between two synchronisations of the workers (localsgd, multistep); 1 for the
   // strategies that synchronise every step. Reported as hptrain_sync_interval.
   int interval = 1;
+  // gossip: model exchanges this worker took part in so far (hptrain_gossip_exchanges_total).
+  int64_t exchanges = 0;
 };
 
 // Running totals behind StrategyStats::compression_ratio.
@@ -140,6 +142,13 @@ class Strategy {
   // the same answer for the same step. The default: false (the buffers are averaged at every
   // evaluation, for every strategy).
   virtual bool synchronized_models() const { return false; }
+
+  // True when every worker trains a model of its own between evaluations (gossip), so that the
+  // workers' models differ until Synchronize averages them: the trainer then also evaluates each
+  // worker's own model before Synchronize and reports the spread of their accuracies
+  // (docs/algorithms.md §4e). False for the strategies whose workers hold one model, or whose
+  // models differ only briefly between synchronisations (no extra evaluation).
+  virtual bool models_diverge() const { return false; }
 
   // Called once after Init (and after a checkpoint was restored), before the first step, on
   // every rank: the flat parameters (initial, or the checkpoint's), the global step training

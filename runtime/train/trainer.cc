@@ -93,6 +93,14 @@ class Trainer::Impl {
   // optimizer state averaged over the workers at every global sync; otherwise nothing.
   absl::Status AverageOptimizerStateIfAsked();
   absl::Status Evaluate(double* accuracy, double* loss);
+  // Sums over test samples [begin, end) with the current model: correct predictions and loss.
+  absl::Status EvaluateRange(int64_t begin, int64_t end, double* correct, double* loss_sum);
+  // Strategies whose models diverge (Strategy::models_diverge), more than one worker: evaluates
+  // this worker's own model on the whole test set into `*own` (no collective: the strategy may
+  // still be exchanging with peers until its Synchronize); -1 otherwise.
+  absl::Status EvaluateWorkerModel(double* own);
+  // After Synchronize: every worker's `own`, by rank (empty when own is -1).
+  absl::Status GatherWorkerAccuracies(double own, std::vector<double>* accuracies);
   absl::Status SaveCheckpointIfDue(bool force, int epoch, int64_t next_step_in_epoch);
   absl::Span<float> FlatParameters() {
     return absl::MakeSpan(flat_params_.data_ptr<float>(),
@@ -365,7 +373,13 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
       kernels::Scale(grads, reducer_->size(), 1.0f / static_cast<float>(spec_.global_batch_size));
       optimizer_->Step(flat_params_.data_ptr<float>(), grads, lr);
     }
+    // The strategies that exchange models after the step (localsgd, multistep, hierarchical,
+    // gossip) wait for it with nothing to overlap: communication, all of it exposed.
+    const auto after_start = Clock::now();
     HPTRAIN_RETURN_IF_ERROR(strategy_->AfterOptimizerStep(step_info_, FlatParameters()));
+    const double after_seconds = Since(after_start);
+    comm_seconds += after_seconds;
+    exposed_seconds += after_seconds;
   }
   if (strategy_->synchronized_models()) {
     HPTRAIN_RETURN_IF_ERROR(AverageBuffers(), "step ", global_step_);
@@ -398,6 +412,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   stats->bits = strategy_stats.bits;
   stats->staleness = strategy_stats.staleness;
   stats->interval = strategy_stats.interval;
+  stats->exchanges = strategy_stats.exchanges;
   epoch_timing_.compute_seconds += compute_seconds;  // as emulated, like the step stats
   epoch_timing_.comm_seconds += stats->comm_seconds;
   epoch_timing_.exposed_comm_seconds += stats->exposed_comm_seconds;
@@ -438,12 +453,8 @@ absl::Status Trainer::Impl::AverageOptimizerStateIfAsked() {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::Impl::Evaluate(double* accuracy, double* loss) {
-  const int64_t n = test_data_->size();
-  const int world = comm_->size();
-  const int rank = options_.rank;
-  const int64_t begin = n * rank / world;
-  const int64_t end = n * (rank + 1) / world;
+absl::Status Trainer::Impl::EvaluateRange(int64_t begin, int64_t end, double* correct_out,
+                                          double* loss_out) {
   double correct = 0, loss_sum = 0;
   model_->train(false);
   absl::Status status = TorchCall("evaluation", [&] {
@@ -464,6 +475,19 @@ absl::Status Trainer::Impl::Evaluate(double* accuracy, double* loss) {
   });
   model_->train(true);
   HPTRAIN_RETURN_IF_ERROR(status);
+  *correct_out = correct;
+  *loss_out = loss_sum;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Impl::Evaluate(double* accuracy, double* loss) {
+  const int64_t n = test_data_->size();
+  const int world = comm_->size();
+  const int rank = options_.rank;
+  const int64_t begin = n * rank / world;
+  const int64_t end = n * (rank + 1) / world;
+  double correct = 0, loss_sum = 0;
+  HPTRAIN_RETURN_IF_ERROR(EvaluateRange(begin, end, &correct, &loss_sum));
   float totals[3] = {static_cast<float>(correct), static_cast<float>(loss_sum),
                      static_cast<float>(end - begin)};
   HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(totals, 3), "evaluation all-reduce");
@@ -472,11 +496,34 @@ absl::Status Trainer::Impl::Evaluate(double* accuracy, double* loss) {
   return absl::OkStatus();
 }
 
+absl::Status Trainer::Impl::EvaluateWorkerModel(double* own) {
+  *own = -1;
+  if (!strategy_->models_diverge() || comm_->size() == 1) return absl::OkStatus();
+  const int64_t n = test_data_->size();
+  double correct = 0, loss_sum = 0;
+  HPTRAIN_RETURN_IF_ERROR(EvaluateRange(0, n, &correct, &loss_sum), "this worker's own model");
+  *own = n > 0 ? correct / static_cast<double>(n) : 0.0;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Impl::GatherWorkerAccuracies(double own, std::vector<double>* accuracies) {
+  accuracies->clear();
+  if (own < 0) return absl::OkStatus();
+  accuracies->assign(static_cast<size_t>(comm_->size()), 0.0);
+  return Annotate(comm_->AllGather(&own, accuracies->data(), sizeof(double)),
+                  "gathering the workers' own accuracies");
+}
+
 absl::Status Trainer::Impl::Evaluation(int epoch, int64_t steps_done, int64_t steps_per_epoch,
                                        bool interim, double loss_sum, double loss_count) {
   HPTRAIN_RETURN_IF_ERROR(Drain());
+  // Each worker's own model, before Synchronize replaces it by the average.
+  double own_accuracy = -1;
+  HPTRAIN_RETURN_IF_ERROR(EvaluateWorkerModel(&own_accuracy));
   HPTRAIN_RETURN_IF_ERROR(strategy_->Synchronize(global_step_, FlatParameters()),
                           "strategy ", strategy_->name(), " before evaluation");
+  std::vector<double> worker_accuracies;
+  HPTRAIN_RETURN_IF_ERROR(GatherWorkerAccuracies(own_accuracy, &worker_accuracies));
   HPTRAIN_RETURN_IF_ERROR(AverageOptimizerStateIfAsked(), "before evaluation");
   float train[2] = {static_cast<float>(loss_sum), static_cast<float>(loss_count)};
   HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(train, 2), "epoch loss all-reduce");
@@ -488,6 +535,8 @@ absl::Status Trainer::Impl::Evaluation(int epoch, int64_t steps_done, int64_t st
   stats.interim = interim;
   stats.train_loss = train[1] > 0 ? train[0] / train[1] : 0.0;
   HPTRAIN_RETURN_IF_ERROR(Evaluate(&stats.test_accuracy, &stats.test_loss));
+  stats.worker_test_accuracy = std::move(worker_accuracies);
+  stats.rank = options_.rank;
   if (!interim) {
     epoch_timing_.epoch = epoch;
     epoch_timing_.train_loss = stats.train_loss;

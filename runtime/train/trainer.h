@@ -11,7 +11,9 @@
 //      AfterOptimizerStep.
 // At the end of every epoch BatchNorm buffers are averaged over the workers (and after every step
 // at which the strategy synchronized the models: Strategy::synchronized_models), the test split is
-// evaluated in shards and the results all-reduced, so every rank reports the same numbers.
+// evaluated in shards and the results all-reduced, so every rank reports the same numbers. When
+// the workers train models of their own (Strategy::models_diverge: gossip), each worker's own
+// model is first evaluated on the whole test set (EpochStats::worker_test_accuracy).
 // Checkpoints are written by rank 0 every `checkpoint.intervalSteps` steps and at the end.
 //
 // Thread-safety: one thread drives Run(); callbacks are invoked on that thread.
@@ -51,6 +53,7 @@ struct StepStats {
   int bits = 32;                   // bits per gradient element on the wire (32 = uncompressed)
   int64_t staleness = 0;           // parameter-server strategies: versions the copy lags
   int interval = 1;                // local steps between synchronisations (localsgd, multistep)
+  int64_t exchanges = 0;           // gossip: model exchanges so far
 };
 
 // One evaluation of the model on the test set: at the end of every epoch and, with
@@ -64,6 +67,12 @@ struct EpochStats {
   double test_loss = 0;
   double train_loss = 0;       // mean over the epoch's steps so far, all ranks
   double wall_seconds = 0;     // since the run started
+  // Strategies whose workers train models of their own (Strategy::models_diverge: gossip) with
+  // more than one worker: the accuracy of each worker's own model on the whole test set, by
+  // rank, measured before the models are averaged (test_accuracy is the average model's).
+  // Empty otherwise. The same on every rank.
+  std::vector<double> worker_test_accuracy;
+  int rank = 0;  // this worker's rank: its own model's entry in worker_test_accuracy
 };
 
 struct TrainerCallbacks {

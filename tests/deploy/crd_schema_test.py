@@ -115,7 +115,7 @@ def strategy_table(source):
     """{strategy: [parameters]} from job_validate.cc's StrategyTable()."""
     body = re.search(r"StrategyTable\(\) \{.*?\{(.*?)\n\s*\};", source, re.S).group(1)
     return {name: re.findall(r'"(\w+)"', params)
-            for name, params in re.findall(r'\{"(\w+)",\s*\{(.*?)\}\}', body)}
+            for name, params in re.findall(r'\{"(\w+)",\s*\{(.*?)\}\}', body, re.S)}
 
 
 # --- editing documents in the inline cases ---------------------------------------------------
@@ -538,6 +538,11 @@ class CrdSchemaTest(unittest.TestCase):
              "period applies only to strategy gossip"),
             ("variant on ssgd", with_set(mlp, spec__strategy={"type": "ssgd", "variant": "push"}),
              "variant applies only to strategy gossip"),
+            ("lockstep on ssgd", with_set(mlp, spec__strategy={"type": "ssgd", "lockstep": True}),
+             "lockstep applies only to strategy gossip"),
+            ("calibrate on ssgd",
+             with_set(mlp, spec__strategy={"type": "ssgd", "calibrate": True}),
+             "calibrate applies only to strategy gossip"),
             ("interval on gossip", with_set(mlp, spec__strategy={"type": "gossip", "interval": 4}),
              "interval applies only to strategies localsgd, multistep and hierarchical"),
             ("pushRatio on hps", with_set(hetero, spec__strategy__pushRatio=0.5),
@@ -547,6 +552,9 @@ class CrdSchemaTest(unittest.TestCase):
             ("averageOptimizerState on ssgd",
              with_set(mlp, spec__strategy={"type": "ssgd", "averageOptimizerState": True}),
              "averageOptimizerState applies only to strategy hierarchical"),
+            ("warmupSteps on localsgd",
+             with_set(mlp, spec__strategy={"type": "localsgd", "warmupSteps": 100}),
+             "warmupSteps applies only to strategy hierarchical"),
             ("history on ps", with_set(mlp, spec__strategy={"type": "ps", "history": 5}),
              "history applies only to strategy mp2"),
             ("mode on hps", with_set(hetero, spec__strategy__mode="B"),
@@ -667,6 +675,10 @@ class CrdSchemaTest(unittest.TestCase):
              "hMin must be <= spec.strategy.hMax"),
             ("negative mu", with_set(mlp, spec__strategy={"type": "multistep", "mu": -1}),
              "spec.strategy.mu: -1 is less than the minimum of 0"),
+            ("negative warmupSteps",
+             with_set(mlp, spec__strategy={"type": "hierarchical", "warmupSteps": -5},
+                      spec__topology={"workersPerNode": 2}),
+             "spec.strategy.warmupSteps: -5 is less than the minimum of 0"),
             ("delay 2", with_set(mlp, spec__strategy={"type": "multistep", "delay": 2}),
              "spec.strategy.delay: 2 is greater than the maximum of 1"),
             ("staleness 2", with_set(hetero, spec__strategy__staleness=2),

@@ -299,6 +299,10 @@ CEL_TWINS = {
         _applies("period", ["gossip"]),
     "!has(self.variant) || (has(self.type) && self.type == 'gossip')":
         _applies("variant", ["gossip"]),
+    "!has(self.lockstep) || (has(self.type) && self.type == 'gossip')":
+        _applies("lockstep", ["gossip"]),
+    "!has(self.calibrate) || (has(self.type) && self.type == 'gossip')":
+        _applies("calibrate", ["gossip"]),
     "!has(self.pushRatio) || self.pushRatio == 0.0 || (has(self.type) && self.type == 'mp2')":
         _applies("pushRatio", ["mp2"], zero=0),
     "!has(self.damping) || self.damping == 0.0 || (has(self.type) && self.type == 'mp2')":
@@ -307,6 +311,8 @@ CEL_TWINS = {
         _applies("staleness", ["hps"]),
     "!has(self.averageOptimizerState) || (has(self.type) && self.type == 'hierarchical')":
         _applies("averageOptimizerState", ["hierarchical"]),
+    "!has(self.warmupSteps) || (has(self.type) && self.type == 'hierarchical')":
+        _applies("warmupSteps", ["hierarchical"]),
     "!has(self.history) || self.history == 0 || (has(self.type) && self.type == 'mp2')":
         _applies("history", ["mp2"], zero=0),
     "!has(self.mode) || (has(self.type) && self.type == 'mp2')":

@@ -30,8 +30,8 @@ nlohmann::json RunJob(TempDir& dir, const std::string& tag, const std::string& j
   return summary.is_discarded() ? nlohmann::json() : summary;
 }
 
-// Every variant runs to the end on 4 workers; the models travel (bytes counted) and the
-// evaluated average model is finite.
+// Every variant runs to the end on 4 workers; the models travel (bytes and exchanges counted)
+// and the evaluated average model is finite.
 TEST(Gossip, EveryVariantRunsOnSyntheticData) {
   TempDir dir;
   for (const std::string& variant : {"pairwise", "push", "easgd"}) {
@@ -42,9 +42,12 @@ TEST(Gossip, EveryVariantRunsOnSyntheticData) {
         300);
     ASSERT_FALSE(summary.is_null()) << variant;
     ASSERT_EQ(summary["ranks"].size(), 4u) << variant;
+    int64_t exchanges = 0;
     for (const auto& rank : summary["ranks"]) {
       EXPECT_GT(rank["bytes_sent"].get<double>(), 0) << variant;
+      exchanges += rank.at("exchanges").get<int64_t>();  // the run summary's count per worker
     }
+    EXPECT_GT(exchanges, 0) << variant;
     const double accuracy = summary["final"]["test_accuracy"].get<double>();
     EXPECT_GE(accuracy, 0.0) << variant;
     EXPECT_LE(accuracy, 1.0) << variant;
@@ -91,6 +94,40 @@ TEST(Gossip, TwoEpochAccuracyAgainstSsgd) {
   const double gossip = accuracy("gossip", {"spec.strategy.type=gossip"});
   EXPECT_GT(ssgd, 80.0);
   EXPECT_GE(gossip, ssgd - 1.5);
+}
+
+// calibrate: true (§4b self-calibration): after the first 200 steps every worker logs the θ it
+// calibrated, once, positive and finite, and the run finishes; with an explicit threshold the
+// job is refused before it starts, naming the field.
+TEST(Gossip, CalibrateLogsEachWorkersThresholdOnce) {
+  TempDir dir;
+  const std::string json = dir.path() + "/calibrate.json";
+  ProcessResult r = RunProcess(
+      {HptrainBinary(), "run", "examples/synthetic-mlp.yaml", "--quiet", "--output-json", json,
+       "--set", "spec.strategy.type=gossip", "--set", "spec.strategy.calibrate=true", "--set",
+       "spec.epochs=7"},  // 224 steps of 32 per epoch
+      300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string prefix = "gossip: calibrated threshold \u03b8 = ";
+  int lines = 0;
+  for (size_t at = r.err.find(prefix); at != std::string::npos;
+       at = r.err.find(prefix, at + 1)) {
+    ++lines;
+    const double theta = std::strtod(r.err.c_str() + at + prefix.size(), nullptr);
+    EXPECT_GT(theta, 0.0) << r.err;
+    EXPECT_TRUE(std::isfinite(theta)) << r.err;
+    EXPECT_NE(r.err.find("from 200 exchanges", at), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(lines, 2) << r.err;  // one per worker
+
+  r = RunProcess({HptrainBinary(), "run", "examples/synthetic-mlp.yaml", "--quiet", "--set",
+                  "spec.strategy.type=gossip", "--set", "spec.strategy.calibrate=true", "--set",
+                  "spec.strategy.threshold=0.05"},
+                 60);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("spec.strategy.threshold: cannot be set with spec.strategy.calibrate"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

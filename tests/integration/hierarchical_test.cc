@@ -1,6 +1,9 @@
 // Node topology and strategy `hierarchical` through the real binary (docs/algorithms.md §2):
 // the nodes from spec.topology and from the placement's hosts (published through the
-// coordinator) give the same run; one node is ssgd exactly; bad input fails with the field.
+// coordinator) give the same run; one node is ssgd exactly; bad input fails with the field; the
+// demo job's accuracy against ssgd.
+#include <filesystem>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -116,6 +119,9 @@ TEST(Hierarchical, BadInputNamesTheField) {
       {"  topology: {workersPerNode: 2}\n",
        {"--set", "spec.strategy.interval=0", "--set", "spec.strategy.type=hierarchical"},
        "spec.strategy.interval"},
+      {"  topology: {workersPerNode: 2}\n",
+       {"--set", "spec.strategy.type=hierarchical", "--set", "spec.strategy.warmupSteps=-1"},
+       "spec.strategy.warmupSteps: must be >= 0, got -1"},
       {"  topology: {nodes: [3]}\n", {}, "spec.topology.nodes: the nodes hold 3 workers"},
       {"  topology: {nodes: [2, 0, 2]}\n", {}, "spec.topology.nodes[1]"},
   };
@@ -124,6 +130,40 @@ TEST(Hierarchical, BadInputNamesTheField) {
     EXPECT_NE(r.exit_code, 0) << c.message;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << c.message << " not in: " << r.err;
   }
+}
+
+// Acceptance (docs/algorithms.md §2g): two epochs of the demo job (4 workers) as 2 nodes × 2
+// workers with one global sync per epoch (K′ = −1) and the default K′ ramp-up (the first half
+// epoch synchronous); the test accuracy is within 1.0 point of ssgd's. The cosine schedule, as
+// gossip's comparison runs it, ends at a small learning rate, so one run stands for the setting
+// (seeds 42, 1, 2 gave gaps of 0.46, 0.42, 0.47 points; without the ramp-up 0.63, 2.33, 1.27).
+TEST(Hierarchical, TwoEpochAccuracyAgainstSsgd) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "Fashion-MNIST not installed at /usr/share/datasets/fashion-mnist";
+  }
+  TempDir dir;
+  auto accuracy = [&](const std::string& tag, const std::vector<std::string>& sets) {
+    const std::string json = dir.path() + "/" + tag + ".json";
+    std::vector<std::string> argv = {HptrainBinary(), "run", "examples/fashion-mnist.yaml",
+                                     "--quiet", "--output-json", json,
+                                     "--set", "spec.epochs=2",
+                                     "--set", "spec.optimizer.schedule.type=cosine"};
+    for (const auto& set : sets) argv.insert(argv.end(), {"--set", set});
+    ProcessResult r = RunProcess(argv, 900);
+    EXPECT_EQ(r.exit_code, 0) << tag << ": " << r.err;
+    if (r.exit_code != 0) return 0.0;
+    nlohmann::json summary = nlohmann::json::parse(ReadFile(json), nullptr, false);
+    if (summary.is_discarded()) return 0.0;
+    const double a = 100 * summary["final"]["test_accuracy"].get<double>();
+    std::cout << tag << ": test accuracy " << a << " %\n";
+    return a;
+  };
+  const double ssgd = accuracy("ssgd", {});
+  const double hierarchical =
+      accuracy("hierarchical", {"spec.strategy.type=hierarchical", "spec.topology.workersPerNode=2",
+                                "spec.strategy.interval=-1"});
+  EXPECT_GT(ssgd, 80.0);
+  EXPECT_GE(hierarchical, ssgd - 1.0);
 }
 
 }  // namespace

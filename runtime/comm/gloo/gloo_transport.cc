@@ -59,7 +59,10 @@ GlooTransport::GlooTransport(std::shared_ptr<gloo::Context> context, int rank, i
                              std::chrono::milliseconds timeout)
     : context_(std::move(context)), rank_(rank), size_(size), timeout_(timeout) {}
 
-GlooTransport::~GlooTransport() = default;
+GlooTransport::~GlooTransport() {
+  // Destroy the context (and its pairs) before the buffers Gloo may still hold.
+  context_.reset();
+}
 
 absl::StatusOr<std::unique_ptr<GlooTransport>> GlooTransport::Connect(
     KeyValueStore& store, int rank, int size, const GlooOptions& options) {
@@ -137,6 +140,50 @@ absl::Status GlooTransport::DoRingPass(int to, int from, absl::Span<const PassSt
   } catch (const std::exception& e) {
     return ExchangeFailed(rank_, to, from, e);
   }
+}
+
+}  // namespace hptrain::comm
+
+namespace hptrain::comm {
+
+absl::Status GlooTransport::DoUntimedRecv(int from, void* recv, size_t bytes, uint64_t tag) {
+  std::unique_ptr<gloo::transport::UnboundBuffer> in;
+  auto cancelled = [&] {
+    return absl::CancelledError(
+        absl::StrCat("rank ", rank_, ": receive from rank ", from, " aborted"));
+  };
+  try {
+    in = context_->createUnboundBuffer(recv, bytes);
+    {
+      std::lock_guard<std::mutex> lock(untimed_mu_);
+      if (untimed_aborted_) return cancelled();
+      untimed_.insert(in.get());
+    }
+    in->recv(from, tag);
+    // No time limit: a quiet peer is not a failure here (the caller bounds its own waits).
+    const bool done = in->waitRecv(nullptr, std::chrono::hours(24 * 365));
+    std::lock_guard<std::mutex> lock(untimed_mu_);
+    untimed_.erase(in.get());
+    if (!done) {
+      aborted_.push_back(std::move(in));
+      return cancelled();
+    }
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lock(untimed_mu_);
+    if (in) {
+      untimed_.erase(in.get());
+      aborted_.push_back(std::move(in));
+    }
+    return absl::UnavailableError(
+        absl::StrCat("rank ", rank_, " receiving from rank ", from, ": ", e.what()));
+  }
+}
+
+void GlooTransport::AbortUntimedRecvs() {
+  std::lock_guard<std::mutex> lock(untimed_mu_);
+  untimed_aborted_ = true;
+  for (gloo::transport::UnboundBuffer* in : untimed_) in->abortWaitRecv();
 }
 
 }  // namespace hptrain::comm

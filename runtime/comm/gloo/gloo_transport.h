@@ -9,7 +9,10 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "runtime/comm/kv_store.h"
@@ -17,6 +20,9 @@
 
 namespace gloo {
 class Context;
+namespace transport {
+class UnboundBuffer;
+}
 }
 
 namespace hptrain::comm {
@@ -37,6 +43,8 @@ class GlooTransport : public Transport {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  void AbortUntimedRecvs() override;
+  std::chrono::milliseconds timeout() const override { return timeout_; }
 
  protected:
   absl::Status DoSendRecv(int to, const void* send, size_t send_bytes, int from, void* recv,
@@ -44,6 +52,9 @@ class GlooTransport : public Transport {
   // Posts every receive of the pass first (see Transport::RingPass).
   absl::Status DoRingPass(int to, int from, absl::Span<const PassStep> steps, uint64_t tag,
                           const OnReceived& on_received) override;
+  // Waited for without a time limit (a Gloo timeout would close every pair of the context); the
+  // peer's closed connection ends it with an error.
+  absl::Status DoUntimedRecv(int from, void* recv, size_t bytes, uint64_t tag) override;
 
  private:
   GlooTransport(std::shared_ptr<gloo::Context> context, int rank, int size,
@@ -53,6 +64,12 @@ class GlooTransport : public Transport {
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;
+  std::mutex untimed_mu_;
+  // The buffers of the UntimedRecvs in progress, and those of aborted ones, kept for the
+  // context's lifetime because Gloo may still hold them.
+  std::set<gloo::transport::UnboundBuffer*> untimed_;
+  bool untimed_aborted_ = false;
+  std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> aborted_;
 };
 
 }  // namespace hptrain::comm

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -156,6 +157,72 @@ TEST(P2pChannel, PeerGoneOverGlooFailsNamingIt) {
         EXPECT_NE(status.message().find("rank 1"), std::string::npos) << status;
       },
       std::chrono::seconds(30));
+}
+
+// Messages: every rank posts three to every other; each receiver gets them all, each sender's
+// in the order sent, counted as control bytes (16 each); nothing arrives that was not sent.
+void MessagesFromEveryone(Communicator& comm) {
+  P2pChannel channel(comm.transport());
+  channel.StartInbox();
+  const int n = channel.size();
+  const int me = channel.rank();
+  for (int k = 0; k < 3; ++k) {
+    for (int p = 0; p < n; ++p) {
+      if (p != me) ASSERT_TRUE(channel.Post(p, 7, 100 * me + k).ok());
+    }
+  }
+  std::vector<int64_t> next(n, 0);
+  for (int got = 0; got < 3 * (n - 1); ++got) {
+    std::optional<P2pMessage> m = channel.Next(std::chrono::seconds(20));
+    ASSERT_TRUE(m.has_value()) << "message " << got;
+    ASSERT_EQ(m->kind, 7);
+    EXPECT_EQ(m->value, 100 * m->from + next[m->from]++);
+  }
+  EXPECT_FALSE(channel.Next(std::chrono::milliseconds(50)).has_value());
+  EXPECT_EQ(channel.counters().control_sent.load(), 3 * (n - 1) * 16);
+  EXPECT_EQ(channel.counters().control_received.load(), 3 * (n - 1) * 16);
+  // Nobody leaves before everyone has all its messages (a gone peer would be a message too).
+  std::vector<float> sync(1, 1.0f);
+  ASSERT_TRUE(comm.AllReduceSum(sync.data(), 1).ok());
+}
+
+TEST(P2pChannel, MessagesReachEveryRankInOrderOverLoopback) {
+  auto hub = std::make_shared<LoopbackHub>(4);
+  Spawn(4, [&](int r) {
+    TransportCommunicator comm(std::make_unique<LoopbackTransport>(hub, r));
+    MessagesFromEveryone(comm);
+  });
+}
+
+TEST(P2pChannel, MessagesReachEveryRankInOrderOverGloo) {
+  SpawnOverGloo(4, [](int, Communicator& comm) { MessagesFromEveryone(comm); });
+}
+
+// A peer that leaves (its Gloo pairs close) while the inbox waits for it with no time limit:
+// its last message is kGone, after what it sent, and failure() names it; within seconds, not
+// at a timeout.
+TEST(P2pChannel, PeerGoneOverGlooEndsItsMessagesNamingIt) {
+  SpawnOverGloo(
+      2,
+      [](int r, Communicator& comm) {
+        P2pChannel channel(comm.transport());
+        channel.StartInbox();
+        if (r == 1) {
+          ASSERT_TRUE(channel.Post(0, 3, 42).ok());
+          return;  // the transport is destroyed: its connections close
+        }
+        std::optional<P2pMessage> m = channel.Next(std::chrono::seconds(20));
+        ASSERT_TRUE(m.has_value());
+        EXPECT_EQ(m->kind, 3);
+        EXPECT_EQ(m->value, 42);
+        m = channel.Next(std::chrono::seconds(20));
+        ASSERT_TRUE(m.has_value());
+        EXPECT_EQ(m->from, 1);
+        EXPECT_EQ(m->kind, P2pMessage::kGone);
+        const absl::Status why = channel.failure(1);
+        EXPECT_NE(why.message().find("lost rank 1"), std::string::npos) << why;
+      },
+      std::chrono::seconds(60));
 }
 
 }  // namespace

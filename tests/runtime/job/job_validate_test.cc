@@ -192,6 +192,19 @@ INSTANTIATE_TEST_SUITE_P(
                s.strategy.staleness = 2;
              },
              "spec.strategy.staleness: must be 0 or 1, got 2"},
+        Case{"WarmupStepsWithLocalsgd",
+             [](JobSpec& s) {
+               s.strategy.type = "localsgd";
+               s.strategy.warmup_steps = 100;
+             },
+             "spec.strategy.warmupSteps: does not apply to strategy localsgd (localsgd takes "
+             "interval)"},
+        Case{"NegativeWarmupSteps",
+             [](JobSpec& s) {
+               s.strategy.type = "hierarchical";
+               s.strategy.warmup_steps = -1;
+             },
+             "spec.strategy.warmupSteps: must be >= 0, got -1"},
         Case{"NegativeStaleness",
              [](JobSpec& s) {
                s.strategy.type = "hps";
@@ -408,6 +421,24 @@ INSTANTIATE_TEST_SUITE_P(
                s.strategy.threshold = -1;
              },
              "spec.strategy.threshold: must be >= 0"},
+        Case{"CalibrateWithThreshold",
+             [](JobSpec& s) {
+               s.strategy.type = "gossip";
+               s.strategy.calibrate = true;
+               s.strategy.threshold = 0.02;
+             },
+             "spec.strategy.threshold: cannot be set with spec.strategy.calibrate: true "
+             "(calibration sets the threshold)"},
+        Case{"CalibrateWithPeriod",
+             [](JobSpec& s) {
+               s.strategy.type = "gossip";
+               s.strategy.calibrate = true;
+               s.strategy.period = 4;
+             },
+             "spec.strategy.calibrate: applies only to the adaptive trigger, but "
+             "spec.strategy.period is 4 (fixed-period gossip)"},
+        Case{"CalibrateOnSsgd", [](JobSpec& s) { s.strategy.calibrate = false; },
+             "spec.strategy.calibrate"},
         Case{"PushRatioRange",
              [](JobSpec& s) {
                s.strategy.type = "mp2";
@@ -604,6 +635,7 @@ TEST(ValidateJobTest, EveryStrategyAcceptsItsOwnParameters) {
       if (key == "momentumMasking") spec.strategy.momentum_masking = false;
       if (key == "sparseEncoding") spec.strategy.sparse_encoding = "compact";
       if (key == "staleness") spec.strategy.staleness = 0;
+      if (key == "warmupSteps") spec.strategy.warmup_steps = 200;
       if (key == "hMin") {  // bounds an adaptive interval only
         spec.strategy.interval = 0;
         spec.strategy.adaptive_interval = true;
@@ -631,9 +663,12 @@ TEST(ValidateJobTest, StrategyTable) {
   EXPECT_THAT(StrategyParameters("ps"), IsEmpty());
   EXPECT_THAT(StrategyParameters("quantized"), ElementsAre("bits", "bucketSize", "errorFeedback"));
   EXPECT_THAT(StrategyParameters("gossip"),
-              ElementsAre("threshold", "maxInterval", "minInterval", "period", "variant"));
+              ElementsAre("threshold", "maxInterval", "minInterval", "period", "variant",
+                          "lockstep", "calibrate"));
   EXPECT_THAT(StrategyParameters("hps"), ElementsAre("bits", "staleness"));
   EXPECT_THAT(StrategyParameters("localsgd"), ElementsAre("interval"));
+  EXPECT_THAT(StrategyParameters("hierarchical"),
+              ElementsAre("interval", "averageOptimizerState", "warmupSteps"));
   EXPECT_THAT(StrategyParameters("multistep"), ElementsAre("interval", "warmupEpochs", "hMin",
                                                            "hMax", "mu", "delay", "compression"));
   EXPECT_THAT(StrategyParameters("nope"), IsEmpty());

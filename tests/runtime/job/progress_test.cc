@@ -213,5 +213,39 @@ TEST(FormatSummaryTableTest, NoRanksOmitsTable) {
   EXPECT_THAT(FormatSummaryTable(s), testing::EndsWith("compute 0.0s  comm 0.0s\n"));
 }
 
+// Gossip's per-worker accuracies follow the average model's on the epoch line, the interim
+// evaluation line and the summary's final line; without them the lines are as before.
+TEST(ProgressDisplayTest, WorkerAccuraciesFollowTheAverageModel) {
+  std::ostringstream out;
+  ProgressDisplay display(out, /*is_tty=*/false);
+  display.EpochEnd(1, 0.85, 0.4, 0.5, 3.0, {0.80, 0.86, 0.83});
+  display.Evaluation(250, 1.25, 0.8712, 0.35612, {0.5, 0.25});
+  EXPECT_EQ(out.str(),
+            "epoch 1 done in 3.0s: train_loss 0.5000 test_loss 0.4000 test_accuracy 85.00% "
+            "worker_accuracy min 80.00% mean 83.00% max 86.00%\n"
+            "step 250 (epoch 1.25): test_loss 0.3561 test_accuracy 87.12% "
+            "worker_accuracy min 25.00% mean 37.50% max 50.00%\n");
+
+  RunSummary s = TwoRankSummary();
+  const std::string plain = FormatSummaryTable(s);
+  EXPECT_THAT(plain, ::testing::Not(HasSubstr("worker_accuracy")));
+  s.final.worker_test_accuracy = {0.5, 0.75};
+  EXPECT_THAT(FormatSummaryTable(s),
+              HasSubstr("train_loss 0.4012  worker_accuracy min 50.00% mean 62.50% max 75.00%\n"));
+}
+
+// gossip: the per-rank table adds the model exchanges each worker took part in.
+TEST(FormatSummaryTableTest, GossipAddsExchangesPerWorker) {
+  RunSummary s = TwoRankSummary();
+  s.strategy = "gossip";
+  s.ranks[0].exchanges = 118;
+  s.ranks[1].exchanges = 7;
+  EXPECT_THAT(FormatSummaryTable(s),
+              testing::EndsWith(
+                  "rank  group       batch      sent  received  compute s  comm s  exchanges\n"
+                  "   0  fast           96   300 MiB   200 MiB      40.12   12.00        118\n"
+                  "   1  slow-group     32  1.50 KiB  2.00 KiB      41.50   11.25          7\n"));
+}
+
 }  // namespace
 }  // namespace hptrain::job

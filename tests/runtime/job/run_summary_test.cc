@@ -202,5 +202,57 @@ TEST(RunSummaryTest, ErrorsNameTheField) {
   }
 }
 
+// Each worker's own accuracy (gossip) is written as its spread, min/max/mean plus the list by
+// rank, in the final metrics, per epoch and per evaluation, and read back; a run without it
+// (every other strategy) has no such key.
+TEST(RunSummaryTest, WorkerAccuracySpreadRoundTripsAndIsAbsentWithout) {
+  RunSummary s = Example();
+  s.final.worker_test_accuracy = {0.75, 0.875, 0.8125};
+  s.per_epoch[1].worker_test_accuracy = {0.75, 0.875, 0.8125};
+  s.evaluations[0].worker_test_accuracy = {0.5, 0.25};
+  const std::string json = RunSummaryToJson(s);
+  EXPECT_THAT(json, HasSubstr("\"worker_test_accuracy\": {\n      \"min\": 0.75,\n      "
+                              "\"max\": 0.875,\n      \"mean\": 0.8125,"));
+  EXPECT_THAT(json, HasSubstr("\"min\": 0.25,"));
+  EXPECT_THAT(json, HasSubstr("\"max\": 0.5,"));
+  EXPECT_THAT(json, HasSubstr("\"mean\": 0.375,"));
+  auto parsed = RunSummaryFromJson(json);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->final.worker_test_accuracy, s.final.worker_test_accuracy);
+  EXPECT_TRUE(parsed->per_epoch[0].worker_test_accuracy.empty());
+  EXPECT_EQ(parsed->per_epoch[1].worker_test_accuracy, s.per_epoch[1].worker_test_accuracy);
+  EXPECT_EQ(parsed->evaluations[0].worker_test_accuracy, s.evaluations[0].worker_test_accuracy);
+  EXPECT_TRUE(parsed->evaluations[1].worker_test_accuracy.empty());
+
+  EXPECT_THAT(RunSummaryToJson(Example()), ::testing::Not(HasSubstr("worker_test_accuracy")));
+
+  std::string bad = json;
+  const std::string first = "\"ranks\": [\n        0.75";
+  const size_t at = bad.find(first);
+  ASSERT_NE(at, std::string::npos) << json;
+  bad.replace(at, first.size(), "\"ranks\": [\n        \"x\"");
+  auto error = RunSummaryFromJson(bad);
+  ASSERT_FALSE(error.ok());
+  EXPECT_THAT(std::string(error.status().message()),
+              HasSubstr("final.worker_test_accuracy.ranks[0]: expected a number"));
+}
+
+// gossip: each rank's model exchanges are written and read back; other strategies' summaries
+// have no such key, and summaries written without it read as 0.
+TEST(RunSummaryTest, GossipExchangesPerRankRoundTrip) {
+  RunSummary s = Example();
+  EXPECT_THAT(RunSummaryToJson(s), ::testing::Not(HasSubstr("\"exchanges\"")));
+  s.strategy = "gossip";
+  s.ranks[0].exchanges = 41;
+  const std::string json = RunSummaryToJson(s);
+  EXPECT_THAT(json, HasSubstr("\"exchanges\": 41"));
+  auto parsed = RunSummaryFromJson(json);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->ranks[0].exchanges, 41);
+  auto older = RunSummaryFromJson(RunSummaryToJson(Example()));
+  ASSERT_TRUE(older.ok()) << older.status();
+  EXPECT_EQ(older->ranks[0].exchanges, 0);
+}
+
 }  // namespace
 }  // namespace hptrain::job

@@ -256,7 +256,12 @@ TEST(GossipProtocol, CyclicRequestsWithRandomDelaysFinish1000Times) {
 
 // ---- The strategy over in-process ranks ----------------------------------------------------
 
-job::JobSpec GossipJob() { return testing::HarnessJob("gossip"); }
+// The handshake in lock step: the same pairs on every run, step by step.
+job::JobSpec GossipJob() {
+  job::JobSpec spec = testing::HarnessJob("gossip");
+  spec.strategy.lockstep = true;
+  return spec;
+}
 
 struct Trace {
   std::vector<std::vector<std::vector<float>>> before, after;  // [step][rank]
@@ -555,6 +560,10 @@ TEST(GossipJob, ParsesTheStrategyBlock) {
   spec = Parse("    type: gossip\n    threshold: 0\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(GossipOptionsFor(*spec).trigger.threshold, 0.0);
+  EXPECT_FALSE(GossipOptionsFor(*spec).lockstep);  // the asynchronous handshake by default
+  spec = Parse("    type: gossip\n    lockstep: true\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(GossipOptionsFor(*spec).lockstep);
 }
 
 TEST(GossipJob, RejectsBadFieldsNamingThem) {
@@ -569,6 +578,8 @@ TEST(GossipJob, RejectsBadFieldsNamingThem) {
       {"    type: localsgd\n    threshold: 0.1\n", "spec.strategy.threshold"},
       {"    type: ssgd\n    variant: push\n", "spec.strategy.variant"},
       {"    type: gossip\n    interval: 4\n", "spec.strategy.interval"},
+      {"    type: ssgd\n    lockstep: true\n", "spec.strategy.lockstep"},
+      {"    type: gossip\n    lockstep: sometimes\n", "spec.strategy.lockstep"},
   };
   for (const auto& [yaml, path] : cases) {
     auto spec = Parse(yaml);
@@ -576,6 +587,96 @@ TEST(GossipJob, RejectsBadFieldsNamingThem) {
     EXPECT_FALSE(status.ok()) << yaml;
     EXPECT_NE(status.message().find(path), std::string::npos) << yaml << " -> " << status;
   }
+}
+
+// ---- Self-calibration of θ (§4b: period 1 for 200 steps, then θ = 4 · median δ) -------------
+
+// Each step moves x[1] to a known distance d_k from x_ref = (8, 0, ...) (δ = d_k / 8) and the
+// exchange that follows resets the reference to (8, 0, ...) again.
+TEST(GossipTrigger, CalibrationFiresEveryStepThenSetsFourTimesTheMedianDelta) {
+  GossipTriggerOptions options;
+  options.calibrate = true;
+  options.threshold = kInf;  // unused while calibrating, replaced after it
+  options.max_interval = 0;
+  GossipTrigger trigger(options);
+  EXPECT_TRUE(trigger.can_fire());
+  trigger.Reset(ReferenceModel());
+  std::vector<double> expected;
+  for (int k = 1; k <= 200; ++k) {
+    ASSERT_TRUE(trigger.calibrating()) << k;
+    std::vector<float> x = ReferenceModel();
+    x[1] = 0.125f * static_cast<float>((k * 37) % 101 + 1);  // exact in fp32
+    expected.push_back(x[1] / 8.0);
+    EXPECT_TRUE(trigger.Step(x)) << "step " << k << " of the calibration window did not fire";
+    EXPECT_NEAR(trigger.delta(), expected.back(), 1e-9);
+    trigger.Reset(ReferenceModel());  // the exchange
+  }
+  EXPECT_FALSE(trigger.calibrating());
+  ASSERT_TRUE(trigger.calibrated());
+  ASSERT_EQ(trigger.calibration_deltas().size(), 200u);
+  std::vector<double> sorted = expected;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = 0.5 * (sorted[99] + sorted[100]);
+  EXPECT_NEAR(trigger.threshold(), 4 * median, 1e-9);
+
+  // Then the adaptive rule with the calibrated θ: a change just below it does not fire, one
+  // just above it does.
+  std::vector<float> x = ReferenceModel();
+  x[1] = static_cast<float>(8 * trigger.threshold() * 0.99);
+  EXPECT_FALSE(trigger.Step(x));
+  x[1] = static_cast<float>(8 * trigger.threshold() * 1.01);
+  EXPECT_TRUE(trigger.Step(x));
+}
+
+TEST(GossipTrigger, CalibrationWindowAndPeriodAreOptions) {
+  GossipTriggerOptions options;
+  options.calibrate = true;
+  options.calibration_steps = 6;
+  options.calibration_period = 2;
+  options.max_interval = 0;
+  GossipTrigger trigger(options);
+  std::vector<float> x = ReferenceModel();
+  trigger.Reset(x);
+  std::vector<bool> fired;
+  for (int k = 1; k <= 6; ++k) {
+    x[1] += 0.5f;  // δ = 1/16 after one step since the reference, 2/16 after two
+    const bool due = trigger.Step(x);
+    fired.push_back(due);
+    if (due) {
+      x = ReferenceModel();
+      trigger.Reset(x);
+    }
+  }
+  EXPECT_EQ(fired, (std::vector<bool>{false, true, false, true, false, true}));
+  ASSERT_TRUE(trigger.calibrated());
+  EXPECT_EQ(trigger.calibration_deltas().size(), 3u);
+  EXPECT_NEAR(trigger.threshold(), 4 * 2.0 / 16, 1e-9);
+}
+
+TEST(GossipJob, CalibrateIsABoolForTheAdaptiveTriggerOnly) {
+  auto spec = Parse("    type: gossip\n    calibrate: true\n    maxInterval: 32\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(job::ValidateJob(*spec).ok()) << job::ValidateJob(*spec);
+  EXPECT_TRUE(GossipOptionsFor(*spec).trigger.calibrate);
+  spec = Parse("    type: gossip\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_FALSE(GossipOptionsFor(*spec).trigger.calibrate);
+  const std::pair<const char*, const char*> cases[] = {
+      {"    type: gossip\n    calibrate: true\n    threshold: 0.1\n", "spec.strategy.threshold"},
+      {"    type: gossip\n    calibrate: true\n    period: 2\n", "spec.strategy.calibrate"},
+      {"    type: ssgd\n    calibrate: true\n", "spec.strategy.calibrate"},
+      {"    type: gossip\n    calibrate: often\n", "spec.strategy.calibrate"},
+  };
+  for (const auto& [yaml, path] : cases) {
+    auto bad = Parse(yaml);
+    absl::Status status = bad.ok() ? job::ValidateJob(*bad) : bad.status();
+    EXPECT_FALSE(status.ok()) << yaml;
+    EXPECT_NE(status.message().find(path), std::string::npos) << yaml << " -> " << status;
+  }
+  // calibrate: false goes with anything the adaptive trigger takes.
+  spec = Parse("    type: gossip\n    calibrate: false\n    threshold: 0.1\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(job::ValidateJob(*spec).ok());
 }
 
 }  // namespace

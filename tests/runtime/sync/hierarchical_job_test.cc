@@ -53,11 +53,13 @@ TEST(HierarchicalJobTest, ParsesTopologyCommunicatorAndStrategy) {
     type: hierarchical
     interval: -1
     averageOptimizerState: true
+    warmupSteps: 0
   topology:
     nodes: [1, 3]
 )"));
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->strategy.interval, -1);
+  EXPECT_EQ(spec->strategy.warmup_steps, 0);  // written: no ramp-up (left out: the default)
   EXPECT_TRUE(spec->strategy.average_optimizer_state.value_or(false));
   EXPECT_EQ(spec->topology.NodeSizes(4), (std::vector<int>{1, 3}));
 
@@ -99,6 +101,11 @@ TEST(HierarchicalJobTest, RejectsBadInputNamingTheField) {
        "spec.communicator.hierarchical: strategy ps"},
       {"  strategy:\n    type: ssgd\n    averageOptimizerState: true\n",
        "spec.strategy.averageOptimizerState: does not apply to strategy ssgd"},
+      {"  strategy:\n    type: hierarchical\n    warmupSteps: -3\n",
+       "spec.strategy.warmupSteps: must be >= 0, got -3"},
+      {"  strategy:\n    type: hierarchical\n    warmupSteps: half\n", "spec.strategy.warmupSteps"},
+      {"  strategy:\n    type: localsgd\n    warmupSteps: 0\n",
+       "spec.strategy.warmupSteps: does not apply to strategy localsgd"},
   };
   for (const Case& c : cases) {
     const std::string error = ErrorOf(c.extra);

@@ -14,13 +14,16 @@
 namespace hptrain::sync::testing {
 namespace {
 
-job::JobSpec Job(const std::string& strategy, std::vector<int> nodes, int interval = 0) {
+// spec.strategy.warmupSteps is set (W = `warmup_steps`, 0: none) unless `warmup_steps` is −1.
+job::JobSpec Job(const std::string& strategy, std::vector<int> nodes, int interval = 0,
+                 int warmup_steps = 0) {
   job::JobSpec spec = HarnessJob(strategy);
   spec.topology.node_sizes = std::move(nodes);
   if (interval != 0) {
     spec.strategy.interval = interval;
     spec.strategy.interval_set = true;
   }
+  if (warmup_steps >= 0) spec.strategy.warmup_steps = warmup_steps;
   return spec;
 }
 
@@ -123,14 +126,16 @@ TEST(Hierarchical, NodeReplicasIdenticalEveryStepAllReplicasAfterEachGlobalSync)
   }
 }
 
-// Global syncs of a run of `steps` with epochs of `per_epoch` steps: every K′-th step, plus each
-// epoch end and the final synchronisation unless a K′ sync just happened.
-int ExpectedSyncs(int steps, int per_epoch, int interval) {
+// Global syncs of a run of `steps` with epochs of `per_epoch` steps: every K′-th step after the
+// `warmup` steps (which all-reduce the gradients, so the models never differ), plus each epoch
+// end and the final synchronisation unless a K′ sync or a warm-up step just happened.
+int ExpectedSyncs(int steps, int per_epoch, int interval, int warmup = 0) {
   int syncs = 0;
   int since = 0;
   for (int it = 1; it <= steps; ++it) {
+    if (it <= warmup) continue;
     ++since;
-    if (interval > 0 && it % interval == 0) {
+    if (interval > 0 && (it - warmup) % interval == 0) {
       ++syncs;
       since = 0;
     }
@@ -188,6 +193,119 @@ TEST(Hierarchical, InterNodeCollectivesAndBytesPerNodeMatchSections2cAnd2d) {
   ASSERT_TRUE(one.ok) << one.error;
   EXPECT_EQ(one.inter_node_bytes_sent[0], 0);
   EXPECT_GT(one.bytes_sent[0], 0);
+}
+
+// K′ ramp-up (§2e): a warm-up over the whole run is ssgd over the hierarchical all-reduce, every
+// replica identical after every step, one all-reduce of S per node and step across the network.
+TEST(Hierarchical, WarmupOverTheWholeRunEqualsSsgd) {
+  for (const std::vector<int>& nodes : std::vector<std::vector<int>>{{2, 2}, {1, 3}}) {
+    for (int interval : {-1, 5}) {
+      SimOptions options;
+      options.steps = 30;
+      options.steps_per_epoch = 8;
+      options.synchronize_at_epoch_end = true;
+      std::mutex mu;
+      std::map<int, std::vector<std::vector<float>>> after_step;
+      options.after_step = [&](int rank, int step, const std::vector<float>& params) {
+        std::lock_guard<std::mutex> lock(mu);
+        after_step[step].resize(4);
+        after_step[step][rank] = params;
+      };
+      SimResult ssgd = Simulate(HarnessJob("ssgd"), options);
+      SimResult h = Simulate(Job("hierarchical", nodes, interval, options.steps), options);
+      ASSERT_TRUE(ssgd.ok) << ssgd.error;
+      ASSERT_TRUE(h.ok) << h.error;
+      for (const auto& [step, ranks] : after_step) {
+        for (int rank = 1; rank < 4; ++rank) {
+          EXPECT_TRUE(Same(ranks[rank], ranks[0])) << "step " << step << " rank " << rank;
+        }
+      }
+      EXPECT_LE(RelativeError(h.params[0], ssgd.params[0]), 1e-5) << "nodes " << nodes.size();
+      EXPECT_TRUE(h.synchronized_steps.empty());
+      // Ring among the leaders: 2(M−1)/M · S = S per node and step; no parameter average.
+      const int64_t s = 4 * static_cast<int64_t>(Parameters(options));
+      EXPECT_EQ(h.inter_node_bytes_sent[0], options.steps * s);  // node 0's leader
+      EXPECT_EQ(h.inter_node_bytes_sent[nodes[0]], options.steps * s);  // node 1's leader
+    }
+  }
+}
+
+// After W warm-up steps the nodes train apart; the K′ schedule counts from W: syncs after steps
+// W + K′, W + 2K′, ..., so the inter-node collectives are W + floor((T − W)/K′) plus the epoch
+// ends off that schedule.
+TEST(Hierarchical, WarmupThenLocalStepsOnTheScheduleFromTheWarmupsEnd) {
+  SimOptions options;
+  options.steps = 23;
+  options.steps_per_epoch = 7;
+  options.synchronize_at_epoch_end = true;
+  const int warmup = 6;
+  const int64_t s = 4 * static_cast<int64_t>(Parameters(options));
+  for (int interval : {5, -1}) {
+    std::mutex mu;
+    std::map<int, std::vector<std::vector<float>>> after_step;
+    options.after_step = [&](int rank, int step, const std::vector<float>& params) {
+      std::lock_guard<std::mutex> lock(mu);
+      after_step[step].resize(4);
+      after_step[step][rank] = params;
+    };
+    SimResult h = Simulate(Job("hierarchical", {2, 2}, interval, warmup), options);
+    ASSERT_TRUE(h.ok) << h.error;
+    for (const auto& [step, ranks] : after_step) {
+      const bool global = step < warmup || (interval > 0 && (step + 1 - warmup) % interval == 0);
+      EXPECT_EQ(Same(ranks[0], ranks[2]), global) << "K′ " << interval << " step " << step;
+      EXPECT_TRUE(Same(ranks[1], ranks[0])) << "step " << step;
+      EXPECT_TRUE(Same(ranks[3], ranks[2])) << "step " << step;
+    }
+    if (interval > 0) {
+      EXPECT_EQ(h.synchronized_steps, (std::vector<int>{10, 15, 20}));
+    } else {
+      EXPECT_TRUE(h.synchronized_steps.empty());
+    }
+    const int syncs = ExpectedSyncs(options.steps, options.steps_per_epoch, interval, warmup);
+    // Per node (its leader), S per warm-up step and per sync.
+    EXPECT_EQ(h.inter_node_bytes_sent[0], (warmup + syncs) * s) << "K′ " << interval;
+    EXPECT_EQ(h.inter_node_bytes_sent[1], 0);
+    ExpectAllRanksIdentical(h);
+  }
+  // K′ = 5: warm-up steps 1–6; syncs after 11, 16, 21; epoch ends 7 and 14 (off the schedule),
+  // 21 (just synced) and the end after 23.
+  EXPECT_EQ(ExpectedSyncs(23, 7, 5, 6), 3 + 2 + 1);
+  // K′ = −1: epoch ends 7, 14, 21 and the end (the warm-up ends inside the first epoch).
+  EXPECT_EQ(ExpectedSyncs(23, 7, -1, 6), 4);
+  // A warm-up past the first epoch end skips that sync: the models were equal there.
+  EXPECT_EQ(ExpectedSyncs(23, 7, -1, 10), 3);
+}
+
+// Without warmupSteps: W is the steps of max(LR warm-up epochs, 1/2) epochs, from the epoch clock.
+TEST(Hierarchical, DefaultWarmupIsHalfAnEpochOrTheLearningRateWarmup) {
+  for (double lr_warmup_epochs : {0.0, 1.5}) {
+    SimOptions options;
+    options.steps = 20;
+    options.steps_per_epoch = 8;
+    options.synchronize_at_epoch_end = true;
+    std::mutex mu;
+    std::map<int, std::vector<std::vector<float>>> after_step;
+    options.after_step = [&](int rank, int step, const std::vector<float>& params) {
+      std::lock_guard<std::mutex> lock(mu);
+      after_step[step].resize(4);
+      after_step[step][rank] = params;
+    };
+    job::JobSpec spec = Job("hierarchical", {2, 2}, -1, -1);
+    spec.optimizer.schedule.warmup_epochs = lr_warmup_epochs;
+    SimResult h = Simulate(spec, options);
+    ASSERT_TRUE(h.ok) << h.error;
+    const int warmup = lr_warmup_epochs > 0 ? 12 : 4;
+    ASSERT_EQ(after_step.size(), 20u);
+    for (const auto& [step, ranks] : after_step) {
+      // (after_step sees an epoch end's models before its sync)
+      EXPECT_EQ(Same(ranks[0], ranks[2]), step < warmup)
+          << "LR warm-up " << lr_warmup_epochs << " epochs, step " << step;
+    }
+    // Leaders' bytes: S per warm-up step and per sync (epoch ends after the warm-up, the end).
+    const int64_t s = 4 * static_cast<int64_t>(Parameters(options));
+    const int syncs = ExpectedSyncs(options.steps, options.steps_per_epoch, -1, warmup);
+    EXPECT_EQ(h.inter_node_bytes_sent[0], (warmup + syncs) * s) << lr_warmup_epochs;
+  }
 }
 
 TEST(Hierarchical, SsgdOverTheHierarchicalAllReduceTrainsToTheSameParameters) {
