@@ -1,9 +1,9 @@
 // P2pChannel: exchanges between two workers (no collective of all ranks), over the job's
 // point-to-point Transport: Gloo's TCP pairs in jobs (GlooTransport's unbound buffers on the
 // communicator's Gloo context), the in-process loopback in tests. Used by the gossip strategy
-// (docs/algorithms.md §4b, §4f) for its request words and its model transfers.
+// (docs/algorithms.md §4b, §4f) for its requests and its model transfers.
 //
-// Two kinds of traffic, counted apart: control words (requests and answers, 8 bytes each) and
+// Two kinds of traffic, counted apart: control (request words of 8 bytes, messages of 16) and
 // payload (models). Every byte also counts in the Transport's counters, so the run summary's
 // bytes_sent / bytes_received include them.
 //
@@ -21,8 +21,8 @@
 // no failure); Next hands out the messages of all peers in arrival order (the order of one
 // sender's messages is kept). When a peer's connection closes, its last message is one of kind
 // P2pMessage::kGone (after all it sent), and failure(peer) says why: whether that is an error
-// depends on what the receiver still expects from it.
-// Messages travel under their own tag.
+// depends on what the receiver still expects from it. Messages travel under their own tag; no
+// peer may Post to a rank whose channel is gone (its receive buffers are).
 //
 // Thread-safety: one call at a time (the trainer thread), besides the inbox's own thread; the
 // counters may be read from any thread.
@@ -72,7 +72,7 @@ class P2pChannel {
 
   // `transport` is owned by the caller and outlives the channel.
   explicit P2pChannel(Transport* transport);
-  // Stops the inbox's thread.
+  // Stops the inbox's threads.
   ~P2pChannel();
 
   int rank() const { return transport_->rank(); }

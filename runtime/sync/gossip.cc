@@ -113,11 +113,11 @@ absl::Status GossipStrategy::AfterOptimizerStep(const StepInfo& step,
   return Annotate(status, absl::StrCat("gossip at step ", step.step));
 }
 
-void GossipStrategy::AverageWithPeer(int partner, absl::Span<float> x) {
+void GossipStrategy::AverageWithPeer(int partner, absl::Span<float> x, const float* peer) {
   // x_lo + x_hi in rank order: the same operations on both partners, so they end bit-identical.
   const bool low = comm_->rank() < partner;
-  const float* lo = low ? x.data() : peer_.data();
-  const float* hi = low ? peer_.data() : x.data();
+  const float* lo = low ? x.data() : peer;
+  const float* hi = low ? peer : x.data();
   for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * (lo[i] + hi[i]);
 }
 
@@ -195,21 +195,27 @@ void GossipStrategy::MoveCenter(const float* other, bool own, absl::Span<float> 
   }
 }
 
+absl::Status GossipStrategy::Mix(int partner, bool initiator, absl::Span<float> v,
+                                 std::vector<float>* peer) {
+  const size_t bytes = v.size() * sizeof(float);
+  peer->resize(v.size());
+  const bool push = options_.variant == GossipVariant::kPush;
+  if (push && initiator) return channel_->Transfer(partner, v.data(), bytes, nullptr, 0);
+  HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(partner, push ? nullptr : v.data(), push ? 0 : bytes,
+                                             peer->data(), bytes));
+  AverageWithPeer(partner, v, peer->data());
+  return absl::OkStatus();
+}
+
 // One exchange of either handshake (pairwise, push, easgd's with the center), S = 4P bytes each
-// way (push: one way).
+// way (push: one way), and the model's buffers after the parameters (pairwise, push).
 absl::Status GossipStrategy::Exchange(int partner, bool initiator, absl::Span<float> x) {
-  const size_t bytes = x.size() * sizeof(float);
   switch (options_.variant) {
     case GossipVariant::kPairwise:
-      HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(partner, x.data(), bytes, peer_.data(), bytes));
-      AverageWithPeer(partner, x);
-      break;
     case GossipVariant::kPush:
-      if (initiator) {
-        HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(partner, x.data(), bytes, nullptr, 0));
-      } else {
-        HPTRAIN_RETURN_IF_ERROR(channel_->Transfer(partner, nullptr, 0, peer_.data(), bytes));
-        AverageWithPeer(partner, x);
+      HPTRAIN_RETURN_IF_ERROR(Mix(partner, initiator, x, &peer_));
+      if (!buffers_.empty()) {
+        HPTRAIN_RETURN_IF_ERROR(Mix(partner, initiator, buffers_, &peer_buffers_));
       }
       break;
     case GossipVariant::kEasgd:

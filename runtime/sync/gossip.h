@@ -67,6 +67,8 @@ class GossipStrategy : public Strategy {
   absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) override;
   absl::Status Synchronize(int64_t steps_done, absl::Span<float> parameters) override;
   bool models_diverge() const override { return true; }
+  bool exchanges_buffers() const override { return true; }
+  void set_buffers(absl::Span<float> buffers) override { buffers_ = buffers; }
   StrategyStats stats() const override;
 
   // Exchanges this worker took part in (as initiator or target; easgd: with the center).
@@ -84,8 +86,11 @@ class GossipStrategy : public Strategy {
 
  private:
   int PickPeer();
-  // x := (x + peer_) / 2, summed in rank order (partner's rank against ours).
-  void AverageWithPeer(int partner, absl::Span<float> x);
+  // x := (x + peer) / 2, summed in rank order (partner's rank against ours).
+  void AverageWithPeer(int partner, absl::Span<float> x, const float* peer);
+  // pairwise: v and the partner's swapped (`peer` receives it) and both set to their average;
+  // push: the initiator's v goes one way and the target averages it in.
+  absl::Status Mix(int partner, bool initiator, absl::Span<float> v, std::vector<float>* peer);
   absl::Status Elastic(bool due, absl::Span<float> x);
   // The asynchronous handshake's step boundary.
   absl::Status AsyncStep(bool due, absl::Span<float> x);
@@ -106,6 +111,8 @@ class GossipStrategy : public Strategy {
   GossipTrigger trigger_;
   SplitMix64 rng_;
   std::vector<float> peer_;    // the partner's model during an exchange
+  absl::Span<float> buffers_;  // the model's buffers (set_buffers), exchanged with the model
+  std::vector<float> peer_buffers_;
   std::vector<float> center_;  // easgd, rank 0: x̃
   int64_t exchanges_ = 0;
   int64_t steps_ = 0;

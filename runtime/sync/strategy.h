@@ -150,6 +150,13 @@ class Strategy {
   // models differ only briefly between synchronisations (no extra evaluation).
   virtual bool models_diverge() const { return false; }
 
+  // True when the strategy exchanges whole models between workers during training (gossip):
+  // the trainer then hands it the model's buffers (BatchNorm running statistics), flattened,
+  // with set_buffers before every AfterOptimizerStep, and writes them back into the model after
+  // it, so that the buffers travel and are averaged with the parameters (docs/algorithms.md §4e).
+  virtual bool exchanges_buffers() const { return false; }
+  virtual void set_buffers(absl::Span<float> buffers) { (void)buffers; }
+
   // Called once after Init (and after a checkpoint was restored), before the first step, on
   // every rank: the flat parameters (initial, or the checkpoint's), the global step training
   // starts at, and the restored checkpoint's sections (empty when not resuming).

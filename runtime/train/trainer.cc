@@ -89,6 +89,12 @@ class Trainer::Impl {
   absl::Status Evaluation(int epoch, int64_t steps_done, int64_t steps_per_epoch, bool interim,
                           double loss_sum, double loss_count);
   absl::Status AverageBuffers();
+  // The model's buffers as one float vector (model_->buffers() order), and back (times `scale`).
+  void FlattenBuffers(std::vector<float>* flat);
+  absl::Status RestoreBuffers(std::vector<float>& flat, float scale);
+  // The strategy's AfterOptimizerStep, with the model's buffers when it exchanges them
+  // (Strategy::exchanges_buffers).
+  absl::Status AfterOptimizerStep();
   // spec.strategy.averageOptimizerState (hierarchical, docs/algorithms.md §2b (ii)): the
   // optimizer state averaged over the workers at every global sync; otherwise nothing.
   absl::Status AverageOptimizerStateIfAsked();
@@ -127,6 +133,7 @@ class Trainer::Impl {
   std::unique_ptr<Model> model_;
   std::vector<torch::Tensor> params_;
   torch::Tensor flat_params_;  // every parameter is a view into this buffer
+  std::vector<float> flat_buffers_;  // the buffers handed to the strategy (exchanges_buffers)
   std::unique_ptr<comm::BucketedReducer> reducer_;
   std::unique_ptr<sync::Strategy> strategy_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -376,7 +383,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
     // The strategies that exchange models after the step (localsgd, multistep, hierarchical,
     // gossip) wait for it with nothing to overlap: communication, all of it exposed.
     const auto after_start = Clock::now();
-    HPTRAIN_RETURN_IF_ERROR(strategy_->AfterOptimizerStep(step_info_, FlatParameters()));
+    HPTRAIN_RETURN_IF_ERROR(AfterOptimizerStep());
     const double after_seconds = Since(after_start);
     comm_seconds += after_seconds;
     exposed_seconds += after_seconds;
@@ -419,25 +426,42 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   return absl::OkStatus();
 }
 
-absl::Status Trainer::Impl::AverageBuffers() {
-  std::vector<torch::Tensor> buffers = model_->buffers();
-  if (buffers.empty() || comm_->size() == 1) return absl::OkStatus();
-  std::vector<float> flat;
-  for (const auto& b : buffers) {
+void Trainer::Impl::FlattenBuffers(std::vector<float>* flat) {
+  flat->clear();
+  for (const auto& b : model_->buffers()) {
     torch::Tensor c = b.to(torch::kFloat32).contiguous();
-    flat.insert(flat.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+    flat->insert(flat->end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
   }
-  HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(flat.data(), flat.size()), "averaging buffers");
-  const float inv = 1.0f / static_cast<float>(comm_->size());
+}
+
+absl::Status Trainer::Impl::RestoreBuffers(std::vector<float>& flat, float scale) {
   size_t offset = 0;
   return TorchCall("restoring buffers", [&] {
     torch::NoGradGuard no_grad;
-    for (auto& b : buffers) {
+    for (auto& b : model_->buffers()) {
       torch::Tensor src = torch::from_blob(flat.data() + offset, b.sizes(), torch::kFloat32);
-      b.copy_(src * inv);
+      b.copy_(scale == 1.0f ? src : src * scale);
       offset += b.numel();
     }
   });
+}
+
+absl::Status Trainer::Impl::AverageBuffers() {
+  if (model_->buffers().empty() || comm_->size() == 1) return absl::OkStatus();
+  std::vector<float> flat;
+  FlattenBuffers(&flat);
+  HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(flat.data(), flat.size()), "averaging buffers");
+  return RestoreBuffers(flat, 1.0f / static_cast<float>(comm_->size()));
+}
+
+absl::Status Trainer::Impl::AfterOptimizerStep() {
+  const bool buffers = strategy_->exchanges_buffers() && !model_->buffers().empty();
+  if (buffers) {
+    FlattenBuffers(&flat_buffers_);
+    strategy_->set_buffers(absl::MakeSpan(flat_buffers_));
+  }
+  HPTRAIN_RETURN_IF_ERROR(strategy_->AfterOptimizerStep(step_info_, FlatParameters()));
+  return buffers ? RestoreBuffers(flat_buffers_, 1.0f) : absl::OkStatus();
 }
 
 absl::Status Trainer::Impl::AverageOptimizerStateIfAsked() {
@@ -568,11 +592,7 @@ absl::Status Trainer::Impl::SaveCheckpointIfDue(bool force, int epoch,
   checkpoint.optimizer_steps = optimizer_->steps();
   const float* p = flat_params_.data_ptr<float>();
   checkpoint.sections["params"].assign(p, p + flat_params_.numel());
-  std::vector<float>& buffers = checkpoint.sections["buffers"];
-  for (const auto& b : model_->buffers()) {
-    torch::Tensor c = b.to(torch::kFloat32).contiguous();
-    buffers.insert(buffers.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-  }
+  FlattenBuffers(&checkpoint.sections["buffers"]);
   for (const auto& [name, state] : optimizer_->state()) checkpoint.sections[name] = *state;
   HPTRAIN_RETURN_IF_ERROR(strategy_->SaveState(global_step_, &checkpoint.sections),
                           "strategy ", strategy_->name());
@@ -600,14 +620,7 @@ absl::Status Trainer::Impl::RestoreCheckpoint() {
   auto buffers = model_->buffers();
   for (const auto& b : buffers) buffer_total += b.numel();
   HPTRAIN_RETURN_IF_ERROR(check("buffers", buffer_total));
-  size_t offset = 0;
-  HPTRAIN_RETURN_IF_ERROR(TorchCall("restoring buffers", [&] {
-    torch::NoGradGuard no_grad;
-    for (auto& b : buffers) {
-      b.copy_(torch::from_blob(c.sections["buffers"].data() + offset, b.sizes(), torch::kFloat32));
-      offset += b.numel();
-    }
-  }));
+  HPTRAIN_RETURN_IF_ERROR(RestoreBuffers(c.sections["buffers"], 1.0f));
   for (auto& [name, state] : optimizer_->state()) {
     HPTRAIN_RETURN_IF_ERROR(check(name, state->size()));
     *state = c.sections[name];

@@ -119,6 +119,7 @@ GossipOptions Options(double threshold, int64_t max_interval,
 struct Outcome {
   std::vector<std::vector<std::pair<int, std::vector<float>>>> exchanges;  // [rank]: (partner, x)
   std::vector<std::vector<float>> initial, final;                          // [rank]
+  std::vector<std::vector<float>> final_buffers;                           // [rank]
   std::vector<std::vector<double>> updates;  // [rank]: Σ of its local updates, fp64
   std::vector<int64_t> counted, payload_sent, payload_received, control_sent;
   std::vector<std::string> errors;
@@ -136,6 +137,7 @@ struct Plan {
   int stall_rank = -1, stall_at = 0;
   std::function<bool()> stall_until;
   int stop_rank = -1, stop_at = 0;
+  size_t buffers = 0;  // each rank's buffers (set_buffers): `buffers` values of rank + 1
   // The job's communicator over a rank's loopback transport (default: the flat one).
   std::function<std::unique_ptr<comm::Communicator>(std::unique_ptr<comm::Transport>)> make_comm =
       [](std::unique_ptr<comm::Transport> t) -> std::unique_ptr<comm::Communicator> {
@@ -150,6 +152,7 @@ Outcome Drive(const GossipOptions& options, const Plan& plan) {
   run.exchanges.resize(w);
   run.initial.resize(w);
   run.final.resize(w);
+  run.final_buffers.resize(w);
   run.updates.assign(w, std::vector<double>(plan.n, 0.0));
   run.counted.resize(w);
   run.payload_sent.resize(w);
@@ -169,7 +172,9 @@ Outcome Drive(const GossipOptions& options, const Plan& plan) {
       std::vector<float> x(plan.n);
       for (float& v : x) v = static_cast<float>(rng.Symmetric());
       run.initial[r] = x;
+      std::vector<float> buffers(plan.buffers, static_cast<float>(r + 1));
       absl::Status status = strategy.Start(absl::MakeSpan(x), 0, {});
+      if (!buffers.empty()) strategy.set_buffers(absl::MakeSpan(buffers));
       for (int step = 0; step < plan.steps && status.ok(); ++step) {
         if (r == plan.stop_rank && step == plan.stop_at) return;
         if (r == plan.stall_rank && step == plan.stall_at) {
@@ -186,6 +191,7 @@ Outcome Drive(const GossipOptions& options, const Plan& plan) {
       }
       if (status.ok()) status = strategy.Synchronize(plan.steps, absl::MakeSpan(x));
       run.final[r] = x;
+      run.final_buffers[r] = buffers;
       run.errors[r] = std::string(status.message());
       run.counted[r] = strategy.exchanges();
       run.payload_sent[r] = strategy.counters()->payload_sent.load();
@@ -254,6 +260,33 @@ TEST(AsyncGossip, PayloadBytesAreTheModelEachWayPerExchange) {
   const int64_t quiesce = plan.world * (plan.world - 1);
   EXPECT_GE(control, 16 * (exchanges + quiesce));
   EXPECT_LE(control, 16 * (exchanges + exchanges / 2 + quiesce));
+}
+
+// The model's buffers (BatchNorm statistics, set_buffers) travel after the parameters and are
+// averaged the same way: their sum over the workers is kept, and each exchange moves them too.
+TEST(AsyncGossip, BuffersTravelWithTheModel) {
+  Plan plan;
+  plan.n = 64;
+  plan.buffers = 10;
+  const Outcome run = Drive(Options(0.0, 64), plan);
+  const int64_t s = static_cast<int64_t>((plan.n + plan.buffers) * sizeof(float));
+  int64_t exchanges = 0;
+  for (int r = 0; r < plan.world; ++r) {
+    ASSERT_EQ(run.errors[r], "") << "rank " << r;
+    EXPECT_EQ(run.payload_sent[r], s * run.counted[r]) << "rank " << r;
+    exchanges += run.counted[r];
+  }
+  ASSERT_GT(exchanges, 0);
+  bool mixed = false;
+  for (size_t i = 0; i < plan.buffers; ++i) {
+    double sum = 0;
+    for (int r = 0; r < plan.world; ++r) {
+      sum += run.final_buffers[r][i];
+      mixed = mixed || run.final_buffers[r][i] != static_cast<float>(r + 1);
+    }
+    EXPECT_NEAR(sum, plan.world * (plan.world + 1) / 2.0, 1e-4) << "i " << i;
+  }
+  EXPECT_TRUE(mixed);
 }
 
 // θ = ∞, T_max = ∞: no model moves; only the Synchronize's quiesce messages are sent.
