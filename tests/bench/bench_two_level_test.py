@@ -20,27 +20,15 @@ import report  # noqa: E402
 import runner  # noqa: E402
 import systems  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fakes import expect, fail  # noqa: E402
+import fakes  # noqa: E402
+
 BUILT = ["ssgd", "quantized", "hierarchical", "localsgd"]
 
 
-def fail(msg):
-    print(f"FAIL: {msg}")
-    sys.exit(1)
-
-
-def expect(cond, msg):
-    if not cond:
-        fail(msg)
-
-
-class FakeCluster:
-    hosts = 3
-
-    def exec_prefix(self, i):
-        return ["ip", "netns", "exec", f"hpbx-h{i}"]
-
-    def address(self, i):
-        return f"10.90.0.{i + 1}"
+def FakeCluster():
+    return fakes.FakeCluster(3)
 
 
 def placement():
