@@ -29,15 +29,9 @@ std::string FormatPercent(double fraction) {
 // " worker_accuracy min 80.10% mean 82.00% max 84.00%", or "" without accuracies.
 std::string FormatWorkerAccuracies(const std::vector<double>& accuracies) {
   if (accuracies.empty()) return "";
-  double low = accuracies.front(), high = accuracies.front(), sum = 0;
-  for (double a : accuracies) {
-    low = std::min(low, a);
-    high = std::max(high, a);
-    sum += a;
-  }
-  return absl::StrCat(" worker_accuracy min ", FormatPercent(low), " mean ",
-                      FormatPercent(sum / static_cast<double>(accuracies.size())), " max ",
-                      FormatPercent(high));
+  const AccuracySpread spread = SpreadOf(accuracies);
+  return absl::StrCat(" worker_accuracy min ", FormatPercent(spread.min), " mean ",
+                      FormatPercent(spread.mean), " max ", FormatPercent(spread.max));
 }
 
 std::string EpochOf(int epoch, int epochs) {

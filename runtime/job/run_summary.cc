@@ -110,15 +110,10 @@ absl::Status ReadWorkerAccuracies(const Json& object, const std::string& where,
 
 // {"min", "max", "mean", "ranks"} of non-empty `accuracies`.
 Json WorkerAccuraciesJson(const WorkerAccuracies& accuracies) {
-  double low = accuracies.front(), high = accuracies.front(), sum = 0;
-  for (double a : accuracies) {
-    low = std::min(low, a);
-    high = std::max(high, a);
-    sum += a;
-  }
-  return Json{{"min", low},
-              {"max", high},
-              {"mean", sum / static_cast<double>(accuracies.size())},
+  const AccuracySpread spread = SpreadOf(accuracies);
+  return Json{{"min", spread.min},
+              {"max", spread.max},
+              {"mean", spread.mean},
               {"ranks", accuracies}};
 }
 
@@ -209,6 +204,18 @@ absl::Status ReadSummary(const Json& root, RunSummary* out) {
 }
 
 }  // namespace
+
+AccuracySpread SpreadOf(const WorkerAccuracies& accuracies) {
+  AccuracySpread spread{accuracies.front(), accuracies.front(), 0};
+  double sum = 0;
+  for (double a : accuracies) {
+    spread.min = std::min(spread.min, a);
+    spread.max = std::max(spread.max, a);
+    sum += a;
+  }
+  spread.mean = sum / static_cast<double>(accuracies.size());
+  return spread;
+}
 
 std::string RunSummaryToJson(const RunSummary& summary) {
   // nlohmann writes NaN and infinities as null; RunSummaryFromJson reads null back as NaN.

@@ -40,6 +40,15 @@ namespace hptrain::job {
 // Each worker's own test accuracy, by rank (SPREAD above); empty when not measured.
 using WorkerAccuracies = std::vector<double>;
 
+// The lowest, highest and mean of non-empty WorkerAccuracies (the SPREAD above, and the
+// console's "worker_accuracy" line).
+struct AccuracySpread {
+  double min = 0;
+  double max = 0;
+  double mean = 0;
+};
+AccuracySpread SpreadOf(const WorkerAccuracies& accuracies);
+
 struct FinalMetrics {
   double test_accuracy = 0.0;  // fraction in [0, 1]
   double test_loss = 0.0;

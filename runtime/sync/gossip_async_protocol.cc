@@ -49,17 +49,21 @@ absl::Status AsyncGossipProtocol::Serve(int requester, const Exchange& exchange)
   return absl::OkStatus();
 }
 
+absl::Status AsyncGossipProtocol::ServeQueue(size_t count, const Exchange& exchange) {
+  for (; count > 0 && !queue_.empty(); --count) {
+    const int requester = queue_.front();
+    queue_.pop_front();
+    HPTRAIN_RETURN_IF_ERROR(Serve(requester, exchange));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status AsyncGossipProtocol::Boundary(const Pick& pick, const Exchange& exchange) {
   partners_.clear();
   while (auto message = channel_->Next(milliseconds(0))) {
     HPTRAIN_RETURN_IF_ERROR(Take(*message));
   }
-  while (!queue_.empty()) {
-    const int requester = queue_.front();
-    queue_.pop_front();
-    HPTRAIN_RETURN_IF_ERROR(Serve(requester, exchange));
-    if (!serve_all_) break;
-  }
+  HPTRAIN_RETURN_IF_ERROR(ServeQueue(serve_all_ ? queue_.size() : 1, exchange));
   if (!partners_.empty()) return absl::OkStatus();
   const int target = pick();
   if (target < 0) return absl::OkStatus();
@@ -128,11 +132,7 @@ absl::Status AsyncGossipProtocol::Quiesce(const Exchange& exchange) {
     if (peer != me) HPTRAIN_RETURN_IF_ERROR(channel_->Post(peer, kQuiesce, round_));
   }
   for (;;) {
-    while (!queue_.empty()) {
-      const int requester = queue_.front();
-      queue_.pop_front();
-      HPTRAIN_RETURN_IF_ERROR(Serve(requester, exchange));
-    }
+    HPTRAIN_RETURN_IF_ERROR(ServeQueue(queue_.size(), exchange));
     bool everyone = true;
     for (int peer = 0; peer < n; ++peer) {
       if (peer == me || quiesced_[peer] > 0) continue;

@@ -68,6 +68,8 @@ class AsyncGossipProtocol {
   // Takes a message in: REQUEST joins the queue (or is the crossing, see Wait), QUIESCE counts.
   absl::Status Take(const comm::P2pMessage& message);
   absl::Status Serve(int requester, const Exchange& exchange);
+  // Serves the oldest `count` queued requests (fewer when the queue is shorter).
+  absl::Status ServeQueue(size_t count, const Exchange& exchange);
   absl::Status Wait(int target, const Exchange& exchange);
   bool Queued(int rank) const;
   void Unqueue(int rank);
