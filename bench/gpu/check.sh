@@ -5,6 +5,8 @@
 #
 #   bench/gpu/check.sh [BUILD_DIR=build] [OUT_DIR=BUILD_DIR/gpu-check]
 #
+# On the GPU machine BUILD_DIR is build-gpu (bench/gpu/build.sh; bench/gpu/run.sh calls this).
+#
 # BUILD_DIR is a build configured with -DHPTRAIN_CUDA=ON (tests in BUILD_DIR/tests, programs in
 # BUILD_DIR/bin). Logs and the benchmark's JSON go to OUT_DIR; a summary is printed last. Exit
 # status: 0 when every test passed and every check verified, 1 otherwise, 2 without a GPU.
@@ -12,6 +14,9 @@ set -uo pipefail
 build=${1:-build}
 out=${2:-$build/gpu-check}
 mkdir -p "$out"
+# A build from bench/gpu/build.sh records where its libraries are (the carried prefix, NCCL).
+# shellcheck source=/dev/null
+[[ -f $build/env.sh ]] && source "$build/env.sh"
 
 if ! nvidia-smi -L >"$out/gpu.txt" 2>&1; then
   echo "gpu-check: no NVIDIA GPU here (nvidia-smi -L failed: $(head -1 "$out/gpu.txt"))" >&2

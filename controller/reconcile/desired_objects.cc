@@ -291,6 +291,7 @@ absl::StatusOr<DesiredObjects> BuildDesiredObjects(const ParsedJob& job, absl::s
       PodSettings w = CommonSettings(job, restart_generation, default_image, volumes);
       FinishSettings(job, kRoleWorker, rank, group.name, &w);
       if (resume) w.env.emplace_back(kResumeEnv, "1");
+      if (job.spec.device == "cuda") w.default_limits[kGpuResource] = "1";
       absl::StatusOr<Json> pod = BuildPodFromTemplate(job.worker_templates[g], w);
       if (!pod.ok()) {
         return absl::Status(pod.status().code(),

@@ -40,7 +40,12 @@
 //     neither cpu nor memory (a GPU-only template keeps its GPUs beside them), so that no pod
 //     runs BestEffort;
 //   * the default image (RuntimeImage) when the main container names none, then also its pull
-//     policy and pull secrets.
+//     policy and pull secrets;
+//   * with spec.device cuda, one GPU per worker: limits nvidia.com/gpu "1" on the worker
+//     container, unless its template names nvidia.com/gpu in requests or limits (the template's
+//     count wins, 0 included). The NVIDIA device plugin must advertise the resource
+//     (charts/hptrain/README.md). device auto and cpu add nothing: an auto worker uses what its
+//     pod was given. The ps pods never get a GPU.
 // Checkpoints: with spec.checkpoint.volume, a volume "hptrain-checkpoint" of that source is
 // mounted at the directory of spec.checkpoint.path in every ps and worker pod. Without it, that
 // directory and spec.collect.path's, when outside /tmp, get an emptyDir instead (the root
@@ -87,6 +92,8 @@ inline constexpr char kCollectVolumeName[] = "hptrain-collect";
 inline constexpr char kResumeEnv[] = "HPTRAIN_RESUME";
 inline constexpr char kTlsVolumeName[] = "hptrain-tls";
 inline constexpr char kTlsPath[] = "/etc/hptrain/tls";
+// The NVIDIA device plugin's extended resource; one per worker of a cuda job.
+inline constexpr char kGpuResource[] = "nvidia.com/gpu";
 
 struct DesiredObjects {
   Json secret;

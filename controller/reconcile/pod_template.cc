@@ -136,6 +136,34 @@ absl::Status DefaultResources(const Json& defaults, Json* container, absl::strin
   return absl::OkStatus();
 }
 
+// Each resource of `defaults` in the container's limits, unless the template names it in its
+// requests or limits. Limits alone: Kubernetes takes an extended resource's request from its
+// limit, and refuses a request that differs from it.
+absl::Status DefaultLimits(const Json& defaults, Json* container, absl::string_view path) {
+  if (defaults.empty()) return absl::OkStatus();
+  const std::string resources_path = absl::StrCat(path, ".resources");
+  Json& resources = (*container)["resources"];
+  if (resources.is_null()) resources = Json::object();
+  if (!resources.is_object()) return Invalid(resources_path, "must be a map");
+  for (const char* section : {"requests", "limits"}) {
+    const Json* quantities = Find(resources, {section});
+    if (quantities != nullptr && !quantities->is_null() && !quantities->is_object()) {
+      return Invalid(absl::StrCat(resources_path, ".", section), "must be a map");
+    }
+  }
+  for (const auto& [name, quantity] : defaults.items()) {
+    auto names = [&](const char* section) {
+      const Json* quantities = Find(resources, {section});
+      return quantities != nullptr && quantities->is_object() && quantities->contains(name);
+    };
+    if (names("requests") || names("limits")) continue;
+    Json& limits = resources["limits"];
+    if (limits.is_null()) limits = Json::object();
+    limits[name] = quantity;
+  }
+  return absl::OkStatus();
+}
+
 // What merging the main container decided for the pod around it.
 struct MainContainerResult {
   bool default_image = false;             // the image came from PodSettings::default_image
@@ -210,6 +238,7 @@ absl::Status MergeContainer(const PodSettings& s, Json* container, absl::string_
     (*container)["livenessProbe"] = s.liveness_probe;
   }
   HPTRAIN_RETURN_IF_ERROR(DefaultResources(s.resources, container, path));
+  HPTRAIN_RETURN_IF_ERROR(DefaultLimits(s.default_limits, container, path));
 
   Json security = s.container_security_context;
   for (const auto& [key, value] : s.main_security_context.items()) security[key] = value;

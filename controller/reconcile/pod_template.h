@@ -21,6 +21,9 @@
 //   * readiness and liveness probes on the main container, unless it has its own;
 //   * the main container's resources, when the template names neither cpu nor memory in them
 //     (requests or limits); other resources it names, such as nvidia.com/gpu, are kept beside;
+//   * the main container's extended-resource limits (PodSettings::default_limits, e.g.
+//     nvidia.com/gpu: "1"), each unless the template names that resource in its requests or
+//     limits (a template's count wins, 0 included);
 //   * securityContext keys, one by one: the pod's, every container's (init containers
 //     included: the pod is judged by all of them) and the main container's. Two combinations
 //     the API server or the kubelet refuse are avoided: allowPrivilegeEscalation: false is not
@@ -90,6 +93,9 @@ struct PodSettings {
   Json liveness_probe;                // the main container's livenessProbe; null = none added
   // The main container's resources when the template names neither cpu nor memory; null = none.
   Json resources;
+  // {resource: quantity} added to the main container's resources.limits, each unless the
+  // template names that resource in requests or limits; empty = none.
+  Json default_limits = Json::object();
   Json pod_security_context = Json::object();        // defaults of the pod's securityContext
   Json container_security_context = Json::object();  // ... of every container's
   Json main_security_context = Json::object();       // ... of the main container's, in addition

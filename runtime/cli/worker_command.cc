@@ -23,10 +23,14 @@
 #include "runtime/base/status.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
+#include "runtime/cli/worker_device.h"
 #include "runtime/cli/worker_metrics.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/topology.h"
 #include "runtime/comm/gloo/gloo_transport.h"
+#ifdef HPTRAIN_HAVE_NCCL
+#include "runtime/comm/nccl/nccl_communicator.h"
+#endif
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_validate.h"
 #include "runtime/metrics/http_server.h"
@@ -58,6 +62,7 @@ struct WorkerFlags {
   int rendezvous_timeout_s = 120;
   bool resume = false;
   int workers_on_host = 1;  // a pod holds one worker; `hptrain run` passes the world size
+  int local_rank = -1;      // index among the host's workers; -1: rank mod workers_on_host
   std::string tls_dir;      // spec.security.tls: ca.crt, tls.crt, tls.key
 };
 
@@ -176,6 +181,26 @@ absl::Status RunWorker(const WorkerFlags& flags) {
   HPTRAIN_RETURN_IF_ERROR(client.Register(registration).status());
   HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::Allocation allocation, client.GetAllocation());
 
+  // Where this worker trains, and the check that every worker of the job chose alike.
+#ifdef HPTRAIN_HAVE_NCCL
+  constexpr bool kNcclBuilt = true;
+#else
+  constexpr bool kNcclBuilt = false;
+#endif
+  const int local_rank =
+      flags.local_rank >= 0 ? flags.local_rank : flags.rank % flags.workers_on_host;
+  HPTRAIN_ASSIGN_OR_RETURN(
+      WorkerDevice device,
+      ChooseWorkerDevice(spec, local_rank, flags.workers_on_host, train::VisibleCudaDevices(),
+                         kNcclBuilt));
+  HPTRAIN_RETURN_IF_ERROR(CheckSameDevice(client, flags.rank, world, device,
+                                          std::chrono::seconds(flags.rendezvous_timeout_s)));
+  if (device.kind == "cuda") {
+    std::fprintf(stderr, "hptrain worker %d: training on %s, exchanging over %s\n", flags.rank,
+                 device.device.c_str(), device.backend.c_str());
+    worker_metrics.EnableGpu(device.cuda_index);
+  }
+
   comm::GlooOptions gloo;
   gloo.bind_host = flags.bind_host;
   gloo.timeout = std::chrono::seconds(flags.rendezvous_timeout_s);
@@ -196,6 +221,19 @@ absl::Status RunWorker(const WorkerFlags& flags) {
   HPTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> job_communicator,
                            sync::MakeJobCommunicator(spec, std::move(transport), named));
   comm::Communicator& communicator = *job_communicator;
+  // The gradients' communicator on nccl (device buffers); Gloo keeps everything else.
+  std::unique_ptr<comm::Communicator> device_communicator;
+  if (device.backend == "nccl") {
+#ifdef HPTRAIN_HAVE_NCCL
+    auto nccl = comm::NcclCommunicator::Create(client, flags.rank, world, device.cuda_index,
+                                               gloo.timeout, "nccl");
+    if (!nccl.ok()) return Annotate(nccl.status(), "spec.communicator.backend: nccl");
+    device_communicator = *std::move(nccl);
+#else
+    return absl::FailedPreconditionError(
+        "spec.communicator.backend: nccl, but this build has no NCCL");
+#endif
+  }
   std::unique_ptr<ps::PsClient> ps_client;
   if (job::UsesParameterServer(spec.strategy.type)) {
     HPTRAIN_ASSIGN_OR_RETURN(
@@ -204,10 +242,12 @@ absl::Status RunWorker(const WorkerFlags& flags) {
   }
   // Everything this worker put on and took off the network: collectives and the PS.
   auto bytes_sent = [&] {
-    return communicator.bytes_sent() + (ps_client ? ps_client->bytes_sent() : 0);
+    return communicator.bytes_sent() + (ps_client ? ps_client->bytes_sent() : 0) +
+           (device_communicator ? device_communicator->bytes_sent() : 0);
   };
   auto bytes_received = [&] {
-    return communicator.bytes_received() + (ps_client ? ps_client->bytes_received() : 0);
+    return communicator.bytes_received() + (ps_client ? ps_client->bytes_received() : 0) +
+           (device_communicator ? device_communicator->bytes_received() : 0);
   };
 
   Heartbeat heartbeat(client, flags.rank);
@@ -217,6 +257,9 @@ absl::Status RunWorker(const WorkerFlags& flags) {
   options.resume = flags.resume;
   options.workers_on_host = flags.workers_on_host;
   options.ps = ps_client.get();
+  options.device = device.device;
+  options.device_comm = device_communicator.get();
+  options.device_path_on_cpu = spec.testing.device_path;
 
   auto last_report = Clock::now() - std::chrono::seconds(1);
   double compute_total = 0, comm_total = 0, exposed_total = 0, train_total = 0;
@@ -348,6 +391,9 @@ int WorkerCommand(int argc, char** argv) {
           "seconds to wait for all workers to join, and for one collective (default 120)");
   set.Bool("resume", &flags.resume,
            "continue from spec.checkpoint.path if it exists [$HPTRAIN_RESUME: 1 or true]");
+  set.Int("local-rank", &flags.local_rank, "HPTRAIN_LOCAL_RANK",
+          "this worker's index among its host's workers, which picks its GPU (default: rank "
+          "mod --workers-on-host)");
   set.Int("workers-on-host", &flags.workers_on_host, "HPTRAIN_WORKERS_ON_HOST",
           "workers of the job sharing this host's CPUs, among which spec.threads 0 divides the "
           "CPU quota or cores (default 1, as in a pod)");

@@ -1,6 +1,10 @@
 #include "runtime/cli/worker_metrics.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <utility>
 
 namespace hptrain::cli {
 
@@ -93,6 +97,14 @@ void WorkerMetrics::OnStep(const train::StepStats& stats, int64_t bytes_sent,
   train_loss_->Set(stats.train_loss);
   step_->Set(static_cast<double>(stats.step));
   epoch_->Set(stats.epoch);
+  if (gpu_ != nullptr) {
+    absl::Status read = gpu_->RefreshIfDue(std::chrono::steady_clock::now());
+    if (!read.ok() && !gpu_reported_) {
+      gpu_reported_ = true;
+      std::fprintf(stderr, "hptrain worker: GPU metrics keep their last values: %s\n",
+                   std::string(read.message()).c_str());
+    }
+  }
 }
 
 void WorkerMetrics::OnNodeBytes(int64_t intra_sent, int64_t intra_received, int64_t inter_sent,
@@ -123,6 +135,27 @@ void WorkerMetrics::SetTorchThreads(int threads) { torch_threads_->Set(threads);
 
 void WorkerMetrics::SetResumedFromStep(int64_t step) {
   resumed_from_step_->Set(static_cast<double>(step));
+}
+
+bool WorkerMetrics::EnableGpu(int device_index) {
+  return EnableGpu(device_index, metrics::LoadNvml());
+}
+
+bool WorkerMetrics::EnableGpu(int device_index, const absl::StatusOr<metrics::NvmlApi>& nvml) {
+  if (gpu_ != nullptr) return true;
+  absl::StatusOr<std::unique_ptr<metrics::GpuMetrics>> gpu =
+      nvml.ok() ? metrics::GpuMetrics::Create(registry_, device_index, *nvml)
+                : absl::StatusOr<std::unique_ptr<metrics::GpuMetrics>>(nvml.status());
+  if (!gpu.ok()) {
+    if (!gpu_reported_) {
+      gpu_reported_ = true;
+      std::fprintf(stderr, "hptrain worker: GPU metrics not exported: %s\n",
+                   std::string(gpu.status().message()).c_str());
+    }
+    return false;
+  }
+  gpu_ = *std::move(gpu);
+  return true;
 }
 
 }  // namespace hptrain::cli

@@ -4,7 +4,10 @@
 #define HPTRAIN_RUNTIME_CLI_WORKER_METRICS_H_
 
 #include <cstdint>
+#include <memory>
 
+#include "absl/status/statusor.h"
+#include "runtime/metrics/gpu_metrics.h"
 #include "runtime/metrics/registry.h"
 #include "runtime/train/trainer.h"
 
@@ -25,6 +28,14 @@ class WorkerMetrics {
   void SetTorchThreads(int threads);
   // The global step a resumed worker continued from (-1 until then, and for a fresh start).
   void SetResumedFromStep(int64_t step);
+  // Exports hptrain_gpu_utilization_ratio, hptrain_gpu_memory_used_bytes and
+  // hptrain_gpu_memory_total_bytes for CUDA device `device_index` (runtime/metrics/gpu_metrics.h),
+  // read from NVML now and then from OnStep, at most once a second. Call it once the worker
+  // trains on cuda. Without NVML (no driver libraries, no such device) nothing is exported and
+  // one line on stderr says why; training goes on. Returns whether the gauges are exported.
+  bool EnableGpu(int device_index);
+  // The same with a given NVML: LoadNvml()'s result, or a fake in tests.
+  bool EnableGpu(int device_index, const absl::StatusOr<metrics::NvmlApi>& nvml);
 
  private:
   metrics::Histogram* step_seconds_;
@@ -58,6 +69,8 @@ class WorkerMetrics {
   int64_t last_received_ = 0;
   metrics::Counter* node_bytes_[4];  // intra sent, intra received, inter sent, inter received
   int64_t last_node_bytes_[4] = {0, 0, 0, 0};
+  std::unique_ptr<metrics::GpuMetrics> gpu_;  // null until EnableGpu succeeds
+  bool gpu_reported_ = false;                 // a line about the GPU metrics was printed
 };
 
 }  // namespace hptrain::cli

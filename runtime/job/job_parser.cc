@@ -435,6 +435,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   r.Read("evalEverySteps", &spec->eval_every_steps);
   r.Read("seed", &spec->seed);
   r.Read("device", &spec->device);
+  r.Read("deterministic", &spec->deterministic);
   r.Read("threads", &spec->threads);
   r.Read("bucketMiB", &spec->bucket_mib);
   YAML::Node worker_groups = r.Child("workerGroups");
@@ -471,6 +472,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   MapReader cm(communicator, "spec.communicator");
   cm.Read("hierarchical", &spec->communicator.hierarchical);
   cm.Read("compressInterNodeOnly", &spec->communicator.compress_inter_node_only);
+  cm.Read("backend", &spec->communicator.backend);
   HPTRAIN_RETURN_IF_ERROR(cm.Finish());
 
   MapReader p(ps, "spec.ps");
@@ -523,6 +525,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   t.Read("slowdown", &spec->testing.slowdown);
   t.Read("slowdownFile", &spec->testing.slowdown_file);
   t.Read("slowdownWindow", &spec->testing.slowdown_window);
+  t.Read("devicePath", &spec->testing.device_path);
   return t.Finish();
 }
 

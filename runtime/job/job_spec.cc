@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
 namespace hptrain::job {
 
 int JobSpec::WorldSize() const {
@@ -50,6 +53,55 @@ std::vector<int> JobSpec::InitialAllocation() const {
     }
   }
   return allocation;
+}
+
+std::string ResolveDevice(const JobSpec& spec, bool gpu_visible) {
+  if (spec.device == "cuda") return "cuda";
+  if (spec.device != "auto") return "cpu";
+  // The priority scheduler runs on host buffers only; ValidateJob refuses it with device cuda.
+  if (spec.scheduler.type == "priority") return "cpu";
+  return gpu_visible ? "cuda" : "cpu";
+}
+
+bool ExchangesOnDevice(const std::string& strategy_type) { return strategy_type == "ssgd"; }
+
+absl::StatusOr<std::string> ResolveBackend(const JobSpec& spec, const std::string& device,
+                                           bool nccl_built, bool one_gpu_per_worker) {
+  const std::string& backend = spec.communicator.backend;
+  const std::string& strategy = spec.strategy.type;
+  const bool on_cuda = device == "cuda";
+  if (backend == "gloo") return std::string("gloo");
+  if (backend == "auto") {
+    const bool nccl = on_cuda && nccl_built && one_gpu_per_worker &&
+                      ExchangesOnDevice(strategy) && !spec.communicator.hierarchical;
+    return std::string(nccl ? "nccl" : "gloo");
+  }
+  auto invalid = [](const auto&... reason) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.communicator.backend: ", reason...));
+  };
+  if (backend != "nccl") {
+    return invalid("unknown backend \"", backend, "\" (expected one of auto, gloo, nccl)");
+  }
+  if (!on_cuda) {
+    return invalid("nccl needs the workers on cuda, but they run on ", device,
+                   " (spec.device: ", spec.device, ")");
+  }
+  if (!nccl_built) {
+    return invalid("nccl is not available: this build has no NCCL (use gloo or auto)");
+  }
+  if (!one_gpu_per_worker) {
+    return invalid("nccl needs a GPU of its own for every worker, but workers share a GPU (use "
+                   "gloo or auto)");
+  }
+  if (!ExchangesOnDevice(strategy)) {
+    return invalid("nccl does not carry strategy ", strategy,
+                   ", which exchanges through host memory (use gloo or auto)");
+  }
+  if (spec.communicator.hierarchical) {
+    return invalid("nccl cannot run spec.communicator.hierarchical, whose all-reduce runs over "
+                   "Gloo's transport (use gloo or auto)");
+  }
+  return std::string("nccl");
 }
 
 }  // namespace hptrain::job

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+
 namespace hptrain::job {
 
 struct ModelSpec {
@@ -200,6 +202,9 @@ struct TestingSpec {
   std::vector<double> slowdown;
   std::string slowdown_file;
   int slowdown_window = 1;
+  // Trains a cpu job through the GPU code path (device buffers, host staging, the tensor
+  // optimizer) with CPU tensors, so machines without a GPU test that path.
+  bool device_path = false;
 };
 
 // The priority scheduler's defaults for all-reduce (docs/algorithms.md §3b).
@@ -245,6 +250,7 @@ struct TopologySpec {
 struct CommunicatorSpec {
   bool hierarchical = false;              // intra-node, then leaders, then intra-node broadcast
   bool compress_inter_node_only = false;  // compressed all-reduces: encode only between nodes
+  std::string backend = "auto";           // auto | gloo | nccl (see ResolveBackend)
 };
 
 struct JobSpec {
@@ -262,7 +268,8 @@ struct JobSpec {
   int64_t max_steps = 0;          // stop after this many global steps; 0 = run all epochs
   int64_t eval_every_steps = 0;   // also evaluate every this many global steps; 0 = epoch ends
   uint64_t seed = 42;
-  std::string device = "cpu";     // cpu | cuda
+  std::string device = "auto";    // cpu | cuda | auto (see ResolveDevice)
+  bool deterministic = false;     // cuda: deterministic cuDNN algorithms, no autotuning
   int threads = 0;                // torch intra-op threads per worker; 0 = cores / workers
   int bucket_mib = 25;            // gradient bucket size for the communicator, MiB
   std::vector<WorkerGroupSpec> worker_groups;
@@ -288,6 +295,35 @@ struct JobSpec {
   // global batch by largest remainder (lower ranks get the extra samples).
   std::vector<int> InitialAllocation() const;
 };
+
+// The device a worker of `spec` trains on, "cpu" or "cuda", given whether the worker sees a GPU
+// (`gpu_visible`). spec.device cpu and cuda are taken as written (cuda without a GPU is the
+// trainer's error, not a silent fall-back); auto is cuda when a GPU is visible and the job uses
+// nothing that cuda does not support yet (spec.scheduler.type priority, which ValidateJob refuses
+// with an explicit cuda), else cpu. The workers of one job must all resolve to the same device:
+// the trainer checks that at start. Pure.
+std::string ResolveDevice(const JobSpec& spec, bool gpu_visible);
+
+// True for the strategies whose gradient exchange runs on device buffers on cuda, the ones NCCL
+// can carry: today only ssgd (its buckets are all-reduced where backward left them). Every other
+// strategy stages through host memory (encoders, parameter servers, point-to-point exchanges),
+// which only Gloo reads. This list is the one place that says so.
+bool ExchangesOnDevice(const std::string& strategy_type);
+
+// The collective back end of a worker of `spec` that trains on `device` (ResolveDevice's
+// result): "gloo" or "nccl". `nccl_built`: this build has NCCL; `one_gpu_per_worker`: every
+// worker of the job has a GPU of its own (NCCL cannot put two ranks on one GPU).
+//   auto  nccl when device is cuda, NCCL is built, every worker has its own GPU, the strategy
+//         exchanges on the device (ExchangesOnDevice) and spec.communicator.hierarchical is
+//         off (the hierarchical all-reduce runs over Gloo's transport); otherwise gloo, which
+//         on cuda stages through host buffers, so several workers may share one GPU.
+//   gloo  gloo, on either device.
+//   nccl  nccl, or InvalidArgument "spec.communicator.backend: ..." (one line) when device is
+//         not cuda, NCCL is not built, the workers share a GPU, the strategy does not exchange
+//         on the device, or spec.communicator.hierarchical is on.
+// An unknown backend is InvalidArgument too. Pure.
+absl::StatusOr<std::string> ResolveBackend(const JobSpec& spec, const std::string& device,
+                                           bool nccl_built, bool one_gpu_per_worker);
 
 }  // namespace hptrain::job
 

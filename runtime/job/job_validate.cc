@@ -517,7 +517,7 @@ absl::Status ValidateRunKnobs(const JobSpec& spec) {
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.epochs", spec.epochs, 1));
   HPTRAIN_RETURN_IF_ERROR(AtLeast<int64_t>("spec.maxSteps", spec.max_steps, 0));
   HPTRAIN_RETURN_IF_ERROR(AtLeast<int64_t>("spec.evalEverySteps", spec.eval_every_steps, 0));
-  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.device", "device", spec.device, {"cpu", "cuda"}));
+  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.device", "device", spec.device, {"cpu", "cuda", "auto"}));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.threads", spec.threads, 0));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.bucketMiB", spec.bucket_mib, 1));
 
@@ -674,6 +674,42 @@ absl::Status ValidateTopology(const JobSpec& spec) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// spec.device against what cuda runs, and spec.communicator.backend: what is known before a
+// worker sees its GPUs (ResolveDevice and ResolveBackend decide the rest at start).
+absl::Status ValidateDevice(const JobSpec& spec) {
+  if (spec.device == "cuda" && spec.scheduler.type == "priority") {
+    return Invalid("spec.scheduler.type",
+                   "priority is not supported on cuda yet (spec.device: cuda; use cpu, or auto to "
+                   "train on cpu)");
+  }
+  const CommunicatorSpec& c = spec.communicator;
+  HPTRAIN_RETURN_IF_ERROR(
+      OneOf("spec.communicator.backend", "backend", c.backend, {"auto", "gloo", "nccl"}));
+  if (c.backend != "nccl") return absl::OkStatus();
+  if (spec.device == "cpu") {
+    return Invalid("spec.communicator.backend",
+                   "nccl needs the workers on cuda, got spec.device: cpu");
+  }
+  if (spec.scheduler.type == "priority") {
+    return Invalid("spec.communicator.backend", "nccl needs the workers on cuda, where "
+                   "spec.scheduler.type priority is not supported yet");
+  }
+  if (!ExchangesOnDevice(spec.strategy.type)) {
+    return Invalid("spec.communicator.backend", "nccl does not carry strategy ", spec.strategy.type,
+                   ", which exchanges through host memory (use gloo or auto)");
+  }
+  if (c.hierarchical) {
+    return Invalid("spec.communicator.backend",
+                   "nccl cannot run spec.communicator.hierarchical, whose all-reduce runs over "
+                   "Gloo's transport (use gloo or auto)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateJob(const JobSpec& spec) {
   HPTRAIN_RETURN_IF_ERROR(DnsLabel("metadata.name", spec.name));
   HPTRAIN_RETURN_IF_ERROR(DnsLabel("metadata.namespace", spec.ns));
@@ -697,6 +733,7 @@ absl::Status ValidateJob(const JobSpec& spec) {
                    " workers: every worker needs at least one");
   }
   HPTRAIN_RETURN_IF_ERROR(ValidateTopology(spec));
+  HPTRAIN_RETURN_IF_ERROR(ValidateDevice(spec));
   HPTRAIN_RETURN_IF_ERROR(
       ValidateRebalance(spec.rebalance, spec.WorldSize(), spec.global_batch_size));
   HPTRAIN_RETURN_IF_ERROR(ValidateGangScheduling(spec.gang_scheduling));

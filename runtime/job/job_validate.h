@@ -8,11 +8,11 @@
 //     spec.globalBatchSize > 0, spec.epochs >= 1, at least one worker group with replicas >= 1
 //     and a unique DNS-1123 label as name;
 //   * enumerations: strategy type, model name, dataset name and format (and that the format is
-//     the one the data set comes in), optimizer and schedule type, device (cpu | cuda),
+//     the one the data set comes in), optimizer and schedule type, device (cpu | cuda | auto),
 //     strategy bits (1, 2, 4, 8, 16, 32, dynamic; hps: 2, 4, 8, 16, 32, dynamic),
 //     staleness (0 | 1), delay (0 | 1), sparseEncoding (pairs | compact), compression type
 //     (none | quantized | fp16) and bits (1, 2, 4, 8; quantized only), scheduler type
-//     (none | priority);
+//     (none | priority), communicator backend (auto | gloo | nccl);
 //   * ranges: lr > 0, momentum in [0, 1), weightDecay >= 0, density in (0, 1],
 //     pushRatio in (0, 1], bucketMiB >= 1, ps.shards in [1, 64], rebalance hysteresis in
 //     [0, 1), an integer strategy interval >= 1 (an explicit 0 included: interval_set),
@@ -25,7 +25,10 @@
 //     settings of another schedule type, and mlp's `hidden` with another model; ps.shards above
 //     1 with a strategy that has no parameter server (UsesParameterServer()); scheduler
 //     partitionElements/creditElements only with type priority, and priority only with ssgd or
-//     multistep, never with multistep's delay 1 or compression.
+//     multistep, never with multistep's delay 1 or compression, nor with device cuda; backend
+//     nccl never with device cpu or the priority scheduler, only with a strategy that exchanges
+//     on the device (ExchangesOnDevice()) and without spec.communicator.hierarchical (what a
+//     worker learns at start, its GPU and the build, ResolveDevice() and ResolveBackend() check).
 //
 // A parameter counts as "set" when it differs from its unset value in job_spec.h (0, empty,
 // nullopt, -1 for staleness, or the documented default for the optimizer and schedule fields);

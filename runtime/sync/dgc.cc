@@ -59,6 +59,7 @@ class Dgc : public Strategy {
         momentum_(static_cast<float>(context.job->optimizer.momentum)),
         masking_(context.job->strategy.momentum_masking.value_or(true)) {}
   std::string name() const override { return "dgc"; }
+  bool exchanges_parameters() const override { return false; }
   bool applies_momentum() const override { return true; }
 
   absl::Status Init(const GradientLayout& layout) override {

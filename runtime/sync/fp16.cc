@@ -15,6 +15,7 @@ class Fp16 : public Strategy {
  public:
   Fp16(comm::Communicator* comm, bool feedback) : comm_(comm), feedback_(feedback) {}
   std::string name() const override { return "fp16"; }
+  bool exchanges_parameters() const override { return false; }
 
   absl::Status Init(const GradientLayout& layout) override {
     for (const auto& bucket : layout.buckets) {

@@ -34,6 +34,7 @@ class Quantized : public Strategy {
       : spec_(*context.job), comm_(context.comm), bits_(bits), dynamic_(dynamic) {}
 
   std::string name() const override { return "quantized"; }
+  bool exchanges_parameters() const override { return false; }
 
   absl::Status Init(const GradientLayout& layout) override {
     split_ = TensorSplit(layout, dynamic_ ? kSmallTensorElements : 0);

@@ -26,6 +26,10 @@ struct StrategyContext {
   // The job's parameter-server shards (strategies ps, hps); null for the others. Owned by the
   // caller, outlives the strategy.
   ps::PsConnection* ps = nullptr;
+  // The job's device communicator (NCCL, device buffers) when the worker trains on a GPU with
+  // spec.communicator.backend nccl; null otherwise. Owned by the caller, outlives the strategy.
+  // Strategies that use it for their gradients say so with Strategy::reduces_on_device.
+  comm::Communicator* device_comm = nullptr;
 };
 
 using StrategyFactory =

@@ -1,7 +1,8 @@
 // ssgd: synchronous SGD, the reference every other strategy is measured against. Each bucket of
 // summed gradients is all-reduced (ring, 2(N-1)/N · 4 bytes per element sent per worker). Under
 // the priority scheduler (spec.scheduler) the same gradients are all-reduced chunk by chunk,
-// input-side layers first, and the trainer updates each layer as its chunks arrive.
+// input-side layers first, and the trainer updates each layer as its chunks arrive. On a GPU with
+// the NCCL back end the buckets are device buffers, all-reduced by NCCL in place.
 #include "runtime/sync/registry.h"
 
 namespace hptrain::sync {
@@ -9,18 +10,25 @@ namespace {
 
 class Ssgd : public Strategy {
  public:
-  explicit Ssgd(comm::Communicator* comm) : comm_(comm) {}
+  // `device_comm` (may be null): the communicator for device buffers; the buckets then come from
+  // the GPU and go to it.
+  Ssgd(comm::Communicator* comm, comm::Communicator* device_comm)
+      : comm_(device_comm != nullptr ? device_comm : comm), on_device_(device_comm != nullptr) {}
   std::string name() const override { return "ssgd"; }
 
   absl::Status ReduceGradients(const StepInfo&, int, absl::Span<float> gradients) override {
     return comm_->AllReduceSum(gradients.data(), gradients.size());
   }
 
+  bool exchanges_parameters() const override { return false; }
+  bool reduces_on_device() const override { return on_device_; }
+
   // The scheduler all-reduces the trainer's gradients (PlanScheduledStep's default).
   bool supports_scheduler() const override { return true; }
 
  private:
   comm::Communicator* comm_;
+  bool on_device_;
 };
 
 }  // namespace
@@ -28,7 +36,7 @@ class Ssgd : public Strategy {
 // Registered at start-up; hptrain_sync is linked whole-archive so this object is kept.
 bool ssgd_registered = RegisterStrategy(
     "ssgd", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      return std::make_unique<Ssgd>(context.comm);
+      return std::make_unique<Ssgd>(context.comm, context.device_comm);
     });
 
 }  // namespace hptrain::sync

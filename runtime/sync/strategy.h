@@ -135,6 +135,19 @@ class Strategy {
   // True when the parameters come from elsewhere (a parameter server): no local optimizer step.
   virtual bool owns_parameters() const { return false; }
 
+  // True when AfterOptimizerStep may read or write the parameters it is given (model averaging,
+  // delayed updates, a parameter server, gossip). A worker training on a GPU keeps the model in
+  // device memory and hands the strategy a host copy: it copies the model to the host before
+  // AfterOptimizerStep and back after it only when this is true. Strategies that only reduce
+  // gradients return false. The default is true, which is always correct, only slower.
+  virtual bool exchanges_parameters() const { return true; }
+
+  // True when ReduceGradients takes DEVICE buffers (pointers into the GPU's flat gradient buffer)
+  // and exchanges them over the job's device communicator (StrategyContext::device_comm, NCCL),
+  // with no copy to the host. Only strategies created with a device communicator can; the others
+  // get host buffers, staged from the GPU by the trainer.
+  virtual bool reduces_on_device() const { return false; }
+
   // True when the AfterOptimizerStep just called ended a round of local steps by giving every
   // worker the same parameters (localsgd's and multistep's synchronisations, every mp2 round):
   // the trainer then averages the BatchNorm buffers over the workers as well (docs/algorithms.md §3b,

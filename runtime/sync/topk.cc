@@ -33,6 +33,7 @@ class TopK : public Strategy {
   TopK(const StrategyContext& context, SparseWire wire)
       : spec_(*context.job), comm_(context.comm), wire_(wire) {}
   std::string name() const override { return "topk"; }
+  bool exchanges_parameters() const override { return false; }
 
   absl::Status Init(const GradientLayout& layout) override {
     feedback_ = spec_.strategy.error_feedback.value_or(true);

@@ -1,10 +1,14 @@
 #include "runtime/train/trainer.h"
 
+#include <c10/core/Event.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -18,6 +22,7 @@
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/data/dataset.h"
 #include "runtime/train/data/sampler.h"
+#include "runtime/train/device_optimizer.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/models/model.h"
 #include "runtime/train/optimizer.h"
@@ -45,12 +50,26 @@ absl::Status TorchCall(const char* what, Fn&& fn) {
   }
 }
 
-absl::Status CheckDevice(const job::JobSpec& spec) {
-  if (spec.device == "cpu") return absl::OkStatus();
-  // The NCCL communicator and the CUDA update kernels exist, but the trainer keeps its flat
-  // buffers in host memory; refusing is better than silently training on the CPU.
-  return absl::UnimplementedError(absl::StrCat(
-      "spec.device: \"", spec.device, "\" is not supported by this trainer yet (use cpu)"));
+// What a job on `device` ("cpu", "cuda" or "cuda:N") needs of this process and this build.
+absl::Status CheckDevice(const job::JobSpec& spec, const std::string& device) {
+  if (device == "cpu") return absl::OkStatus();
+  if (device.rfind("cuda", 0) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown device \"", device, "\""));
+  }
+  const int visible = VisibleCudaDevices();
+  if (visible == 0) {
+    const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+    return absl::FailedPreconditionError(absl::StrCat(
+        "spec.device: cuda, but this process sees no GPU (",
+        env == nullptr ? std::string("no CUDA device or driver")
+                       : absl::StrCat("CUDA_VISIBLE_DEVICES=\"", env, "\""),
+        "; a libtorch built with CUDA is needed too)"));
+  }
+  if (spec.scheduler.type == "priority") {
+    return absl::InvalidArgumentError(
+        "spec.scheduler.type: priority is not supported on cuda yet (use none)");
+  }
+  return absl::OkStatus();
 }
 
 ModelShape ShapeOf(const Dataset& data) {
@@ -63,6 +82,14 @@ ModelShape ShapeOf(const Dataset& data) {
 }
 
 }  // namespace
+
+int VisibleCudaDevices() {
+  try {
+    return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
 
 class Trainer::Impl {
  public:
@@ -108,10 +135,26 @@ class Trainer::Impl {
   // After Synchronize: every worker's `own`, by rank (empty when own is -1).
   absl::Status GatherWorkerAccuracies(double own, std::vector<double>* accuracies);
   absl::Status SaveCheckpointIfDue(bool force, int epoch, int64_t next_step_in_epoch);
+  // The flat parameters the strategies and checkpoints work on: host memory always (on a GPU,
+  // the host copy that ParamsToHost refreshes and ParamsToDevice writes back).
   absl::Span<float> FlatParameters() {
-    return absl::MakeSpan(flat_params_.data_ptr<float>(),
-                          static_cast<size_t>(flat_params_.numel()));
+    return absl::MakeSpan(host_params_.data_ptr<float>(),
+                          static_cast<size_t>(host_params_.numel()));
   }
+  // On the device path: the device model into its host copy, and back. No-ops on the host path,
+  // where the two are one buffer.
+  void ParamsToHost();
+  void ParamsToDevice();
+  // Device path: the batch's tensors on the device (from pinned memory, asynchronously on a GPU).
+  torch::Tensor ToDevice(const torch::Tensor& host) const;
+  // Device path, in the autograd hook of tensor `index`: its gradient into the reducer's host
+  // buffer (staged) or into device_grads_ with an event behind it (device route).
+  void StoreDeviceGradient(int index, const torch::Tensor& grad);
+  // Device route, on the reducer's thread: waits until backward's copies of bucket k's gradients
+  // have completed on the GPU.
+  void WaitForBucket(int bucket);
+  // After the reducer: the reduced gradients (on the device), divided by B, into the optimizer.
+  absl::Status DeviceOptimizerStep(double lr);
   absl::Status RestoreCheckpoint();
   // spec.scheduler priority: the scheduler over the reducer's buffer, and the forward gate.
   absl::Status CreateScheduler();
@@ -133,6 +176,16 @@ class Trainer::Impl {
   std::unique_ptr<Model> model_;
   std::vector<torch::Tensor> params_;
   torch::Tensor flat_params_;  // every parameter is a view into this buffer
+  // The device the model trains on; on_device_: the device path (also on a CPU device for
+  // spec.testing.devicePath); reduce_on_device_: the strategy exchanges device buckets (NCCL).
+  torch::Device device_{torch::kCPU};
+  bool on_device_ = false;
+  bool reduce_on_device_ = false;
+  torch::Tensor host_params_;   // flat_params_ itself on the host path; its host copy otherwise
+  torch::Tensor device_grads_;  // device path: the flat gradients on the device
+  std::unique_ptr<DeviceOptimizer> device_optimizer_;
+  std::vector<c10::Event> grad_events_;           // device route: per tensor, after its copy
+  std::vector<std::vector<int>> bucket_tensors_;  // device route: the tensors of each bucket
   std::vector<float> flat_buffers_;  // the buffers handed to the strategy (exchanges_buffers)
   std::unique_ptr<comm::BucketedReducer> reducer_;
   std::unique_ptr<sync::Strategy> strategy_;
@@ -157,9 +210,26 @@ class Trainer::Impl {
 };
 
 absl::Status Trainer::Impl::Init() {
-  HPTRAIN_RETURN_IF_ERROR(CheckDevice(spec_));
+  HPTRAIN_RETURN_IF_ERROR(CheckDevice(spec_, options_.device));
   if (options_.rank < 0 || options_.rank >= static_cast<int>(options_.allocation.size())) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", options_.rank, " out of range"));
+  }
+  HPTRAIN_RETURN_IF_ERROR(TorchCall("choosing the device", [&] {
+    device_ = torch::Device(options_.device);
+  }));
+  on_device_ = device_.is_cuda() || options_.device_path_on_cpu;
+  if (device_.is_cuda()) {
+    if (device_.index() >= VisibleCudaDevices()) {
+      return absl::InvalidArgumentError(absl::StrCat("device ", options_.device, ": only ",
+                                                     VisibleCudaDevices(), " GPU(s) visible"));
+    }
+    // This thread's current device (allocations, cuDNN, the autograd thread it starts), and
+    // cuDNN's algorithm choice: deterministic and untuned, or autotuned per input shape.
+    HPTRAIN_RETURN_IF_ERROR(TorchCall("selecting the GPU", [&] {
+      c10::impl::getDeviceGuardImpl(device_.type())->setDevice(device_);
+      at::globalContext().setDeterministicCuDNN(spec_.deterministic);
+      at::globalContext().setBenchmarkCuDNN(!spec_.deterministic);
+    }));
   }
   // By default each worker gets its share of the CPU quota (or cores) of its host (threads.h).
   threads_ = ChooseThreads(spec_.threads, options_.workers_on_host);
@@ -167,16 +237,30 @@ absl::Status Trainer::Impl::Init() {
   HPTRAIN_ASSIGN_OR_RETURN(train_data_, OpenDataset(spec_.dataset, Split::kTrain, spec_.seed));
   HPTRAIN_ASSIGN_OR_RETURN(test_data_, OpenDataset(spec_.dataset, Split::kTest, spec_.seed));
   HPTRAIN_ASSIGN_OR_RETURN(model_, CreateModel(spec_.model, ShapeOf(*train_data_), spec_.seed));
+  // Built on the CPU from the seed (the same weights on every device), then moved.
+  if (on_device_) HPTRAIN_RETURN_IF_ERROR(model_->to(device_));
   HPTRAIN_RETURN_IF_ERROR(FlattenParameters());
 
   std::vector<size_t> sizes;
   for (const auto& p : params_) sizes.push_back(static_cast<size_t>(p.numel()));
   sync::StrategyContext context{&spec_, comm_, options_.ps};
+  if (device_.is_cuda()) context.device_comm = options_.device_comm;
   HPTRAIN_ASSIGN_OR_RETURN(strategy_, sync::CreateStrategy(context));
+  reduce_on_device_ = context.device_comm != nullptr && strategy_->reduces_on_device();
+  if (context.device_comm != nullptr && !reduce_on_device_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.communicator.backend: nccl, but strategy ", strategy_->name(),
+        " exchanges through host memory (use gloo or auto)"));
+  }
   reducer_ = std::make_unique<comm::BucketedReducer>(
       sizes, static_cast<size_t>(spec_.bucket_mib) << 20,
       [this](int bucket, float* data, size_t count) {
-        return strategy_->ReduceGradients(step_info_, bucket, absl::MakeSpan(data, count));
+        if (!reduce_on_device_) {
+          return strategy_->ReduceGradients(step_info_, bucket, absl::MakeSpan(data, count));
+        }
+        WaitForBucket(bucket);
+        float* device = device_grads_.data_ptr<float>() + (data - reducer_->data());
+        return strategy_->ReduceGradients(step_info_, bucket, absl::MakeSpan(device, count));
       });
   sync::GradientLayout layout;
   for (int t = 0; t < reducer_->num_tensors(); ++t) {
@@ -190,6 +274,23 @@ absl::Status Trainer::Impl::Init() {
   job::OptimizerSpec optimizer_spec = spec_.optimizer;
   if (strategy_->applies_momentum()) optimizer_spec.momentum = 0.0;
   optimizer_ = std::make_unique<Optimizer>(optimizer_spec, reducer_->size());
+  if (on_device_) {
+    HPTRAIN_RETURN_IF_ERROR(TorchCall("allocating the device buffers", [&] {
+      const int64_t n = static_cast<int64_t>(reducer_->size());
+      device_grads_ = torch::zeros({n}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+      device_optimizer_ = std::make_unique<DeviceOptimizer>(optimizer_spec, n, device_);
+    }));
+  }
+  if (reduce_on_device_) {
+    bucket_tensors_.resize(reducer_->num_buckets());
+    for (int t = 0; t < reducer_->num_tensors(); ++t) {
+      for (int k = 0; k < reducer_->num_buckets(); ++k) {
+        auto [begin, end] = reducer_->bucket_range(k);
+        if (reducer_->offset(t) >= begin && reducer_->offset(t) < end) bucket_tensors_[k].push_back(t);
+      }
+      grad_events_.emplace_back(device_.type());
+    }
+  }
 
   if (spec_.scheduler.type == "priority") HPTRAIN_RETURN_IF_ERROR(CreateScheduler());
   // Autograd hooks: copy each finished gradient into its slot and mark it ready. The returned
@@ -197,8 +298,12 @@ absl::Status Trainer::Impl::Init() {
   for (size_t t = 0; t < params_.size(); ++t) {
     const int index = static_cast<int>(t);
     params_[t].register_hook([this, index](torch::Tensor grad) {
-      torch::Tensor g = grad.contiguous();
-      std::memcpy(reducer_->data_for(index), g.data_ptr<float>(), g.numel() * sizeof(float));
+      if (on_device_) {
+        StoreDeviceGradient(index, grad);
+      } else {
+        torch::Tensor g = grad.contiguous();
+        std::memcpy(reducer_->data_for(index), g.data_ptr<float>(), g.numel() * sizeof(float));
+      }
       if (scheduler_) {
         scheduler_->MarkReady(index);
       } else {
@@ -210,8 +315,10 @@ absl::Status Trainer::Impl::Init() {
     HPTRAIN_RETURN_IF_ERROR(RestoreCheckpoint());
     if (callbacks_.on_resumed) callbacks_.on_resumed(global_step_);
   }
+  ParamsToHost();
   HPTRAIN_RETURN_IF_ERROR(strategy_->Start(FlatParameters(), global_step_, restored_),
                           "strategy ", strategy_->name());
+  ParamsToDevice();
   restored_.clear();
   if (options_.rank == 0 && !spec_.collect.path.empty()) {
     ps::mp2::RecorderOptions recorder;
@@ -290,7 +397,7 @@ absl::Status Trainer::Impl::FlattenParameters() {
   }
   return TorchCall("flattening parameters", [&] {
     torch::NoGradGuard no_grad;
-    flat_params_ = torch::empty({total}, torch::kFloat32);
+    flat_params_ = torch::empty({total}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
     int64_t offset = 0;
     for (auto& p : params_) {
       torch::Tensor view = flat_params_.narrow(0, offset, p.numel()).view(p.sizes());
@@ -298,6 +405,64 @@ absl::Status Trainer::Impl::FlattenParameters() {
       p.set_data(view);
       offset += p.numel();
     }
+    if (!on_device_) {
+      host_params_ = flat_params_;
+      return;
+    }
+    // Pinned on a GPU, so that the copies to and from it run at full speed.
+    host_params_ = torch::empty(
+        {total}, torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(device_.is_cuda()));
+    host_params_.copy_(flat_params_);
+  });
+}
+
+void Trainer::Impl::ParamsToHost() {
+  if (!on_device_) return;
+  torch::NoGradGuard no_grad;
+  host_params_.copy_(flat_params_);
+}
+
+void Trainer::Impl::ParamsToDevice() {
+  if (!on_device_) return;
+  torch::NoGradGuard no_grad;
+  flat_params_.copy_(host_params_);
+}
+
+torch::Tensor Trainer::Impl::ToDevice(const torch::Tensor& host) const {
+  if (!device_.is_cuda()) return host;
+  return host.pin_memory().to(device_, /*non_blocking=*/true);
+}
+
+void Trainer::Impl::StoreDeviceGradient(int index, const torch::Tensor& grad) {
+  torch::NoGradGuard no_grad;
+  const int64_t n = static_cast<int64_t>(reducer_->tensor_size(index));
+  torch::Tensor flat = grad.reshape({n});
+  if (!reduce_on_device_) {
+    // Staged: a synchronous copy into the reducer's host slot, ready for the strategy.
+    torch::from_blob(reducer_->data_for(index), {n}, torch::kFloat32).copy_(flat);
+    return;
+  }
+  device_grads_.narrow(0, static_cast<int64_t>(reducer_->offset(index)), n).copy_(flat);
+  // Backward's stream on this device: the copy above is ordered before the event.
+  grad_events_[index].record(c10::impl::getDeviceGuardImpl(device_.type())->getStream(device_));
+}
+
+void Trainer::Impl::WaitForBucket(int bucket) {
+  for (int t : bucket_tensors_[bucket]) {
+    while (!grad_events_[t].query()) std::this_thread::yield();
+  }
+}
+
+absl::Status Trainer::Impl::DeviceOptimizerStep(double lr) {
+  return TorchCall("optimizer step", [&] {
+    torch::NoGradGuard no_grad;
+    if (!reduce_on_device_) {
+      // The host buffer the strategy reduced, back to the device in one copy.
+      const int64_t n = static_cast<int64_t>(reducer_->size());
+      device_grads_.copy_(torch::from_blob(reducer_->data(), {n}, torch::kFloat32));
+    }
+    device_grads_.mul_(1.0 / static_cast<double>(spec_.global_batch_size));
+    device_optimizer_->Step(flat_params_, device_grads_, lr);
   });
 }
 
@@ -334,6 +499,10 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   std::vector<int64_t> indices = WorkerSlice(perm, step_in_epoch, spec_.global_batch_size,
                                              options_.allocation, rank);
   HPTRAIN_ASSIGN_OR_RETURN(Batch batch, train_data_->Gather(indices));
+  if (on_device_) {
+    batch.inputs = ToDevice(batch.inputs);
+    batch.targets = ToDevice(batch.targets);
+  }
   // Under the scheduler the previous step's exchange may still run: a model whose forward
   // waits layer by layer starts at once, any other waits for the whole update first.
   if (scheduler_ == nullptr) {
@@ -375,7 +544,9 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
     HPTRAIN_RETURN_IF_ERROR(reducer_->FinishStep(), "step ", global_step_);
     comm_seconds = reducer_->last_comm_seconds();
     exposed_seconds = reducer_->last_exposed_seconds();
-    if (!strategy_->owns_parameters()) {
+    if (on_device_) {
+      if (!strategy_->owns_parameters()) HPTRAIN_RETURN_IF_ERROR(DeviceOptimizerStep(lr));
+    } else if (!strategy_->owns_parameters()) {
       float* grads = reducer_->data();
       kernels::Scale(grads, reducer_->size(), 1.0f / static_cast<float>(spec_.global_batch_size));
       optimizer_->Step(flat_params_.data_ptr<float>(), grads, lr);
@@ -404,7 +575,10 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
     compute_seconds += Since(sleep_start);
   }
   ++global_step_;
-  if (recorder_) recorder_->Record(global_step_, flat_params_.data_ptr<float>());
+  if (recorder_) {
+    ParamsToHost();
+    recorder_->Record(global_step_, host_params_.data_ptr<float>());
+  }
   stats->step = global_step_;
   stats->epoch = epoch;
   stats->batch_size = local_batch;
@@ -429,7 +603,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
 void Trainer::Impl::FlattenBuffers(std::vector<float>* flat) {
   flat->clear();
   for (const auto& b : model_->buffers()) {
-    torch::Tensor c = b.to(torch::kFloat32).contiguous();
+    torch::Tensor c = b.to(torch::kCPU, torch::kFloat32).contiguous();
     flat->insert(flat->end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
   }
 }
@@ -460,7 +634,11 @@ absl::Status Trainer::Impl::AfterOptimizerStep() {
     FlattenBuffers(&flat_buffers_);
     strategy_->set_buffers(absl::MakeSpan(flat_buffers_));
   }
+  // On a GPU the strategy works on the host copy of the model, when it works on the model at all.
+  const bool mirror = strategy_->exchanges_parameters();
+  if (mirror) ParamsToHost();
   HPTRAIN_RETURN_IF_ERROR(strategy_->AfterOptimizerStep(step_info_, FlatParameters()));
+  if (mirror) ParamsToDevice();
   return buffers ? RestoreBuffers(flat_buffers_, 1.0f) : absl::OkStatus();
 }
 
@@ -469,11 +647,13 @@ absl::Status Trainer::Impl::AverageOptimizerStateIfAsked() {
     return absl::OkStatus();
   }
   const float inv = 1.0f / static_cast<float>(comm_->size());
+  if (device_optimizer_) HPTRAIN_RETURN_IF_ERROR(device_optimizer_->CopyStateTo(*optimizer_));
   for (auto& [name, state] : optimizer_->state()) {
     HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(state->data(), state->size()),
                             "averaging optimizer state ", name);
     kernels::Scale(state->data(), state->size(), inv);
   }
+  if (device_optimizer_) HPTRAIN_RETURN_IF_ERROR(device_optimizer_->CopyStateFrom(*optimizer_));
   return absl::OkStatus();
 }
 
@@ -488,6 +668,10 @@ absl::Status Trainer::Impl::EvaluateRange(int64_t begin, int64_t end, double* co
       for (int64_t i = start; i < std::min(end, start + 1000); ++i) indices.push_back(i);
       auto batch = test_data_->Gather(indices);
       if (!batch.ok()) throw std::runtime_error(std::string(batch.status().message()));
+      if (on_device_) {
+        batch->inputs = ToDevice(batch->inputs);
+        batch->targets = ToDevice(batch->targets);
+      }
       auto logits = model_->Forward(batch->inputs);
       if (!logits.ok()) throw std::runtime_error(std::string(logits.status().message()));
       loss_sum += torch::nn::functional::cross_entropy(
@@ -544,8 +728,10 @@ absl::Status Trainer::Impl::Evaluation(int epoch, int64_t steps_done, int64_t st
   // Each worker's own model, before Synchronize replaces it by the average.
   double own_accuracy = -1;
   HPTRAIN_RETURN_IF_ERROR(EvaluateWorkerModel(&own_accuracy));
+  ParamsToHost();
   HPTRAIN_RETURN_IF_ERROR(strategy_->Synchronize(global_step_, FlatParameters()),
                           "strategy ", strategy_->name(), " before evaluation");
+  ParamsToDevice();
   std::vector<double> worker_accuracies;
   HPTRAIN_RETURN_IF_ERROR(GatherWorkerAccuracies(own_accuracy, &worker_accuracies));
   HPTRAIN_RETURN_IF_ERROR(AverageOptimizerStateIfAsked(), "before evaluation");
@@ -580,8 +766,10 @@ absl::Status Trainer::Impl::SaveCheckpointIfDue(bool force, int epoch,
   if (!force && (interval <= 0 || global_step_ % interval != 0)) return absl::OkStatus();
   // Every rank, so that all continue from the same model.
   HPTRAIN_RETURN_IF_ERROR(Drain());
+  ParamsToHost();
   HPTRAIN_RETURN_IF_ERROR(strategy_->Synchronize(global_step_, FlatParameters()),
                           "strategy ", strategy_->name(), " before a checkpoint");
+  ParamsToDevice();
   HPTRAIN_RETURN_IF_ERROR(AverageOptimizerStateIfAsked(), "before a checkpoint");
   if (options_.rank != 0) return absl::OkStatus();
   Checkpoint checkpoint;
@@ -589,9 +777,10 @@ absl::Status Trainer::Impl::SaveCheckpointIfDue(bool force, int epoch,
   checkpoint.step = global_step_;
   checkpoint.epoch = epoch;
   checkpoint.step_in_epoch = next_step_in_epoch;
+  if (device_optimizer_) HPTRAIN_RETURN_IF_ERROR(device_optimizer_->CopyStateTo(*optimizer_));
   checkpoint.optimizer_steps = optimizer_->steps();
-  const float* p = flat_params_.data_ptr<float>();
-  checkpoint.sections["params"].assign(p, p + flat_params_.numel());
+  const absl::Span<float> p = FlatParameters();
+  checkpoint.sections["params"].assign(p.begin(), p.end());
   FlattenBuffers(&checkpoint.sections["buffers"]);
   for (const auto& [name, state] : optimizer_->state()) checkpoint.sections[name] = *state;
   HPTRAIN_RETURN_IF_ERROR(strategy_->SaveState(global_step_, &checkpoint.sections),
@@ -614,8 +803,9 @@ absl::Status Trainer::Impl::RestoreCheckpoint() {
     return absl::OkStatus();
   };
   HPTRAIN_RETURN_IF_ERROR(check("params", static_cast<size_t>(flat_params_.numel())));
-  std::memcpy(flat_params_.data_ptr<float>(), c.sections["params"].data(),
-              flat_params_.numel() * sizeof(float));
+  std::memcpy(host_params_.data_ptr<float>(), c.sections["params"].data(),
+              host_params_.numel() * sizeof(float));
+  ParamsToDevice();
   size_t buffer_total = 0;
   auto buffers = model_->buffers();
   for (const auto& b : buffers) buffer_total += b.numel();
@@ -626,6 +816,7 @@ absl::Status Trainer::Impl::RestoreCheckpoint() {
     *state = c.sections[name];
   }
   optimizer_->set_steps(c.optimizer_steps);
+  if (device_optimizer_) HPTRAIN_RETURN_IF_ERROR(device_optimizer_->CopyStateFrom(*optimizer_));
   for (auto& [name, values] : c.sections) {
     // The strategy's own sections: "ps." and those named after the strategy ("multistep.").
     if (name.rfind("ps.", 0) == 0 || name.rfind(strategy_->name() + ".", 0) == 0) {
@@ -704,7 +895,8 @@ int64_t Trainer::num_parameters() const { return impl_->num_parameters(); }
 const ThreadChoice& Trainer::threads() const { return impl_->threads(); }
 
 absl::Status Preflight(const job::JobSpec& spec) {
-  HPTRAIN_RETURN_IF_ERROR(CheckDevice(spec));
+  HPTRAIN_RETURN_IF_ERROR(
+      CheckDevice(spec, job::ResolveDevice(spec, VisibleCudaDevices() > 0)));
   const std::vector<std::string> strategies = sync::RegisteredStrategies();
   if (std::find(strategies.begin(), strategies.end(), spec.strategy.type) == strategies.end()) {
     return absl::UnimplementedError(absl::StrCat(

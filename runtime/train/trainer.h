@@ -16,6 +16,19 @@
 // model is first evaluated on the whole test set (EpochStats::worker_test_accuracy).
 // Checkpoints are written by rank 0 every `checkpoint.intervalSteps` steps and at the end.
 //
+// On a GPU (TrainerOptions::device "cuda:N") the model, its flat parameters and gradients, the
+// optimizer state and each batch (copied from pinned host memory, asynchronously) live on the
+// device. The exchange then takes one of two routes:
+//   - device (spec.communicator.backend nccl, Strategy::reduces_on_device): each gradient is
+//     copied into a flat device buffer and a CUDA event recorded behind it; the reducer's thread
+//     waits for the events of a bucket and hands the strategy the device bucket, which NCCL
+//     all-reduces on its own stream while backward goes on. Nothing crosses to the host.
+//   - staged (gloo): each gradient is copied into the reducer's host buffer as backward produces
+//     it, the strategy exchanges it there as on the CPU, and the reduced gradients go back to the
+//     device in one copy before the optimizer step. Several workers can share one GPU this way.
+// Strategies that work on the parameters (Strategy::exchanges_parameters) get a host copy of the
+// model around AfterOptimizerStep, Start and Synchronize, written back to the device after.
+//
 // Thread-safety: one thread drives Run(); callbacks are invoked on that thread.
 #ifndef HPTRAIN_RUNTIME_TRAIN_TRAINER_H_
 #define HPTRAIN_RUNTIME_TRAIN_TRAINER_H_
@@ -23,6 +36,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -97,7 +111,21 @@ struct TrainerOptions {
   // them in a local run (hptrain run), 1 in a Kubernetes pod.
   int workers_on_host = 1;
   ps::PsConnection* ps = nullptr;  // the job's parameter server (strategies ps, hps), if any
+  // The device this worker trains on, as libtorch names it: "cpu", or "cuda:N" for GPU N of
+  // those visible to the process (the worker resolves spec.device and its local rank to it).
+  std::string device = "cpu";
+  // The job's device communicator (NCCL) when spec.communicator.backend resolved to nccl; null
+  // otherwise. Its strategy then exchanges gradient buckets in device memory. Outlives the trainer.
+  comm::Communicator* device_comm = nullptr;
+  // Trains through the GPU code path (flat device buffers, gradients staged to the host for the
+  // exchange, the tensor optimizer) with CPU tensors: spec.testing.devicePath, so that machines
+  // without a GPU test that path. Ignored on "cuda".
+  bool device_path_on_cpu = false;
 };
+
+// The number of CUDA devices libtorch sees in this process (0 without a GPU, a driver, or a CUDA
+// build of libtorch).
+int VisibleCudaDevices();
 
 class Trainer {
  public:

@@ -143,6 +143,14 @@ class ManifestsTest(unittest.TestCase):
         cuda = read("docker", "runtime-cuda.Dockerfile")
         self.assertRegex(cuda, r"FROM nvidia/cuda:\$\{CUDA_VERSION\}-cudnn-devel-\$\{UBUNTU\}")
         self.assertIn("HPTRAIN_CUDA=ON", cuda)
+        # Against PyTorch's CUDA libtorch (Ubuntu's libtorch-dev is CPU only), which no package
+        # owns: the runtime stage copies it, and the build checks that the binary links it.
+        self.assertNotRegex(cuda, r"(?m)^[^#]*\blibtorch-dev\b")
+        self.assertRegex(cuda, r"libtorch-cxx11-abi-shared-with-deps-\$\{LIBTORCH_VERSION\}"
+                               r"%2B\$\{LIBTORCH_CUDA\}\.zip")
+        self.assertIn("-DCMAKE_PREFIX_PATH=/opt/libtorch", cuda)
+        self.assertIn("COPY --from=build /opt/libtorch/lib /opt/libtorch/lib", cuda)
+        self.assertIn("libtorch_cuda.so", cuda)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -442,6 +443,97 @@ TEST(DesiredObjectsTest, DefaultResourcesOnlyWhereTheTemplateNamesNoCpuOrMemory)
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "spec.workers.template.spec.containers[0].resources: must be a map");
+}
+
+const Json& Resources(const DesiredObjects& d, size_t pod) {
+  return Container(d.pods[pod], pod == 0 ? "ps" : "worker")["resources"];
+}
+
+TEST(DesiredObjectsGpuTest, CudaWorkersGetOneGpuEachAndThePsNone) {
+  Json job = ShorthandJob(2);
+  job["spec"]["device"] = "cuda";
+  DesiredObjects d = Build(job);
+  ASSERT_EQ(d.pods.size(), 3u);
+  for (size_t pod : {1, 2}) {
+    EXPECT_EQ(Resources(d, pod), Json::parse(R"({"requests": {"cpu": "1", "memory": "2Gi"},
+                                                 "limits": {"memory": "4Gi",
+                                                            "nvidia.com/gpu": "1"}})"))
+        << Name(d.pods[pod]);
+  }
+  EXPECT_EQ(Resources(d, 0), Json::parse(R"({"requests": {"cpu": "1", "memory": "2Gi"},
+                                             "limits": {"memory": "4Gi"}})"));
+
+  // A template that chose its cpu and memory keeps them, and the GPU is added beside.
+  job["spec"]["workers"]["template"]["spec"]["containers"][0]["resources"] =
+      Json::parse(R"({"requests": {"cpu": "6"}})");
+  d = Build(job);
+  EXPECT_EQ(Resources(d, 1),
+            Json::parse(R"({"requests": {"cpu": "6"}, "limits": {"nvidia.com/gpu": "1"}})"));
+}
+
+TEST(DesiredObjectsGpuTest, TheTemplatesGpuCountWins) {
+  Json job = ShorthandJob(1);
+  job["spec"]["device"] = "cuda";
+  Json& container = job["spec"]["workers"]["template"]["spec"]["containers"][0];
+  for (const char* resources : {R"({"limits": {"nvidia.com/gpu": 2}})",
+                                R"({"requests": {"nvidia.com/gpu": "4"}})",
+                                R"({"limits": {"nvidia.com/gpu": 0, "cpu": "2"}})"}) {
+    container["resources"] = Json::parse(resources);
+    DesiredObjects d = Build(job);
+    const Json& got = Resources(d, 1);
+    EXPECT_EQ(got.value("limits", Json::object()).value("nvidia.com/gpu", Json()),
+              container["resources"].value("limits", Json::object()).value("nvidia.com/gpu",
+                                                                           Json()))
+        << resources;
+    EXPECT_EQ(got.value("requests", Json::object()).value("nvidia.com/gpu", Json()),
+              container["resources"].value("requests", Json::object()).value("nvidia.com/gpu",
+                                                                             Json()))
+        << resources;
+  }
+
+  // Per group: a group that names its GPUs keeps them, the others get one.
+  Json hetero = HeteroJob();  // device cuda
+  hetero["spec"]["workerGroups"][0]["template"]["spec"]["containers"][0]["resources"]["limits"]
+        ["nvidia.com/gpu"] = 2;
+  hetero["spec"]["workerGroups"][1]["template"]["spec"]["containers"][0]["resources"]["limits"]
+      .erase("nvidia.com/gpu");
+  DesiredObjects d = Build(hetero);
+  ASSERT_EQ(d.pods.size(), 4u);
+  EXPECT_EQ(Resources(d, 1)["limits"]["nvidia.com/gpu"], 2);
+  EXPECT_EQ(Resources(d, 2)["limits"]["nvidia.com/gpu"], 2);
+  EXPECT_EQ(Resources(d, 3), Json::parse(R"({"limits": {"cpu": "4", "nvidia.com/gpu": "1"}})"));
+  EXPECT_FALSE(Resources(d, 0).value("limits", Json::object()).contains("nvidia.com/gpu"));
+}
+
+TEST(DesiredObjectsGpuTest, CpuAndAutoAddNoGpu) {
+  for (const char* device : {"cpu", "auto"}) {
+    Json job = ShorthandJob(2);
+    job["spec"]["device"] = device;
+    absl::StatusOr<ParsedJob> parsed = ParseTrainingJob(job);
+    if (!parsed.ok()) {
+      std::printf("spec.device %s not accepted by this build's parser, not checked: %s\n",
+                  device, std::string(parsed.status().message()).c_str());
+      continue;
+    }
+    absl::StatusOr<DesiredObjects> d = BuildDesiredObjects(*parsed, "tok", 0, "");
+    ASSERT_TRUE(d.ok()) << d.status();
+    for (size_t pod = 0; pod < d->pods.size(); ++pod) {
+      EXPECT_EQ(Resources(*d, pod), Json::parse(R"({"requests": {"cpu": "1", "memory": "2Gi"},
+                                                    "limits": {"memory": "4Gi"}})"))
+          << device << " " << Name(d->pods[pod]);
+    }
+  }
+}
+
+TEST(DesiredObjectsGpuTest, MalformedTemplateResourcesAreReported) {
+  Json job = ShorthandJob(1);
+  job["spec"]["device"] = "cuda";
+  job["spec"]["workers"]["template"]["spec"]["containers"][0]["resources"] =
+      Json::parse(R"({"requests": {"cpu": "1"}, "limits": ["nvidia.com/gpu"]})");
+  absl::StatusOr<DesiredObjects> bad = BuildDesiredObjects(*ParseTrainingJob(job), "t", 0, "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "spec.workers.template.spec.containers[0].resources.limits: must be a map");
 }
 
 Json CheckpointJob(const Json& volume) {

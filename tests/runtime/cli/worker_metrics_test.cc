@@ -2,6 +2,7 @@
 // own models is exported only once an evaluation measured it.
 #include "runtime/cli/worker_metrics.h"
 
+#include <cstdlib>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -31,6 +32,65 @@ TEST(WorkerMetrics, OwnModelAccuracyOnlyWhenTheEvaluationMeasuredIt) {
   text = metrics::TextExposition(registry);
   EXPECT_THAT(text, HasSubstr("\nhptrain_eval_worker_accuracy 0.625\n"));
   EXPECT_THAT(text, HasSubstr("# TYPE hptrain_eval_worker_accuracy gauge\n"));
+}
+
+// A one-GPU NVML, reading 50% and 1 GiB of 16 GiB used.
+metrics::NvmlApi FakeNvml() {
+  metrics::NvmlApi api;
+  api.init = [] { return 0; };
+  api.shutdown = [] { return 0; };
+  api.device_by_index = [](unsigned int index, metrics::NvmlApi::Device* d) {
+    *d = reinterpret_cast<metrics::NvmlApi::Device>(0x10);
+    return index == 0 ? 0 : 2;
+  };
+  api.device_by_uuid = [](const char*, metrics::NvmlApi::Device*) { return 6; };
+  api.utilization = [](metrics::NvmlApi::Device, metrics::NvmlApi::Utilization* out) {
+    out->gpu = 50;
+    return 0;
+  };
+  api.memory = [](metrics::NvmlApi::Device, metrics::NvmlApi::Memory* out) {
+    out->total = 16ull << 30;
+    out->used = 1ull << 30;
+    return 0;
+  };
+  api.error_string = [](int) { return "Invalid Argument"; };
+  return api;
+}
+
+TEST(WorkerMetrics, GpuGaugesOnceEnabled) {
+  metrics::Registry registry({{"job", "j"}, {"role", "worker"}, {"rank", "1"}});
+  WorkerMetrics worker_metrics(registry);
+  EXPECT_THAT(metrics::TextExposition(registry), Not(HasSubstr("hptrain_gpu_")));
+  ::setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+  const bool enabled = worker_metrics.EnableGpu(0, FakeNvml());
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  ASSERT_TRUE(enabled);
+  EXPECT_TRUE(worker_metrics.EnableGpu(0, FakeNvml()));  // a second call changes nothing
+  worker_metrics.OnStep(train::StepStats{}, 0, 0);
+  const std::string text = metrics::TextExposition(registry);
+  const std::string labels = "{job=\"j\",role=\"worker\",rank=\"1\"}";
+  EXPECT_THAT(text, HasSubstr("\nhptrain_gpu_utilization_ratio" + labels + " 0.5\n"));
+  EXPECT_THAT(text, HasSubstr("\nhptrain_gpu_memory_used_bytes" + labels + " 1073741824\n"));
+  EXPECT_THAT(text, HasSubstr("\nhptrain_gpu_memory_total_bytes" + labels + " 17179869184\n"));
+}
+
+// Without NVML the worker trains on: no GPU metrics, and one line, once, says why.
+TEST(WorkerMetrics, WithoutNvmlNoGpuMetricsAndOneLine) {
+  metrics::Registry registry;
+  WorkerMetrics worker_metrics(registry);
+  ::testing::internal::CaptureStderr();
+  const absl::Status absent = absl::FailedPreconditionError(
+      "cannot load libnvidia-ml.so.1 (no NVIDIA driver libraries on this host): not found");
+  EXPECT_FALSE(worker_metrics.EnableGpu(0, absent));
+  EXPECT_FALSE(worker_metrics.EnableGpu(0, absent));
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_FALSE(worker_metrics.EnableGpu(3, FakeNvml()));  // no such device
+  worker_metrics.OnStep(train::StepStats{}, 0, 0);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err,
+            "hptrain worker: GPU metrics not exported: cannot load libnvidia-ml.so.1 (no NVIDIA "
+            "driver libraries on this host): not found\n");
+  EXPECT_THAT(metrics::TextExposition(registry), Not(HasSubstr("hptrain_gpu_")));
 }
 
 }  // namespace

@@ -133,8 +133,57 @@ TEST(JobParserTest, DefaultsOfAMinimalJob) {
   EXPECT_EQ(spec->strategy.type, "ssgd");
   EXPECT_FALSE(spec->strategy.error_feedback.has_value());
   EXPECT_EQ(spec->epochs, 1);
-  EXPECT_EQ(spec->device, "cpu");
+  // auto: cuda where a worker sees a GPU, else cpu (ResolveDevice); nothing is resolved here.
+  EXPECT_EQ(spec->device, "auto");
+  EXPECT_EQ(spec->communicator.backend, "auto");
+  EXPECT_FALSE(spec->deterministic);
   EXPECT_EQ(spec->worker_groups[0].template_yaml, "");
+}
+
+TEST(JobParserTest, DeviceBackendAndDeterministic) {
+  absl::StatusOr<JobSpec> spec =
+      Parse(std::string(kMinimal) +
+            "  device: cuda\n  deterministic: true\n  communicator: {backend: nccl}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->device, "cuda");
+  EXPECT_TRUE(spec->deterministic);
+  EXPECT_EQ(spec->communicator.backend, "nccl");
+  spec = Parse(kMinimal, {"spec.device=cpu", "spec.communicator.backend=gloo",
+                          "spec.deterministic=false"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->device, "cpu");
+  EXPECT_EQ(spec->communicator.backend, "gloo");
+  EXPECT_FALSE(spec->deterministic);
+  EXPECT_FALSE(spec->testing.device_path);
+  spec = Parse(kMinimal, {"spec.testing.devicePath=true"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->testing.device_path);
+  EXPECT_EQ(SetError({"spec.testing.devicePath=1.5"}),
+            "job.yaml: spec.testing.devicePath: must be true or false, got \"1.5\"");
+}
+
+TEST(JobParserTest, DeviceBackendAndDeterministicErrors) {
+  EXPECT_EQ(SetError({"spec.device=tpu"}),
+            "job.yaml: spec.device: unknown device \"tpu\" (expected one of cpu, cuda, auto)");
+  EXPECT_EQ(SetError({"spec.device=[cuda]"}),
+            "job.yaml: spec.device: must be a string, got a list");
+  EXPECT_EQ(SetError({"spec.communicator.backend=mpi"}),
+            "job.yaml: spec.communicator.backend: unknown backend \"mpi\" (expected one of auto, "
+            "gloo, nccl)");
+  EXPECT_EQ(SetError({"spec.communicator.backend={a: 1}"}),
+            "job.yaml: spec.communicator.backend: must be a string, got a map");
+  EXPECT_EQ(SetError({"spec.deterministic=maybe"}),
+            "job.yaml: spec.deterministic: must be true or false, got \"maybe\"");
+  EXPECT_EQ(SetError({"spec.deterministic=\"true\""}),
+            "job.yaml: spec.deterministic: must be true or false, got the quoted string \"true\"");
+  EXPECT_THAT(SetError({"spec.communicator.backnd=nccl"}),
+              StartsWith("job.yaml: spec.communicator.backnd: unknown field (expected one of "));
+  EXPECT_THAT(SetError({"spec.communicator.backnd=nccl"}), HasSubstr("backend"));
+  EXPECT_EQ(SetError({"spec.device=cpu", "spec.communicator.backend=nccl"}),
+            "job.yaml: spec.communicator.backend: nccl needs the workers on cuda, got spec.device: "
+            "cpu");
+  EXPECT_THAT(SetError({"spec.device=cuda", "spec.scheduler.type=priority"}),
+              StartsWith("job.yaml: spec.scheduler.type: priority is not supported on cuda yet"));
 }
 
 TEST(JobParserTest, MlpGetsDefaultHiddenWidths) {

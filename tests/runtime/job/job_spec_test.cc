@@ -3,11 +3,20 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
 namespace hptrain::job {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::StartsWith;
 
 WorkerGroupSpec Group(const std::string& name, int replicas, int batch_size = 0) {
   WorkerGroupSpec group;
@@ -71,6 +80,102 @@ TEST(JobSpecTest, NoGroupsNoAllocation) {
   spec.global_batch_size = 64;
   EXPECT_THAT(spec.InitialAllocation(), IsEmpty());
   EXPECT_THAT(spec.RankGroups(), IsEmpty());
+}
+
+TEST(ResolveDeviceTest, DefaultIsAuto) {
+  JobSpec spec;
+  EXPECT_EQ(spec.device, "auto");
+  EXPECT_EQ(ResolveDevice(spec, /*gpu_visible=*/true), "cuda");
+  EXPECT_EQ(ResolveDevice(spec, /*gpu_visible=*/false), "cpu");
+}
+
+TEST(ResolveDeviceTest, ExplicitDevicesAreTakenAsWritten) {
+  JobSpec spec;
+  spec.device = "cpu";
+  EXPECT_EQ(ResolveDevice(spec, true), "cpu");
+  EXPECT_EQ(ResolveDevice(spec, false), "cpu");
+  spec.device = "cuda";  // without a GPU the trainer fails rather than train on the CPU
+  EXPECT_EQ(ResolveDevice(spec, true), "cuda");
+  EXPECT_EQ(ResolveDevice(spec, false), "cuda");
+}
+
+TEST(ResolveDeviceTest, AutoStaysOnCpuWithThePriorityScheduler) {
+  JobSpec spec;
+  spec.scheduler.type = "priority";
+  EXPECT_EQ(ResolveDevice(spec, true), "cpu");
+}
+
+TEST(ExchangesOnDeviceTest, SsgdOnly) {
+  EXPECT_TRUE(ExchangesOnDevice("ssgd"));
+  for (const char* type : {"fp16", "quantized", "topk", "dgc", "localsgd", "multistep",
+                           "hierarchical", "gossip", "ps", "hps", "mp2", ""}) {
+    EXPECT_FALSE(ExchangesOnDevice(type)) << type;
+  }
+}
+
+// ResolveBackend's result, "error: <message>" when it fails (InvalidArgument, on one line).
+std::string Backend(const JobSpec& spec, const std::string& device, bool nccl_built = true,
+                    bool one_gpu_per_worker = true) {
+  absl::StatusOr<std::string> backend =
+      ResolveBackend(spec, device, nccl_built, one_gpu_per_worker);
+  if (backend.ok()) return *backend;
+  EXPECT_EQ(backend.status().code(), absl::StatusCode::kInvalidArgument) << backend.status();
+  EXPECT_THAT(std::string(backend.status().message()), Not(HasSubstr("\n")));
+  return absl::StrCat("error: ", backend.status().message());
+}
+
+TEST(ResolveBackendTest, AutoPicksNcclOnlyWhenEverythingAllows) {
+  JobSpec spec;  // ssgd, backend auto
+  EXPECT_EQ(spec.communicator.backend, "auto");
+  EXPECT_EQ(Backend(spec, "cuda"), "nccl");
+  EXPECT_EQ(Backend(spec, "cpu"), "gloo");
+  EXPECT_EQ(Backend(spec, "cuda", /*nccl_built=*/false), "gloo");
+  EXPECT_EQ(Backend(spec, "cuda", true, /*one_gpu_per_worker=*/false), "gloo");
+  spec.communicator.hierarchical = true;
+  EXPECT_EQ(Backend(spec, "cuda"), "gloo");
+  spec.communicator.hierarchical = false;
+  for (const char* type : {"fp16", "topk", "localsgd", "ps", "hps", "gossip"}) {
+    spec.strategy.type = type;
+    EXPECT_EQ(Backend(spec, "cuda"), "gloo") << type;
+  }
+}
+
+TEST(ResolveBackendTest, GlooIsAlwaysGloo) {
+  JobSpec spec;
+  spec.communicator.backend = "gloo";
+  EXPECT_EQ(Backend(spec, "cuda"), "gloo");
+  EXPECT_EQ(Backend(spec, "cpu"), "gloo");
+  EXPECT_EQ(Backend(spec, "cuda", false, false), "gloo");
+}
+
+TEST(ResolveBackendTest, ExplicitNcclWhenItCanRun) {
+  JobSpec spec;
+  spec.communicator.backend = "nccl";
+  EXPECT_EQ(Backend(spec, "cuda"), "nccl");
+}
+
+TEST(ResolveBackendTest, ExplicitNcclErrorsNameTheField) {
+  JobSpec spec;
+  spec.communicator.backend = "nccl";
+  const std::string prefix = "error: spec.communicator.backend: ";
+  EXPECT_THAT(Backend(spec, "cpu"),
+              StartsWith(prefix + "nccl needs the workers on cuda, but they run on cpu "
+                                  "(spec.device: auto)"));
+  EXPECT_THAT(Backend(spec, "cuda", /*nccl_built=*/false),
+              StartsWith(prefix + "nccl is not available: this build has no NCCL"));
+  EXPECT_THAT(Backend(spec, "cuda", true, /*one_gpu_per_worker=*/false),
+              StartsWith(prefix + "nccl needs a GPU of its own for every worker, but workers "
+                                  "share a GPU"));
+  spec.strategy.type = "quantized";
+  EXPECT_THAT(Backend(spec, "cuda"),
+              StartsWith(prefix + "nccl does not carry strategy quantized, which exchanges "
+                                  "through host memory"));
+  spec.strategy.type = "ssgd";
+  spec.communicator.hierarchical = true;
+  EXPECT_THAT(Backend(spec, "cuda"),
+              StartsWith(prefix + "nccl cannot run spec.communicator.hierarchical"));
+  spec.communicator.backend = "mpi";
+  EXPECT_THAT(Backend(spec, "cuda"), StartsWith(prefix + "unknown backend \"mpi\""));
 }
 
 }  // namespace

@@ -539,7 +539,46 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"NegativeEvalEverySteps", [](JobSpec& s) { s.eval_every_steps = -5; },
              "spec.evalEverySteps: must be >= 0"},
         Case{"UnknownDevice", [](JobSpec& s) { s.device = "tpu"; },
-             "spec.device: unknown device \"tpu\" (expected one of cpu, cuda)"},
+             "spec.device: unknown device \"tpu\" (expected one of cpu, cuda, auto)"},
+        Case{"EmptyDevice", [](JobSpec& s) { s.device = ""; },
+             "spec.device: required (one of cpu, cuda, auto)"},
+        // device and communicator back end
+        Case{"UnknownBackend", [](JobSpec& s) { s.communicator.backend = "mpi"; },
+             "spec.communicator.backend: unknown backend \"mpi\" (expected one of auto, gloo, "
+             "nccl)"},
+        Case{"NcclOnCpu",
+             [](JobSpec& s) {
+               s.device = "cpu";
+               s.communicator.backend = "nccl";
+             },
+             "spec.communicator.backend: nccl needs the workers on cuda, got spec.device: cpu"},
+        Case{"NcclWithHostStrategy",
+             [](JobSpec& s) {
+               s.device = "cuda";
+               s.strategy.type = "localsgd";
+               s.communicator.backend = "nccl";
+             },
+             "spec.communicator.backend: nccl does not carry strategy localsgd, which exchanges "
+             "through host memory"},
+        Case{"NcclWithHierarchicalCommunicator",
+             [](JobSpec& s) {
+               s.communicator.backend = "nccl";
+               s.communicator.hierarchical = true;
+             },
+             "spec.communicator.backend: nccl cannot run spec.communicator.hierarchical"},
+        Case{"PrioritySchedulerOnCuda",
+             [](JobSpec& s) {
+               s.device = "cuda";
+               s.scheduler.type = "priority";
+             },
+             "spec.scheduler.type: priority is not supported on cuda yet"},
+        Case{"NcclWithPriorityScheduler",
+             [](JobSpec& s) {
+               s.communicator.backend = "nccl";
+               s.scheduler.type = "priority";
+             },
+             "spec.communicator.backend: nccl needs the workers on cuda, where "
+             "spec.scheduler.type priority is not supported yet"},
         Case{"NegativeThreads", [](JobSpec& s) { s.threads = -1; }, "spec.threads: must be >= 0"},
         Case{"ZeroBucketMiB", [](JobSpec& s) { s.bucket_mib = 0; }, "spec.bucketMiB: must be >= 1"},
         Case{"CheckpointIntervalNeedsPath", [](JobSpec& s) { s.checkpoint.interval_steps = 10; },
@@ -618,40 +657,46 @@ INSTANTIATE_TEST_SUITE_P(
              "spec.testing.slowdownWindow: must be between 1 and 1000 steps, got 0"}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
+// ValidSpec() with strategy `type` and a valid value for each of its parameters.
+JobSpec WithOwnParameters(const std::string& type) {
+  JobSpec spec = ValidSpec();
+  spec.strategy.type = type;
+  for (const std::string& key : StrategyParameters(type)) {
+    if (key == "bits") spec.strategy.bits = "dynamic";
+    if (key == "bucketSize") spec.strategy.bucket_size = 512;
+    if (key == "density") spec.strategy.density = 0.01;
+    if (key == "errorFeedback") spec.strategy.error_feedback = true;
+    if (key == "interval") spec.strategy.interval = 4;
+    if (key == "warmupEpochs") spec.strategy.warmup_epochs = 1;
+    if (key == "threshold") spec.strategy.threshold = 0.5;
+    if (key == "pushRatio") spec.strategy.push_ratio = 0.25;
+    if (key == "clipNorm") spec.strategy.clip_norm = 5;
+    if (key == "momentumMasking") spec.strategy.momentum_masking = false;
+    if (key == "sparseEncoding") spec.strategy.sparse_encoding = "compact";
+    if (key == "staleness") spec.strategy.staleness = 0;
+    if (key == "warmupSteps") spec.strategy.warmup_steps = 200;
+    if (key == "hMin") {  // bounds an adaptive interval only
+      spec.strategy.interval = 0;
+      spec.strategy.adaptive_interval = true;
+      spec.strategy.h_min = 2;
+    }
+    if (key == "hMax") spec.strategy.h_max = 16;
+    if (key == "mu") spec.strategy.mu = 0.01;
+    if (key == "pushRatio") spec.strategy.push_ratio = 0.2;
+    if (key == "history") spec.strategy.history = 4;
+    if (key == "mode") spec.strategy.mode = "B";
+    if (key == "predictor") spec.strategy.predictor = "zero";
+    if (key == "calibration") spec.strategy.calibration = true;
+    if (key == "damping") spec.strategy.damping = 0.5;
+    if (key == "delay") spec.strategy.delay = 1;
+    if (key == "compression") spec.strategy.compression = {"quantized", 4};
+  }
+  return spec;
+}
+
 TEST(ValidateJobTest, EveryStrategyAcceptsItsOwnParameters) {
   for (const std::string& type : StrategyTypes()) {
-    JobSpec spec = ValidSpec();
-    spec.strategy.type = type;
-    for (const std::string& key : StrategyParameters(type)) {
-      if (key == "bits") spec.strategy.bits = "dynamic";
-      if (key == "bucketSize") spec.strategy.bucket_size = 512;
-      if (key == "density") spec.strategy.density = 0.01;
-      if (key == "errorFeedback") spec.strategy.error_feedback = true;
-      if (key == "interval") spec.strategy.interval = 4;
-      if (key == "warmupEpochs") spec.strategy.warmup_epochs = 1;
-      if (key == "threshold") spec.strategy.threshold = 0.5;
-      if (key == "pushRatio") spec.strategy.push_ratio = 0.25;
-      if (key == "clipNorm") spec.strategy.clip_norm = 5;
-      if (key == "momentumMasking") spec.strategy.momentum_masking = false;
-      if (key == "sparseEncoding") spec.strategy.sparse_encoding = "compact";
-      if (key == "staleness") spec.strategy.staleness = 0;
-      if (key == "warmupSteps") spec.strategy.warmup_steps = 200;
-      if (key == "hMin") {  // bounds an adaptive interval only
-        spec.strategy.interval = 0;
-        spec.strategy.adaptive_interval = true;
-        spec.strategy.h_min = 2;
-      }
-      if (key == "hMax") spec.strategy.h_max = 16;
-      if (key == "mu") spec.strategy.mu = 0.01;
-      if (key == "pushRatio") spec.strategy.push_ratio = 0.2;
-      if (key == "history") spec.strategy.history = 4;
-      if (key == "mode") spec.strategy.mode = "B";
-      if (key == "predictor") spec.strategy.predictor = "zero";
-      if (key == "calibration") spec.strategy.calibration = true;
-      if (key == "damping") spec.strategy.damping = 0.5;
-      if (key == "delay") spec.strategy.delay = 1;
-      if (key == "compression") spec.strategy.compression = {"quantized", 4};
-    }
+    JobSpec spec = WithOwnParameters(type);
     EXPECT_TRUE(ValidateJob(spec).ok()) << type << ": " << ValidateJob(spec);
   }
 }
@@ -755,6 +800,40 @@ TEST(ValidateJobTest, PrioritySchedulerWithSsgdAndMultistep) {
   spec.scheduler.type = "none";
   spec.strategy.type = "quantized";  // no scheduler with any strategy
   EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
+}
+
+TEST(ValidateJobTest, DevicesAndBackends) {
+  JobSpec spec = ValidSpec();
+  EXPECT_EQ(spec.device, "auto");
+  EXPECT_EQ(spec.communicator.backend, "auto");
+  EXPECT_FALSE(spec.deterministic);
+  for (const char* device : {"cpu", "cuda", "auto"}) {
+    for (const char* backend : {"auto", "gloo"}) {
+      spec.device = device;
+      spec.communicator.backend = backend;
+      EXPECT_TRUE(ValidateJob(spec).ok()) << device << "/" << backend << ": " << ValidateJob(spec);
+    }
+  }
+  // nccl with ssgd on cuda, or on auto (a worker without a GPU fails when it resolves).
+  spec.communicator.backend = "nccl";
+  for (const char* device : {"cuda", "auto"}) {
+    spec.device = device;
+    EXPECT_TRUE(ValidateJob(spec).ok()) << device << ": " << ValidateJob(spec);
+  }
+  // Every strategy may run on cuda through Gloo (host staging); deterministic is a free choice.
+  for (const std::string& type : StrategyTypes()) {
+    spec = WithOwnParameters(type);
+    spec.device = "cuda";
+    spec.deterministic = true;
+    EXPECT_TRUE(ValidateJob(spec).ok()) << type << ": " << ValidateJob(spec);
+  }
+  // The priority scheduler stays allowed where the device may resolve to cpu.
+  spec = ValidSpec();
+  spec.scheduler.type = "priority";
+  for (const char* device : {"cpu", "auto"}) {
+    spec.device = device;
+    EXPECT_TRUE(ValidateJob(spec).ok()) << device << ": " << ValidateJob(spec);
+  }
 }
 
 TEST(ValidateJobTest, GroupBatchSizesThatAddUpPass) {

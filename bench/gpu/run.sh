@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# The one run on the GPU machine: build, test and measure, within a fixed time.
+#
+#   bench/gpu/run.sh OUT_DIR
+#
+# Steps, each under `timeout` so that the whole script ends within BUDGET_S (540 s by default):
+#   1. env:         nvidia-smi, driver, nvcc, torch, NCCL, compiler and CMake versions.
+#   2. build:       bench/gpu/build.sh (the default targets) into build-gpu; on failure the first
+#                   compiler errors are printed and the later steps use what was built.
+#   3. check:       bench/gpu/check.sh build-gpu (CUDA kernel tests, NCCL tests and all-reduce
+#                   check, CUDA kernel benchmark).
+#   4. integration: build-gpu/tests/integration_cuda_training_test, if built.
+#   5. throughput:  bench/gpu/throughput.sh (hptrain vs PyTorch, one worker on the GPU).
+#   6. exchange:    build-gpu/bin/exchange_bucket_bench (quantize-8 exchange vs fp32 all-reduce).
+# A step gets at most its own cap and never more than leaves the later steps their minimum.
+# OUT_DIR receives at most 8 files: summary.txt env.txt build.log check.log kernels_cuda.json
+# integration.log throughput.log exchange.log. The summary is printed last.
+# Environment: BUDGET_S (540), BUILD_DIR (build-gpu), BUILD_TARGETS (build.sh's default list).
+# Exit status: 0 every step passed, 1 otherwise.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+if (($# != 1)); then
+  echo "usage: bench/gpu/run.sh OUT_DIR" >&2
+  exit 1
+fi
+out=$1
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+build=${BUILD_DIR:-build-gpu}
+export BUILD_DIR=$build
+budget=${BUDGET_S:-540}
+end=$((SECONDS + budget))
+summary=()
+failed=0
+note() { summary+=("$*"); }
+
+# allow CAP RESERVE: seconds for the next step: CAP, but leave RESERVE for the steps after it.
+allow() {
+  local left=$((end - SECONDS - $2))
+  ((left < $1)) || left=$1
+  ((left > 5)) || left=5
+  echo "$left"
+}
+
+# step NAME CAP RESERVE LOG CMD...: runs CMD under timeout, output appended to LOG.
+step() {
+  local name=$1 cap=$2 reserve=$3 log=$4
+  shift 4
+  local limit started rc
+  limit=$(allow "$cap" "$reserve")
+  started=$SECONDS
+  echo "== $name (limit ${limit}s): $*" | tee -a "$log"
+  timeout -k 5 "$limit" "$@" >>"$log" 2>&1
+  rc=$?
+  local verdict=ok
+  ((rc == 124 || rc == 137)) && verdict="TIMED OUT after ${limit}s"
+  ((rc != 0 && rc != 124 && rc != 137)) && verdict="FAILED (exit $rc)"
+  ((rc != 0)) && failed=1
+  note "$(printf '%-12s %-28s %4d s' "$name" "$verdict" $((SECONDS - started)))"
+  if ((rc != 0)); then
+    while read -r line; do note "  | $line"; done < <(grep -v '^== ' "$log" | tail -n 3 | cut -c1-240)
+  fi
+  echo "== $name: $verdict in $((SECONDS - started)) s" | tee -a "$log"
+  return "$rc"
+}
+
+# 1. env ----------------------------------------------------------------------------------------
+{
+  date -u
+  nvidia-smi 2>&1 || echo "nvidia-smi failed"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv 2>&1
+  /usr/local/cuda/bin/nvcc --version 2>&1 | tail -2
+  python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "gpu", torch.cuda.is_available())' 2>&1
+  python3 -c 'import importlib.metadata as m; print("nvidia-nccl", m.version([d for d in m.packages_distributions().get("nvidia", []) if "nccl" in d][0]))' 2>&1 || true
+  g++ --version | head -1
+  cmake --version | head -1
+  echo "ninja $(ninja --version)"
+  echo "cores $(nproc)"
+  free -g | head -2
+  du -sh .gpu-prefix 2>&1
+  # Whether the pip libtorch exports Gloo symbols of its own (see build.sh).
+  torch_lib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)
+  echo "gloo symbols exported by libtorch_cpu.so: $(nm -D --defined-only "$torch_lib/libtorch_cpu.so" 2>/dev/null | grep -c gloo)"
+} >"$out/env.txt" 2>&1
+gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+note "gpu: ${gpu:-none (nvidia-smi failed)}"
+note "$(grep -m1 '^python' "$out/env.txt")"
+
+# 2. build --------------------------------------------------------------------------------------
+: >"$out/build.log"
+# shellcheck disable=SC2086  # BUILD_TARGETS is a list
+step build 300 230 "$out/build.log" bench/gpu/build.sh ${BUILD_TARGETS:-}
+[[ -f $build/configure.log ]] && { echo "== configure log"; cat "$build/configure.log"; } >>"$out/build.log"
+while read -r line; do note "  $line"; done < <(grep -E '^build: (phase|built|FAILED|not defined)' "$out/build.log")
+if grep -q -E 'error:|CMake Error|FAILED:' "$out/build.log"; then
+  echo "== first build errors:"
+  grep -m 8 -A 2 -E 'error:|CMake Error' "$out/build.log" | head -n 24 | cut -c1-200
+  note "  first errors: $(grep -m 3 -E 'error:|CMake Error' "$out/build.log" | cut -c1-200 | tr '\n' '|')"
+fi
+# Our programs run with build.sh's library path (run-env); python3 and nvidia-smi without it.
+wrap=()
+[[ -x $build/run-env ]] && wrap=("$build/run-env")
+
+# 3. check --------------------------------------------------------------------------------------
+: >"$out/check.log"
+step check 60 200 "$out/check.log" bench/gpu/check.sh "$build" "$build/gpu-check"
+for f in "$build"/gpu-check/*.log; do
+  [[ -f $f ]] && { echo "== $f"; cat "$f"; } >>"$out/check.log"
+done
+[[ -f $build/gpu-check/kernels_cuda.json ]] && cp "$build/gpu-check/kernels_cuda.json" "$out/"
+note "$(grep -E '^gpu-check:' "$out/check.log" | tail -1)"
+while read -r line; do note "  $line"; done < <(grep -E '^nccl_allreduce_check:|^\[  (PASSED|FAILED|SKIPPED) ' "$out/check.log" | head -16)
+
+# 4. integration --------------------------------------------------------------------------------
+: >"$out/integration.log"
+if [[ -x $build/tests/integration_cuda_training_test ]]; then
+  # The GPU tests; the DevicePath ones need no GPU and run in CI.
+  step integration 140 110 "$out/integration.log" env HPTRAIN_BIN="$PWD/$build/bin" "${wrap[@]}" \
+    "$build/tests/integration_cuda_training_test" --gtest_brief=1 --gtest_filter='Cuda.*'
+  while read -r line; do note "  $line"; done < <(grep -E '^\[  (PASSED|FAILED|SKIPPED) |Failure' "$out/integration.log" | head -8)
+else
+  echo "integration_cuda_training_test not built" >"$out/integration.log"
+  note "integration  not built"
+  failed=1
+fi
+
+# 5. throughput ---------------------------------------------------------------------------------
+: >"$out/throughput.log"
+if [[ -x $build/bin/hptrain ]]; then
+  step throughput 100 25 "$out/throughput.log" env RUN_TIMEOUT=45 \
+    bench/gpu/throughput.sh "$build" "$build/throughput"
+  for f in "$build"/throughput/*.log "$build"/throughput/throughput.json; do
+    [[ -f $f ]] && { echo "== $f"; tail -n 40 "$f"; } >>"$out/throughput.log"
+  done
+  while read -r line; do note "  $line"; done < <(sed -n '/^model  /,/^throughput:/p' "$out/throughput.log" | grep -v '^throughput:')
+else
+  echo "hptrain not built" >"$out/throughput.log"
+  note "throughput   skipped: hptrain not built"
+  failed=1
+fi
+
+# 6. exchange -----------------------------------------------------------------------------------
+: >"$out/exchange.log"
+if [[ -x $build/bin/exchange_bucket_bench ]]; then
+  step exchange 40 0 "$out/exchange.log" "${wrap[@]}" "$build/bin/exchange_bucket_bench" 25 30
+  while read -r line; do note "  $line"; done < <(grep -E '^  ' "$out/exchange.log")
+else
+  echo "exchange_bucket_bench not built" >"$out/exchange.log"
+  note "exchange     skipped: not built"
+  failed=1
+fi
+
+note "total $((SECONDS - (end - budget))) s of ${budget} s; files in $out: $(find "$out" -maxdepth 1 -type f -printf '%f ' | sort)"
+printf '%s\n' "${summary[@]}" >"$out/summary.txt"
+echo
+echo "===== summary ====="
+cat "$out/summary.txt"
+exit "$failed"
