@@ -81,6 +81,7 @@ step() {
   # Whether the pip libtorch exports Gloo symbols of its own (see build.sh).
   torch_lib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)
   echo "gloo symbols exported by libtorch_cpu.so: $(nm -D --defined-only "$torch_lib/libtorch_cpu.so" 2>/dev/null | grep -c gloo)"
+  echo "protobuf symbols exported by libtorch_cpu.so: $(nm -D --defined-only "$torch_lib/libtorch_cpu.so" 2>/dev/null | grep -c google8protobuf)"
 } >"$out/env.txt" 2>&1
 gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
 note "gpu: ${gpu:-none (nvidia-smi failed)}"
@@ -100,6 +101,22 @@ fi
 # Our programs run with build.sh's library path (run-env); python3 and nvidia-smi without it.
 wrap=()
 [[ -x $build/run-env ]] && wrap=("$build/run-env")
+# Smoke: the binary starts, runs a tiny job on the GPU and exits cleanly (exit codes in the summary).
+if [[ -x $build/bin/hptrain ]]; then
+  "${wrap[@]}" "$build/bin/hptrain" version >>"$out/build.log" 2>&1
+  version_rc=$?
+  smoke=(run examples/synthetic-mlp.yaml --quiet --set spec.maxSteps=5 --set spec.device=cuda)
+  timeout 60 "${wrap[@]}" "$build/bin/hptrain" "${smoke[@]}" >>"$out/build.log" 2>&1
+  smoke_rc=$?
+  note "smoke        hptrain version exit $version_rc; 5-step cuda run exit $smoke_rc"
+  # A crash: where, from cuda-gdb (the machine has no gdb; cuda-gdb debugs host code too).
+  if ((smoke_rc > 128)) && [[ -x /usr/local/cuda/bin/cuda-gdb ]]; then
+    echo "== backtrace of the crashed smoke run" >>"$out/build.log"
+    timeout 60 "${wrap[@]}" /usr/local/cuda/bin/cuda-gdb -q -batch -ex "set pagination off" \
+      -ex run -ex bt --args "$build/bin/hptrain" "${smoke[@]}" >>"$out/build.log" 2>&1
+    while read -r line; do note "  | $line"; done < <(grep -A6 'received signal' "$out/build.log" | head -8)
+  fi
+fi
 
 # 3. check --------------------------------------------------------------------------------------
 : >"$out/check.log"

@@ -269,7 +269,7 @@ struct JobSpec {
   int64_t eval_every_steps = 0;   // also evaluate every this many global steps; 0 = epoch ends
   uint64_t seed = 42;
   std::string device = "auto";    // cpu | cuda | auto (see ResolveDevice)
-  bool deterministic = false;     // cuda: deterministic cuDNN algorithms, no autotuning
+  bool deterministic = false;     // cuda: deterministic cuDNN, no autotuning, no TF32
   int threads = 0;                // torch intra-op threads per worker; 0 = cores / workers
   int bucket_mib = 25;            // gradient bucket size for the communicator, MiB
   std::vector<WorkerGroupSpec> worker_groups;

@@ -147,6 +147,11 @@ class Trainer::Impl {
   void ParamsToDevice();
   // Device path: the batch's tensors on the device (from pinned memory, asynchronously on a GPU).
   torch::Tensor ToDevice(const torch::Tensor& host) const;
+  // This worker's batch of a step: gathered and (device path) on its way to the device.
+  absl::StatusOr<Batch> LoadBatch(const std::vector<int64_t>& indices);
+  // Device path, while the GPU still runs this step's backward: the next step's batch, one
+  // ahead, for the same allocation. Best effort: an error leaves it to the next step to load.
+  void PrefetchNext(const std::vector<int64_t>& perm, int64_t next_step_in_epoch);
   // Device path, in the autograd hook of tensor `index`: its gradient into the reducer's host
   // buffer (staged) or into device_grads_ with an event behind it (device route).
   void StoreDeviceGradient(int index, const torch::Tensor& grad);
@@ -186,6 +191,13 @@ class Trainer::Impl {
   std::unique_ptr<DeviceOptimizer> device_optimizer_;
   std::vector<c10::Event> grad_events_;           // device route: per tensor, after its copy
   std::vector<std::vector<int>> bucket_tensors_;  // device route: the tensors of each bucket
+  // Device path: the batch loaded one step ahead, for the step and the indices it was loaded for.
+  struct Prefetched {
+    int64_t step = -1;
+    std::vector<int64_t> indices;
+    Batch batch;
+  };
+  Prefetched prefetched_;
   std::vector<float> flat_buffers_;  // the buffers handed to the strategy (exchanges_buffers)
   std::unique_ptr<comm::BucketedReducer> reducer_;
   std::unique_ptr<sync::Strategy> strategy_;
@@ -224,11 +236,17 @@ absl::Status Trainer::Impl::Init() {
                                                      VisibleCudaDevices(), " GPU(s) visible"));
     }
     // This thread's current device (allocations, cuDNN, the autograd thread it starts), and
-    // cuDNN's algorithm choice: deterministic and untuned, or autotuned per input shape.
+    // cuDNN's algorithm choice: deterministic, untuned and in full fp32 (no TF32, which rounds
+    // convolution inputs to 10 mantissa bits), or autotuned per input shape with PyTorch's
+    // default TF32 convolutions.
     HPTRAIN_RETURN_IF_ERROR(TorchCall("selecting the GPU", [&] {
       c10::impl::getDeviceGuardImpl(device_.type())->setDevice(device_);
       at::globalContext().setDeterministicCuDNN(spec_.deterministic);
       at::globalContext().setBenchmarkCuDNN(!spec_.deterministic);
+      if (spec_.deterministic) {
+        at::globalContext().setAllowTF32CuDNN(false);
+        at::globalContext().setAllowTF32CuBLAS(false);
+      }
     }));
   }
   // By default each worker gets its share of the CPU quota (or cores) of its host (threads.h).
@@ -433,6 +451,32 @@ torch::Tensor Trainer::Impl::ToDevice(const torch::Tensor& host) const {
   return host.pin_memory().to(device_, /*non_blocking=*/true);
 }
 
+absl::StatusOr<Batch> Trainer::Impl::LoadBatch(const std::vector<int64_t>& indices) {
+  if (prefetched_.step == global_step_ && prefetched_.indices == indices) {
+    prefetched_.step = -1;
+    return std::move(prefetched_.batch);
+  }
+  prefetched_.step = -1;  // loaded for another allocation: dropped
+  HPTRAIN_ASSIGN_OR_RETURN(Batch batch, train_data_->Gather(indices));
+  if (on_device_) {
+    batch.inputs = ToDevice(batch.inputs);
+    batch.targets = ToDevice(batch.targets);
+  }
+  return batch;
+}
+
+void Trainer::Impl::PrefetchNext(const std::vector<int64_t>& perm, int64_t next_step_in_epoch) {
+  std::vector<int64_t> indices = WorkerSlice(perm, next_step_in_epoch, spec_.global_batch_size,
+                                             options_.allocation, options_.rank);
+  absl::StatusOr<Batch> batch = train_data_->Gather(indices);
+  if (!batch.ok()) return;
+  batch->inputs = ToDevice(batch->inputs);
+  batch->targets = ToDevice(batch->targets);
+  prefetched_.step = global_step_ + 1;
+  prefetched_.indices = std::move(indices);
+  prefetched_.batch = *std::move(batch);
+}
+
 void Trainer::Impl::StoreDeviceGradient(int index, const torch::Tensor& grad) {
   torch::NoGradGuard no_grad;
   const int64_t n = static_cast<int64_t>(reducer_->tensor_size(index));
@@ -498,11 +542,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
 
   std::vector<int64_t> indices = WorkerSlice(perm, step_in_epoch, spec_.global_batch_size,
                                              options_.allocation, rank);
-  HPTRAIN_ASSIGN_OR_RETURN(Batch batch, train_data_->Gather(indices));
-  if (on_device_) {
-    batch.inputs = ToDevice(batch.inputs);
-    batch.targets = ToDevice(batch.targets);
-  }
+  HPTRAIN_ASSIGN_OR_RETURN(Batch batch, LoadBatch(indices));
   // Under the scheduler the previous step's exchange may still run: a model whose forward
   // waits layer by layer starts at once, any other waits for the whole update first.
   if (scheduler_ == nullptr) {
@@ -521,6 +561,8 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
         torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
     if (scheduler_ && !(scheduled = BeginScheduledStep()).ok()) return;
     loss.backward();
+    // On a GPU backward has only been queued: the next batch is gathered meanwhile.
+    if (on_device_ && step_in_epoch + 1 < steps_per_epoch) PrefetchNext(perm, step_in_epoch + 1);
     loss_value = loss.item<double>();
   }));
   HPTRAIN_RETURN_IF_ERROR(scheduled);
