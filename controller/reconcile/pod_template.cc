@@ -114,19 +114,39 @@ absl::Status SecureContainer(const Json& defaults, Json* container, absl::string
 // `defaults` as the container's resources when the template names neither cpu nor memory there;
 // a template that names either has made its choice, and mixing ours in could even contradict it
 // (a request above our limit).
-absl::Status DefaultResources(const Json& defaults, Json* container, absl::string_view path) {
-  if (defaults.is_null()) return absl::OkStatus();
+// The container's resources map (created empty when absent), after checking that it and its
+// requests and limits, where present, are maps.
+absl::StatusOr<Json*> ContainerResources(Json* container, absl::string_view path) {
   const std::string resources_path = absl::StrCat(path, ".resources");
   Json& resources = (*container)["resources"];
   if (resources.is_null()) resources = Json::object();
   if (!resources.is_object()) return Invalid(resources_path, "must be a map");
   for (const char* section : {"requests", "limits"}) {
     const Json* quantities = Find(resources, {section});
-    if (quantities == nullptr || quantities->is_null()) continue;
-    if (!quantities->is_object()) {
+    if (quantities != nullptr && !quantities->is_null() && !quantities->is_object()) {
       return Invalid(absl::StrCat(resources_path, ".", section), "must be a map");
     }
-    if (quantities->contains("cpu") || quantities->contains("memory")) return absl::OkStatus();
+  }
+  return &resources;
+}
+
+// Whether the container's resources name `resource` in their requests or limits.
+bool NamesResource(const Json& resources, const std::string& resource) {
+  for (const char* section : {"requests", "limits"}) {
+    const Json* quantities = Find(resources, {section});
+    if (quantities != nullptr && quantities->is_object() && quantities->contains(resource)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::Status DefaultResources(const Json& defaults, Json* container, absl::string_view path) {
+  if (defaults.is_null()) return absl::OkStatus();
+  HPTRAIN_ASSIGN_OR_RETURN(Json * found, ContainerResources(container, path));
+  Json& resources = *found;
+  if (NamesResource(resources, "cpu") || NamesResource(resources, "memory")) {
+    return absl::OkStatus();
   }
   for (const auto& [section, quantities] : defaults.items()) {
     Json& ours = resources[section];
@@ -141,22 +161,10 @@ absl::Status DefaultResources(const Json& defaults, Json* container, absl::strin
 // limit, and refuses a request that differs from it.
 absl::Status DefaultLimits(const Json& defaults, Json* container, absl::string_view path) {
   if (defaults.empty()) return absl::OkStatus();
-  const std::string resources_path = absl::StrCat(path, ".resources");
-  Json& resources = (*container)["resources"];
-  if (resources.is_null()) resources = Json::object();
-  if (!resources.is_object()) return Invalid(resources_path, "must be a map");
-  for (const char* section : {"requests", "limits"}) {
-    const Json* quantities = Find(resources, {section});
-    if (quantities != nullptr && !quantities->is_null() && !quantities->is_object()) {
-      return Invalid(absl::StrCat(resources_path, ".", section), "must be a map");
-    }
-  }
+  HPTRAIN_ASSIGN_OR_RETURN(Json * found, ContainerResources(container, path));
+  Json& resources = *found;
   for (const auto& [name, quantity] : defaults.items()) {
-    auto names = [&](const char* section) {
-      const Json* quantities = Find(resources, {section});
-      return quantities != nullptr && quantities->is_object() && quantities->contains(name);
-    };
-    if (names("requests") || names("limits")) continue;
+    if (NamesResource(resources, name)) continue;
     Json& limits = resources["limits"];
     if (limits.is_null()) limits = Json::object();
     limits[name] = quantity;

@@ -66,25 +66,27 @@ std::string DemoDataset() {
   return "{name: synthetic, synthetic: {samples: 8192, testSamples: 1024}}";
 }
 
-// The demo job (examples/fashion-mnist.yaml) for 20 steps, with `groups` (YAML lines under
-// workerGroups) and `extra` (lines under spec), checkpointing to `ckpt`.
+// The demo job's model and optimizer (LeNetJob, hptrain_process.h) for `steps` steps, on
+// DemoDataset(), with `groups` (YAML lines under workerGroups) and `extra` (lines under spec),
+// checkpointing to `ckpt`.
 std::string DemoJob(const std::string& name, const std::string& groups, const std::string& ckpt,
                     const std::string& extra, int steps) {
-  return "apiVersion: hptrain.io/v1alpha1\n"
-         "kind: TrainingJob\n"
-         "metadata:\n"
-         "  name: " + name + "\n"
-         "spec:\n"
-         "  model: {name: lenet5}\n"
-         "  dataset: " + DemoDataset() + "\n"
-         "  optimizer: {type: sgd, lr: 0.05, momentum: 0.9, weightDecay: 5.0e-4}\n"
-         "  globalBatchSize: 64\n"
-         "  epochs: 1\n"
-         "  maxSteps: " + std::to_string(steps) + "\n"
-         "  seed: 7\n"
-         "  threads: 1\n"
-         "  checkpoint: {path: " + ckpt + "}\n" + extra +
-         "  workerGroups:\n" + groups;
+  std::string job = LeNetJob(name, groups,
+                             "  globalBatchSize: 64\n"
+                             "  epochs: 1\n"
+                             "  maxSteps: " + std::to_string(steps) + "\n"
+                             "  seed: 7\n"
+                             "  threads: 1\n"
+                             "  checkpoint: {path: " + ckpt + "}\n" + extra);
+  const std::string fashion = "dataset: {name: fashion-mnist}";
+  const size_t at = job.find(fashion);
+  if (at != std::string::npos) job.replace(at, fashion.size(), "dataset: " + DemoDataset());
+  // A strategy in `extra` replaces LeNetJob's ssgd.
+  const std::string ssgd = "  strategy: {type: ssgd}\n";
+  if (extra.find("  strategy:") != std::string::npos && job.find(ssgd) != std::string::npos) {
+    job.erase(job.find(ssgd), ssgd.size());
+  }
+  return job;
 }
 
 const char kOneWorker[] = "    - {name: single, replicas: 1}\n";
