@@ -295,7 +295,8 @@ absl::Status Trainer::Impl::Init() {
   if (on_device_) {
     HPTRAIN_RETURN_IF_ERROR(TorchCall("allocating the device buffers", [&] {
       const int64_t n = static_cast<int64_t>(reducer_->size());
-      device_grads_ = torch::zeros({n}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+      device_grads_ =
+          torch::zeros({n}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
       device_optimizer_ = std::make_unique<DeviceOptimizer>(optimizer_spec, n, device_);
     }));
   }
@@ -304,7 +305,9 @@ absl::Status Trainer::Impl::Init() {
     for (int t = 0; t < reducer_->num_tensors(); ++t) {
       for (int k = 0; k < reducer_->num_buckets(); ++k) {
         auto [begin, end] = reducer_->bucket_range(k);
-        if (reducer_->offset(t) >= begin && reducer_->offset(t) < end) bucket_tensors_[k].push_back(t);
+        if (reducer_->offset(t) >= begin && reducer_->offset(t) < end) {
+          bucket_tensors_[k].push_back(t);
+        }
       }
       grad_events_.emplace_back(device_.type());
     }
@@ -415,7 +418,8 @@ absl::Status Trainer::Impl::FlattenParameters() {
   }
   return TorchCall("flattening parameters", [&] {
     torch::NoGradGuard no_grad;
-    flat_params_ = torch::empty({total}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+    flat_params_ =
+        torch::empty({total}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
     int64_t offset = 0;
     for (auto& p : params_) {
       torch::Tensor view = flat_params_.narrow(0, offset, p.numel()).view(p.sizes());
