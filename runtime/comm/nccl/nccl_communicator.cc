@@ -261,6 +261,61 @@ absl::Status NcclCommunicator::AllGather(const void* send, void* recv, size_t bl
   return absl::OkStatus();
 }
 
+absl::Status NcclCommunicator::ReduceScatterSum(const float* send, float* recv,
+                                                size_t recv_count) {
+  if (!broken_.ok()) return Unusable(broken_, rank_, size_);
+  if (recv_count == 0) return absl::OkStatus();
+  if (send == nullptr || recv == nullptr) {
+    return absl::InvalidArgumentError("NCCL reduce-scatter with a null buffer");
+  }
+  ScopedDevice scoped(device_);
+  HPTRAIN_RETURN_IF_ERROR(scoped.status());
+  const std::string what = absl::StrCat("ncclReduceScatter of ", recv_count,
+                                        " floats per rank (rank ", rank_, " of ", size_, ")");
+  const absl::Status enqueued = HPTRAIN_NCCL_ENQUEUED(
+      ncclReduceScatter(send, recv, recv_count, ncclFloat32, ncclSum, comm_, stream_),
+      what.c_str());
+  HPTRAIN_RETURN_IF_ERROR(Complete(enqueued, what.c_str()));
+  const int64_t bytes =
+      static_cast<int64_t>(size_ - 1) * static_cast<int64_t>(recv_count * sizeof(float));
+  Count(bytes, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status NcclCommunicator::SendRecv(int to, const void* send, size_t send_bytes, int from,
+                                        void* recv, size_t recv_bytes) {
+  if (!broken_.ok()) return Unusable(broken_, rank_, size_);
+  if ((send_bytes > 0 && (to < 0 || to >= size_)) ||
+      (recv_bytes > 0 && (from < 0 || from >= size_))) {
+    return absl::InvalidArgumentError(absl::StrCat("NCCL send/recv: rank ", to, " / ", from,
+                                                   " outside [0, ", size_, ")"));
+  }
+  if (send_bytes == 0 && recv_bytes == 0) return absl::OkStatus();
+  if ((send_bytes > 0 && send == nullptr) || (recv_bytes > 0 && recv == nullptr)) {
+    return absl::InvalidArgumentError("NCCL send/recv with a null buffer");
+  }
+  ScopedDevice scoped(device_);
+  HPTRAIN_RETURN_IF_ERROR(scoped.status());
+  const std::string what = absl::StrCat("ncclSend of ", send_bytes, " bytes to rank ", to,
+                                        " and ncclRecv of ", recv_bytes, " bytes from rank ",
+                                        from, " (rank ", rank_, " of ", size_, ")");
+  // Grouped: NCCL matches the pair as one operation, so every rank of a ring may send first.
+  // A non-blocking communicator may answer ncclInProgress to any of these calls.
+  auto going = [](ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; };
+  ncclResult_t result = ncclGroupStart();
+  if (going(result) && send_bytes > 0) {
+    result = ncclSend(send, send_bytes, ncclUint8, to, comm_, stream_);
+  }
+  if (going(result) && recv_bytes > 0) {
+    result = ncclRecv(recv, recv_bytes, ncclUint8, from, comm_, stream_);
+  }
+  const ncclResult_t ended = ncclGroupEnd();
+  if (going(result)) result = ended;
+  HPTRAIN_RETURN_IF_ERROR(Complete(HPTRAIN_NCCL_ENQUEUED(result, what.c_str()), what.c_str()));
+  Count(static_cast<int64_t>(send_bytes), static_cast<int64_t>(recv_bytes));
+  return absl::OkStatus();
+}
+
 absl::Status NcclCommunicator::AllGatherV(const void* send, size_t send_bytes,
                                           std::vector<std::string>* blocks) {
   if (!broken_.ok()) return Unusable(broken_, rank_, size_);

@@ -21,6 +21,8 @@
 // payload the ring algorithm moves per rank (S = payload bytes, N = size()):
 //   all-reduce  sends and receives 2(N-1)/N · S    (integer division: 2(N-1)·S / N)
 //   all-gather  sends and receives (N-1) · block_bytes
+//   reduce-scatter  sends and receives (N-1) · recv bytes, i.e. (N-1)/N of the input
+//   send/recv   exactly the bytes sent and received
 //   broadcast   the root sends S; every other rank receives S
 //   barrier     a 1-float all-reduce: 2(N-1)/N · 4
 // These are ALGORITHMIC bytes, identical on every rank and comparable with the CPU back end's
@@ -119,6 +121,20 @@ class NcclCommunicator : public Communicator {
   // small, irregular payloads (sparse indices), not for bulk data.
   absl::Status AllGatherV(const void* send, size_t send_bytes,
                           std::vector<std::string>* blocks) override;
+
+  // Device buffer `recv` (recv_count floats) receives this rank's block of the sum over every
+  // rank of device buffer `send` (size() * recv_count floats): block r of the sum goes to rank r
+  // (ncclReduceScatter, ncclFloat32). `recv` may be send + rank() * recv_count (in place).
+  // Counts (N-1)/N of the send buffer's bytes each way. Errors as AllReduceSum.
+  absl::Status ReduceScatterSum(const float* send, float* recv, size_t recv_count);
+
+  // One grouped point-to-point exchange: `send_bytes` of device buffer `send` to rank `to` and
+  // `recv_bytes` from rank `from` into device buffer `recv` (ncclSend and ncclRecv in one
+  // ncclGroupStart/End, so a ring of them cannot deadlock). Either side may be skipped with a
+  // byte count of 0. InvalidArgument for a rank outside [0, size()); otherwise errors as
+  // AllReduceSum. Counts exactly the bytes sent and received.
+  absl::Status SendRecv(int to, const void* send, size_t send_bytes, int from, void* recv,
+                        size_t recv_bytes);
 
   // Copies `bytes` of device buffer `data` on `root` into `data` on every rank (ncclBroadcast,
   // in place). InvalidArgument if `root` is outside [0, size()); otherwise errors as

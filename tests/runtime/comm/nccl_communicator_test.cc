@@ -185,6 +185,42 @@ TEST(NcclCommunicator, SingleRankCollectivesAreIdentity) {
   EXPECT_EQ(comm.bytes_received(), 0);
 }
 
+// Reduce-scatter and grouped send/recv with one rank: the sum is the input, and a rank may send
+// to itself. The byte counters: (N-1)/N of the reduce-scatter's input (0 here) and exactly the
+// point-to-point bytes.
+TEST(NcclCommunicator, SingleRankReduceScatterAndSendRecv) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  InMemoryStore store;
+  auto created = NcclCommunicator::Create(store, 0, 1, 0, seconds(30), "single_p2p");
+  ASSERT_TRUE(created.ok()) << created.status();
+  NcclCommunicator& comm = **created;
+
+  const size_t count = 1031;
+  std::vector<float> input(count);
+  for (size_t i = 0; i < count; ++i) input[i] = 0.5f * static_cast<float>(i % 11) - 2.0f;
+  DeviceBuffer send(count * sizeof(float)), recv(count * sizeof(float));
+  ASSERT_EQ(send.Upload(input), cudaSuccess);
+  ASSERT_EQ(recv.Upload(std::vector<float>(count, 0.0f)), cudaSuccess);
+  ASSERT_TRUE(comm.ReduceScatterSum(send.floats(), recv.floats(), count).ok());
+  std::vector<float> output;
+  ASSERT_EQ(recv.Download(&output), cudaSuccess);
+  EXPECT_EQ(output, input);
+  EXPECT_EQ(comm.bytes_sent(), 0);
+
+  ASSERT_EQ(recv.Upload(std::vector<float>(count, 0.0f)), cudaSuccess);
+  absl::Status status =
+      comm.SendRecv(0, send.get(), count * sizeof(float), 0, recv.get(), count * sizeof(float));
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_EQ(recv.Download(&output), cudaSuccess);
+  EXPECT_EQ(output, input);
+  EXPECT_EQ(comm.bytes_sent(), static_cast<int64_t>(count * sizeof(float)));
+  EXPECT_EQ(comm.bytes_received(), static_cast<int64_t>(count * sizeof(float)));
+
+  EXPECT_EQ(comm.SendRecv(1, send.get(), 4, 0, recv.get(), 4).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(comm.SendRecv(0, nullptr, 0, 0, nullptr, 0).ok());
+}
+
 TEST(NcclCommunicator, TwoRanksOnOneDevice) {
   SKIP_WITHOUT_CUDA_DEVICE();
   constexpr int kRanks = 2;
