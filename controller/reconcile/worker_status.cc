@@ -42,16 +42,22 @@ std::vector<int64_t> BatchSizes(const ParsedJob& job, const std::vector<std::str
 
 }  // namespace
 
-std::string DeviceOf(const Json& pod_template) {
+std::string DeviceOf(const Json& pod_template, const std::string& job_device) {
   int64_t gpus = 0;
+  bool named = false;
   const Json* containers = Find(pod_template, {"spec", "containers"});
   if (containers != nullptr && containers->is_array()) {
     for (const Json& c : *containers) {
       if (const Json* resources = Find(c, {"resources"}); resources != nullptr) {
         gpus += std::max<int64_t>(GpuCount(*resources), 0);
+        for (const char* kind : {"limits", "requests"}) {
+          named = named || Find(*resources, {kind, "nvidia.com/gpu"}) != nullptr;
+        }
       }
     }
   }
+  // A cuda job's worker gets one GPU where its template names none (desired_objects.h).
+  if (!named && job_device == "cuda") gpus = 1;
   if (gpus == 0) return "cpu";
   std::string device = absl::StrCat("gpu x", gpus);
   std::string product = StringAt(pod_template, {"spec", "nodeSelector", "nvidia.com/gpu.product"});
@@ -113,7 +119,7 @@ void UpdateWorkerStatus(const ParsedJob& job, const ObservedPods& pods, const Ga
                            {"group", group.name},
                            {"rank", static_cast<int64_t>(r)},
                            {"node", node},
-                           {"device", DeviceOf(job.worker_templates[group_of[r]])},
+                           {"device", DeviceOf(job.worker_templates[group_of[r]], job.spec.device)},
                            {"phase", phase},
                            {"samplesPerSecond", rate},
                            {"batchSize", batch[r]}});

@@ -57,8 +57,9 @@ struct PlannedPods {
 void UpdateWorkerStatus(const ParsedJob& job, const ObservedPods& pods, const GangAssessment& gang,
                         const PlannedPods& planned, const WorkerMetricsMap& metrics, Json* status);
 
-// The device string of a pod template (see above).
-std::string DeviceOf(const Json& pod_template);
+// The device string of a pod template (see above), for a job whose spec.device is `job_device`:
+// a cuda job's template that names no nvidia.com/gpu counts the one GPU its pods are given.
+std::string DeviceOf(const Json& pod_template, const std::string& job_device = "cpu");
 
 }  // namespace hptrain::reconcile
 

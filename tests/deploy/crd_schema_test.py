@@ -228,7 +228,8 @@ class CrdSchemaTest(unittest.TestCase):
                      "spec.strategy.type", "spec.optimizer.type",
                      "spec.optimizer.schedule.type", "spec.device",
                      "spec.strategy.sparseEncoding", "spec.strategy.mode",
-                     "spec.strategy.compression.type", "spec.scheduler.type"):
+                     "spec.strategy.compression.type", "spec.scheduler.type",
+                     "spec.communicator.backend"):
             self.assertIn(path, enums, f"no OneOf(\"{path}\", ...) in job_validate.cc")
             node = k8s_schema.schema_at(self.schema, path)
             self.assertEqual(node["enum"], enums[path], path)

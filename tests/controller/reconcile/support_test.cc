@@ -148,6 +148,13 @@ TEST(WorkerStatusTest, DeviceOf) {
       "nodeSelector": {"nvidia.com/gpu.product": "Tesla-T4"},
       "containers": [{"resources": {"requests": {"nvidia.com/gpu": 1}}}]}})")),
             "gpu x1 (Tesla-T4)");
+  // spec.device cuda: one GPU where the template names none; a template's own count wins.
+  EXPECT_EQ(DeviceOf(Json::object(), "cuda"), "gpu x1");
+  EXPECT_EQ(DeviceOf(Json::parse(R"({"spec": {"containers": [
+      {"resources": {"limits": {"nvidia.com/gpu": "0"}}}]}})"),
+                     "cuda"),
+            "cpu");
+  EXPECT_EQ(DeviceOf(Json::object(), "auto"), "cpu");
 }
 
 TEST(PlanTest, NoWritesAndDebugString) {
