@@ -5,23 +5,41 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/base/status.h"
 
 namespace hptrain::train {
 namespace {
 
-// The named device tensors of the state, as Optimizer::state() names its vectors.
-std::map<std::string, torch::Tensor> Named(const torch::Tensor& momentum, const torch::Tensor& m,
-                                           const torch::Tensor& v) {
-  std::map<std::string, torch::Tensor> named;
-  if (momentum.defined()) named["momentum"] = momentum;
-  if (m.defined()) {
-    named["adam.m"] = m;
-    named["adam.v"] = v;
+// Each state tensor (momentum, or Adam's m and v) with the vector of `host` of the same name
+// (Optimizer::state()); Internal when one is missing or of another size (a bug: both optimizers
+// are built for the same model).
+using StatePairs = std::vector<std::pair<torch::Tensor, std::vector<float>*>>;
+absl::StatusOr<StatePairs> PairState(const torch::Tensor& momentum, const torch::Tensor& m,
+                                     const torch::Tensor& v, Optimizer& host) {
+  const std::map<std::string, std::vector<float>*> vectors = host.state();
+  StatePairs pairs;
+  for (const auto& [name, tensor] :
+       {std::pair<const char*, const torch::Tensor*>{"momentum", &momentum},
+        {"adam.m", &m},
+        {"adam.v", &v}}) {
+    if (!tensor->defined()) continue;
+    auto it = vectors.find(name);
+    if (it == vectors.end() || static_cast<int64_t>(it->second->size()) != tensor->numel()) {
+      return absl::InternalError(absl::StrCat("optimizer state ", name, " does not match"));
+    }
+    pairs.emplace_back(*tensor, it->second);
   }
-  return named;
+  return pairs;
+}
+
+// A host vector as a flat CPU tensor over its memory.
+torch::Tensor Over(std::vector<float>& values) {
+  return torch::from_blob(values.data(), {static_cast<int64_t>(values.size())}, torch::kFloat32);
 }
 
 }  // namespace
@@ -67,29 +85,16 @@ void DeviceOptimizer::Step(torch::Tensor& params, const torch::Tensor& grads, do
 }
 
 absl::Status DeviceOptimizer::CopyStateTo(Optimizer& host) const {
-  std::map<std::string, std::vector<float>*> vectors = host.state();
-  for (const auto& [name, tensor] : Named(momentum_, m_, v_)) {
-    auto it = vectors.find(name);
-    if (it == vectors.end() || static_cast<int64_t>(it->second->size()) != tensor.numel()) {
-      return absl::InternalError(absl::StrCat("optimizer state ", name, " does not match"));
-    }
-    torch::Tensor cpu = tensor.to(torch::kCPU).contiguous();
-    std::copy(cpu.data_ptr<float>(), cpu.data_ptr<float>() + cpu.numel(), it->second->begin());
-  }
+  HPTRAIN_ASSIGN_OR_RETURN(StatePairs pairs, PairState(momentum_, m_, v_, host));
+  for (auto& [tensor, values] : pairs) Over(*values).copy_(tensor);
   host.set_steps(steps_);
   return absl::OkStatus();
 }
 
 absl::Status DeviceOptimizer::CopyStateFrom(Optimizer& host) {
-  std::map<std::string, std::vector<float>*> vectors = host.state();
+  HPTRAIN_ASSIGN_OR_RETURN(StatePairs pairs, PairState(momentum_, m_, v_, host));
   torch::NoGradGuard no_grad;
-  for (auto& [name, tensor] : Named(momentum_, m_, v_)) {
-    auto it = vectors.find(name);
-    if (it == vectors.end() || static_cast<int64_t>(it->second->size()) != tensor.numel()) {
-      return absl::InternalError(absl::StrCat("optimizer state ", name, " does not match"));
-    }
-    tensor.copy_(torch::from_blob(it->second->data(), {tensor.numel()}, torch::kFloat32));
-  }
+  for (auto& [tensor, values] : pairs) tensor.copy_(Over(*values));
   steps_ = host.steps();
   return absl::OkStatus();
 }

@@ -231,9 +231,9 @@ absl::Status Trainer::Impl::Init() {
   }));
   on_device_ = device_.is_cuda() || options_.device_path_on_cpu;
   if (device_.is_cuda()) {
-    if (device_.index() >= VisibleCudaDevices()) {
-      return absl::InvalidArgumentError(absl::StrCat("device ", options_.device, ": only ",
-                                                     VisibleCudaDevices(), " GPU(s) visible"));
+    if (const int visible = VisibleCudaDevices(); device_.index() >= visible) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device ", options_.device, ": only ", visible, " GPU(s) visible"));
     }
     // This thread's current device (allocations, cuDNN, the autograd thread it starts), and
     // cuDNN's algorithm choice: deterministic, untuned and in full fp32 (no TF32, which rounds
