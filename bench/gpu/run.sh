@@ -10,11 +10,12 @@
 #   3. check:       bench/gpu/check.sh build-gpu (CUDA kernel tests, NCCL tests and all-reduce
 #                   check, CUDA kernel benchmark).
 #   4. integration: build-gpu/tests/integration_cuda_training_test, if built.
-#   5. throughput:  bench/gpu/throughput.sh (hptrain vs PyTorch, one worker on the GPU).
-#   6. exchange:    build-gpu/bin/exchange_bucket_bench (quantize-8 exchange vs fp32 all-reduce).
+#   5. parity:      bench/gpu/torch_parity.py (plain PyTorch's own cuda-vs-cpu drift, step by step).
+#   6. throughput:  bench/gpu/throughput.sh (hptrain vs PyTorch, one worker on the GPU).
+#   7. exchange:    build-gpu/bin/exchange_bucket_bench (quantize-8 exchange vs fp32 all-reduce).
 # A step gets at most its own cap and never more than leaves the later steps their minimum.
-# OUT_DIR receives at most 8 files: summary.txt env.txt build.log check.log kernels_cuda.json
-# integration.log throughput.log exchange.log. The summary is printed last.
+# OUT_DIR receives 8 files: summary.txt env.txt build.log check.log (with the kernel benchmark's
+# table) integration.log parity.log throughput.log exchange.log. The summary is printed last.
 # Environment: BUDGET_S (540), BUILD_DIR (build-gpu), BUILD_TARGETS (build.sh's default list).
 # Exit status: 0 every step passed, 1 otherwise.
 set -uo pipefail
@@ -109,6 +110,16 @@ if [[ -x $build/bin/hptrain ]]; then
   timeout 60 "${wrap[@]}" "$build/bin/hptrain" "${smoke[@]}" >>"$out/build.log" 2>&1
   smoke_rc=$?
   note "smoke        hptrain version exit $version_rc; 5-step cuda run exit $smoke_rc"
+  # Which C++ runtime functions of hptrain bind to the copies libtorch exports (runtime/base/
+  # files.h): all bindings resolved at start, those of std:: symbols into libtorch* counted.
+  LD_BIND_NOW=1 LD_DEBUG=bindings "${wrap[@]}" "$build/bin/hptrain" version 2>&1 >/dev/null |
+    grep -E "binding file [^ ]*/hptrain \[0\] to [^ ]*libtorch[^ ]* \[0\]: .*symbol \`_ZN?K?St" \
+    >"$build/std-bindings.txt"
+  {
+    echo "== hptrain's std:: symbols bound into libtorch: $(wc -l <"$build/std-bindings.txt")"
+    sed -E 's/.* to ([^ ]*) .*symbol `([^'"'"']*).*/\1 \2/' "$build/std-bindings.txt" | head -n 20
+  } >>"$out/build.log"
+  note "bindings     hptrain std:: symbols bound into libtorch: $(wc -l <"$build/std-bindings.txt")"
   # A crash: where, from cuda-gdb (the machine has no gdb; cuda-gdb debugs host code too).
   if ((smoke_rc > 128)) && [[ -x /usr/local/cuda/bin/cuda-gdb ]]; then
     echo "== backtrace of the crashed smoke run" >>"$out/build.log"
@@ -120,11 +131,10 @@ fi
 
 # 3. check --------------------------------------------------------------------------------------
 : >"$out/check.log"
-step check 60 200 "$out/check.log" bench/gpu/check.sh "$build" "$build/gpu-check"
+step check 90 200 "$out/check.log" bench/gpu/check.sh "$build" "$build/gpu-check"
 for f in "$build"/gpu-check/*.log; do
   [[ -f $f ]] && { echo "== $f"; cat "$f"; } >>"$out/check.log"
 done
-[[ -f $build/gpu-check/kernels_cuda.json ]] && cp "$build/gpu-check/kernels_cuda.json" "$out/"
 note "$(grep -E '^gpu-check:' "$out/check.log" | tail -1)"
 while read -r line; do note "  $line"; done < <(grep -E '^nccl_allreduce_check:|^\[  (PASSED|FAILED|SKIPPED) ' "$out/check.log" | head -16)
 
@@ -132,16 +142,21 @@ while read -r line; do note "  $line"; done < <(grep -E '^nccl_allreduce_check:|
 : >"$out/integration.log"
 if [[ -x $build/tests/integration_cuda_training_test ]]; then
   # The GPU tests; the DevicePath ones need no GPU and run in CI.
-  step integration 140 110 "$out/integration.log" env HPTRAIN_BIN="$PWD/$build/bin" "${wrap[@]}" \
+  step integration 200 150 "$out/integration.log" env HPTRAIN_BIN="$PWD/$build/bin" "${wrap[@]}" \
     "$build/tests/integration_cuda_training_test" --gtest_brief=1 --gtest_filter='Cuda.*'
-  while read -r line; do note "  $line"; done < <(grep -E '^\[  (PASSED|FAILED|SKIPPED) |Failure' "$out/integration.log" | head -8)
+  while read -r line; do note "  $line"; done < <(grep -E '^\[  (PASSED|FAILED|SKIPPED) |Failure|max relative difference' "$out/integration.log" | head -20 | cut -c1-240)
 else
   echo "integration_cuda_training_test not built" >"$out/integration.log"
   note "integration  not built"
   failed=1
 fi
 
-# 5. throughput ---------------------------------------------------------------------------------
+# 5. parity ------------------------------------------------------------------------------------
+: >"$out/parity.log"
+step parity 40 130 "$out/parity.log" python3 bench/gpu/torch_parity.py
+while read -r line; do note "  $line"; done < <(grep -E '^\{"step": (1|20),' "$out/parity.log" | cut -c1-240)
+
+# 6. throughput ---------------------------------------------------------------------------------
 : >"$out/throughput.log"
 if [[ -x $build/bin/hptrain ]]; then
   step throughput 100 25 "$out/throughput.log" env RUN_TIMEOUT=45 \
@@ -156,7 +171,7 @@ else
   failed=1
 fi
 
-# 6. exchange -----------------------------------------------------------------------------------
+# 7. exchange -----------------------------------------------------------------------------------
 : >"$out/exchange.log"
 if [[ -x $build/bin/exchange_bucket_bench ]]; then
   step exchange 40 0 "$out/exchange.log" "${wrap[@]}" "$build/bin/exchange_bucket_bench" 25 30

@@ -114,6 +114,10 @@ run_hptrain() {
 import json, sys
 s = json.load(open(sys.argv[1]))
 rate = s["samples_per_second"]
+r = s["ranks"][0]
+print("hptrain %s steps: compute %.3f s, comm %.3f s (exposed %.3f s), wall %.3f s"
+      % (s["steps"], r["compute_seconds"], r["comm_seconds"], r["exposed_comm_seconds"],
+         s["wall_seconds"]), file=sys.stderr)
 print(s["steps"], "%.4f" % (s["steps"] * int(sys.argv[2]) / rate if rate > 0 else 0), sys.argv[3])
 PY
 }

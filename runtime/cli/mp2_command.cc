@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
@@ -22,6 +21,7 @@
 #include "nlohmann/json.hpp"
 #include "runtime/base/atomic_file.h"
 #include "runtime/base/exit_codes.h"
+#include "runtime/base/files.h"
 #include "runtime/base/status.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
@@ -105,11 +105,10 @@ absl::StatusOr<std::vector<int>> Widths(const std::string& text) {
 
 // Refuses an output whose directory does not exist before any work is done.
 absl::Status CheckOutputDirectory(const std::string& flag, const std::string& path) {
-  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  std::error_code error;
-  if (!dir.empty() && !std::filesystem::is_directory(dir, error)) {
+  const std::string dir = ParentDirectory(path);
+  if (!dir.empty() && !IsDirectory(dir)) {
     return absl::NotFoundError(
-        absl::StrCat(flag, " ", path, ": directory ", dir.string(), " does not exist"));
+        absl::StrCat(flag, " ", path, ": directory ", dir, " does not exist"));
   }
   return absl::OkStatus();
 }

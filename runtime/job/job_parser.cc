@@ -526,6 +526,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   t.Read("slowdownFile", &spec->testing.slowdown_file);
   t.Read("slowdownWindow", &spec->testing.slowdown_window);
   t.Read("devicePath", &spec->testing.device_path);
+  t.Read("cudnn", &spec->testing.cudnn);
   return t.Finish();
 }
 

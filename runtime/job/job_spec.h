@@ -205,6 +205,10 @@ struct TestingSpec {
   // Trains a cpu job through the GPU code path (device buffers, host staging, the tensor
   // optimizer) with CPU tensors, so machines without a GPU test that path.
   bool device_path = false;
+  // false: a cuda worker's convolutions use PyTorch's own CUDA kernels instead of cuDNN's. They
+  // are slower and round like the CPU's, where even deterministic cuDNN parts from the CPU's
+  // result within a few steps (bench/gpu/torch_parity.py); the GPU parity tests use it.
+  bool cudnn = true;
 };
 
 // The priority scheduler's defaults for all-reduce (docs/algorithms.md §3b).

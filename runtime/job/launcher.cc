@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -17,6 +16,7 @@
 #include "runtime/base/atomic_file.h"
 #include "runtime/base/status.h"
 #include "runtime/base/exit_codes.h"
+#include "runtime/base/files.h"
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_validate.h"
 #include "runtime/job/local_rebalancer.h"
@@ -60,10 +60,7 @@ class RunDirectory {
     if (mkdtemp(pattern.data()) == nullptr) return HPTRAIN_ERRNO("creating run directory");
     return std::unique_ptr<RunDirectory>(new RunDirectory(pattern));
   }
-  ~RunDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
+  ~RunDirectory() { RemoveTree(path_); }
   const std::string& path() const { return path_; }
 
  private:
@@ -173,14 +170,11 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
 // Removes "<path>.tmp.<pid>" files beside `path`: what a writer killed mid-write leaves
 // (WriteFileAtomically, runtime/base/atomic_file.h). Only between gangs, when no writer runs.
 void RemoveDeadWritersTemporaries(const std::string& path) {
-  const std::filesystem::path file(path);
-  const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
-  const std::string prefix = file.filename().string() + ".tmp.";
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    if (entry.path().filename().string().rfind(prefix, 0) == 0) {
-      std::filesystem::remove(entry.path(), error);
-    }
+  std::string dir = ParentDirectory(path);
+  if (dir.empty()) dir = ".";
+  const std::string prefix = FileName(path) + ".tmp.";
+  for (const std::string& name : ListDirectory(dir)) {
+    if (name.rfind(prefix, 0) == 0) unlink((dir + "/" + name).c_str());
   }
 }
 
@@ -280,8 +274,7 @@ int Launch(const LaunchOptions& options) {
   // spec.checkpoint.path (from scratch without one).
   for (int restarts = 0;; ++restarts) {
     const bool resume = options.resume || (restarts > 0 && !spec.checkpoint.path.empty());
-    std::error_code ignored;
-    std::filesystem::remove(port_file, ignored);  // the previous gang's ps wrote it
+    unlink(port_file.c_str());  // the previous gang's ps wrote it
     Supervisor supervisor;
     std::vector<std::string> ps_argv =
         ps_command(placement.ps, {"--linger", "60", "--port-file", port_file});

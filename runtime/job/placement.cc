@@ -1,8 +1,7 @@
 #include "runtime/job/placement.h"
 
-#include <filesystem>
-
 #include "absl/strings/str_cat.h"
+#include "runtime/base/files.h"
 #include "yaml-cpp/yaml.h"
 
 namespace hptrain::job {
@@ -35,7 +34,7 @@ absl::StatusOr<HostPlacement> ReadHost(const YAML::Node& node, const std::string
 
 absl::StatusOr<Placement> ReadPlacementFile(const std::string& path, int world_size,
                                             int ps_shards) {
-  if (!std::filesystem::exists(path)) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  if (!PathExists(path)) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
   try {
     YAML::Node root = YAML::LoadFile(path);
     if (!root.IsMap()) return Invalid(path, "<document>", "must be a map with ps and workers");

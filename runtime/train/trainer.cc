@@ -235,12 +235,13 @@ absl::Status Trainer::Impl::Init() {
       return absl::InvalidArgumentError(
           absl::StrCat("device ", options_.device, ": only ", visible, " GPU(s) visible"));
     }
-    // This thread's current device (allocations, cuDNN, the autograd thread it starts), and
-    // cuDNN's algorithm choice: deterministic, untuned and in full fp32 (no TF32, which rounds
-    // convolution inputs to 10 mantissa bits), or autotuned per input shape with PyTorch's
-    // default TF32 convolutions.
+    // This thread's current device (allocations, cuDNN, the autograd thread it starts), whether
+    // convolutions use cuDNN (spec.testing.cudnn), and cuDNN's algorithm choice: deterministic,
+    // untuned and in full fp32 (no TF32, which rounds convolution inputs to 10 mantissa bits), or
+    // autotuned per input shape with PyTorch's default TF32 convolutions.
     HPTRAIN_RETURN_IF_ERROR(TorchCall("selecting the GPU", [&] {
       c10::impl::getDeviceGuardImpl(device_.type())->setDevice(device_);
+      at::globalContext().setUserEnabledCuDNN(spec_.testing.cudnn);
       at::globalContext().setDeterministicCuDNN(spec_.deterministic);
       at::globalContext().setBenchmarkCuDNN(!spec_.deterministic);
       if (spec_.deterministic) {

@@ -158,6 +158,8 @@ TEST(JobParserTest, DeviceBackendAndDeterministic) {
   spec = Parse(kMinimal, {"spec.testing.devicePath=true"});
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(spec->testing.device_path);
+  EXPECT_TRUE(Parse(kMinimal)->testing.cudnn);
+  EXPECT_FALSE(Parse(kMinimal, {"spec.testing.cudnn=false"})->testing.cudnn);
   EXPECT_EQ(SetError({"spec.testing.devicePath=1.5"}),
             "job.yaml: spec.testing.devicePath: must be true or false, got \"1.5\"");
 }
