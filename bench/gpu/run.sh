@@ -159,7 +159,7 @@ while read -r line; do note "  $line"; done < <(grep -E '^\{"step": (1|20),' "$o
 # 6. throughput ---------------------------------------------------------------------------------
 : >"$out/throughput.log"
 if [[ -x $build/bin/hptrain ]]; then
-  step throughput 100 25 "$out/throughput.log" env RUN_TIMEOUT=45 \
+  step throughput 120 25 "$out/throughput.log" env RUN_TIMEOUT=60 \
     bench/gpu/throughput.sh "$build" "$build/throughput"
   for f in "$build"/throughput/*.log "$build"/throughput/throughput.json; do
     [[ -f $f ]] && { echo "== $f"; tail -n 40 "$f"; } >>"$out/throughput.log"
