@@ -39,7 +39,7 @@ run() {  # run NAME CMD...: log to $out/NAME.log, remember a failure
 }
 
 for t in kernels_quantize_cuda_test kernels_cast_cuda_test kernels_topk_cuda_test \
-  kernels_update_cuda_test comm_nccl_test; do
+  kernels_update_cuda_test comm_nccl_test sync_device_codecs_test; do
   if [[ -x $build/tests/$t ]]; then
     run "$t" "$build/tests/$t" --gtest_brief=1
     # Skips are listed, never counted as passes. comm_nccl_test skips its no-device case here, and

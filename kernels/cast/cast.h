@@ -56,6 +56,13 @@ void Bfloat16ToFloat(const uint16_t* in, int64_t n, float* out);
 // acc[i] += the fp32 value of the bf16 bits in[i].
 void Bfloat16Accumulate(const uint16_t* in, int64_t n, float* acc);
 
+// The fp16 codec's send side with error feedback (EF-SGD): x = in[i] + residual[i] (a float sum;
+// with a null `residual`, x = in[i]); out[i] = fp16 bits of x; residual[i] = x − fp32 value of
+// out[i], the rounding error carried into the next step. Returns -1, or the index of the first
+// element whose x is not finite, in which case nothing is written. `residual` may be null but
+// must not overlap `in` or `out`.
+int64_t FloatToHalfWithErrorFeedback(const float* in, float* residual, int64_t n, uint16_t* out);
+
 #ifdef HPTRAIN_HAVE_CUDA
 // Device twins: pointers are device memory; enqueue on `stream` (a cudaStream_t, nullptr = the
 // default stream) and return without synchronising. Same bits as the CPU functions. Launch errors
@@ -66,6 +73,11 @@ void HalfAccumulateCuda(const uint16_t* in, int64_t n, float* acc, void* stream)
 void FloatToBfloat16Cuda(const float* in, int64_t n, uint16_t* out, void* stream);
 void Bfloat16ToFloatCuda(const uint16_t* in, int64_t n, float* out, void* stream);
 void Bfloat16AccumulateCuda(const uint16_t* in, int64_t n, float* acc, void* stream);
+// FloatToHalfWithErrorFeedback in one pass: the same bits for finite inputs. A non-finite x sets
+// *device_error (device memory) to 1, and `out` and `residual` then hold unspecified values; the
+// flag is never cleared here (the caller zeroes it).
+void FloatToHalfWithErrorFeedbackCuda(const float* in, float* residual, int64_t n, uint16_t* out,
+                                      int* device_error, void* stream);
 #endif
 
 }  // namespace hptrain::kernels

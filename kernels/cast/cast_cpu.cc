@@ -4,6 +4,7 @@
 // the portable loops in FloatToHalfPortable, HalfToFloatPortable, HalfAccumulatePortable,
 // FloatToBfloat16, Bfloat16ToFloat and Bfloat16Accumulate are all vectorised ("loop vectorized
 // using 16 byte vectors"). The F16C loops use intrinsics directly.
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/cast/cast.h"
@@ -129,6 +130,21 @@ void HalfAccumulate(const uint16_t* in, int64_t n, float* acc, CastImpl impl) {
   if (UseF16c(impl)) return HalfAccumulateF16c(in, n, acc);
 #endif
   HalfAccumulatePortable(in, n, acc);
+}
+
+int64_t FloatToHalfWithErrorFeedback(const float* in, float* residual, int64_t n,
+                                     uint16_t* out) {
+  // Checked first, so that an error leaves both outputs as they were.
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = residual != nullptr ? in[i] + residual[i] : in[i];
+    if (!std::isfinite(x)) return i;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = residual != nullptr ? in[i] + residual[i] : in[i];
+    out[i] = FloatToHalfBits(x);
+    if (residual != nullptr) residual[i] = x - HalfBitsToFloat(out[i]);
+  }
+  return -1;
 }
 
 void FloatToHalf(const float* in, int64_t n, uint16_t* out) {

@@ -69,6 +69,17 @@ __global__ void Bfloat16AccumulateKernel(const uint16_t* in, int64_t n, float* a
   HPTRAIN_GRID_STRIDE(i, n) acc[i] += DeviceBfloat16ToFloat(in[i]);
 }
 
+__global__ void FloatToHalfWithErrorFeedbackKernel(const float* in, float* residual, int64_t n,
+                                                  uint16_t* out, int* device_error) {
+  HPTRAIN_GRID_STRIDE(i, n) {
+    const float x = residual != nullptr ? in[i] + residual[i] : in[i];
+    if (!isfinite(x)) *device_error = 1;
+    const uint16_t h = DeviceFloatToHalf(x);
+    out[i] = h;
+    if (residual != nullptr) residual[i] = x - DeviceHalfToFloat(h);
+  }
+}
+
 #undef HPTRAIN_GRID_STRIDE
 
 }  // namespace
@@ -101,6 +112,13 @@ void Bfloat16ToFloatCuda(const uint16_t* in, int64_t n, float* out, void* stream
 void Bfloat16AccumulateCuda(const uint16_t* in, int64_t n, float* acc, void* stream) {
   if (n <= 0) return;
   Bfloat16AccumulateKernel<<<Blocks(n), kThreads, 0, AsStream(stream)>>>(in, n, acc);
+}
+
+void FloatToHalfWithErrorFeedbackCuda(const float* in, float* residual, int64_t n, uint16_t* out,
+                                      int* device_error, void* stream) {
+  if (n <= 0) return;
+  FloatToHalfWithErrorFeedbackKernel<<<Blocks(n), kThreads, 0, AsStream(stream)>>>(
+      in, residual, n, out, device_error);
 }
 
 }  // namespace hptrain::kernels

@@ -5,6 +5,12 @@
 // depend only on the element count (EncodedBytes), so a receiver always knows how many bytes to
 // expect; variable-size encodings (sparse) use all-gather-v instead.
 //
+// Device codecs (on_device() true) take device pointers and enqueue their kernels on a stream
+// instead of running them: a collective on device buffers (NcclCommunicator) calls
+// BeginDevice(stream, encodes) before the first Encode (at most `encodes` Encode calls follow),
+// then Encode/Decode in stream order, and FinishDevice() once the stream has drained, which
+// reports what Encode could not (a non-finite value). Host codecs ignore both calls.
+//
 // Thread-safety: one collective at a time uses a codec.
 #ifndef HPTRAIN_RUNTIME_COMM_CHUNK_CODEC_H_
 #define HPTRAIN_RUNTIME_COMM_CHUNK_CODEC_H_
@@ -34,6 +40,11 @@ class ChunkCodec {
   virtual absl::Status Decode(const uint8_t* in, size_t bytes, size_t count, float* out) = 0;
   virtual absl::Status DecodeAccumulate(const uint8_t* in, size_t bytes, size_t count,
                                         float* acc) = 0;
+
+  // See the top of this file. `stream` is a cudaStream_t.
+  virtual bool on_device() const { return false; }
+  virtual absl::Status BeginDevice(void* /*stream*/, int /*encodes*/) { return absl::OkStatus(); }
+  virtual absl::Status FinishDevice() { return absl::OkStatus(); }
 };
 
 }  // namespace hptrain::comm

@@ -63,7 +63,10 @@ std::string ResolveDevice(const JobSpec& spec, bool gpu_visible) {
   return gpu_visible ? "cuda" : "cpu";
 }
 
-bool ExchangesOnDevice(const std::string& strategy_type) { return strategy_type == "ssgd"; }
+bool ExchangesOnDevice(const StrategySpec& strategy) {
+  const std::string& type = strategy.type;
+  return type == "ssgd" || type == "fp16" || (type == "quantized" && strategy.bits != "dynamic");
+}
 
 absl::StatusOr<std::string> ResolveBackend(const JobSpec& spec, const std::string& device,
                                            bool nccl_built, bool one_gpu_per_worker) {
@@ -73,7 +76,7 @@ absl::StatusOr<std::string> ResolveBackend(const JobSpec& spec, const std::strin
   if (backend == "gloo") return std::string("gloo");
   if (backend == "auto") {
     const bool nccl = on_cuda && nccl_built && one_gpu_per_worker &&
-                      ExchangesOnDevice(strategy) && !spec.communicator.hierarchical;
+                      ExchangesOnDevice(spec.strategy) && !spec.communicator.hierarchical;
     return std::string(nccl ? "nccl" : "gloo");
   }
   auto invalid = [](const auto&... reason) {
@@ -93,8 +96,9 @@ absl::StatusOr<std::string> ResolveBackend(const JobSpec& spec, const std::strin
     return invalid("nccl needs a GPU of its own for every worker, but workers share a GPU (use "
                    "gloo or auto)");
   }
-  if (!ExchangesOnDevice(strategy)) {
+  if (!ExchangesOnDevice(spec.strategy)) {
     return invalid("nccl does not carry strategy ", strategy,
+                   spec.strategy.bits == "dynamic" ? " (bits: dynamic)" : "",
                    ", which exchanges through host memory (use gloo or auto)");
   }
   if (spec.communicator.hierarchical) {

@@ -696,8 +696,9 @@ absl::Status ValidateDevice(const JobSpec& spec) {
     return Invalid("spec.communicator.backend", "nccl needs the workers on cuda, where "
                    "spec.scheduler.type priority is not supported yet");
   }
-  if (!ExchangesOnDevice(spec.strategy.type)) {
+  if (!ExchangesOnDevice(spec.strategy)) {
     return Invalid("spec.communicator.backend", "nccl does not carry strategy ", spec.strategy.type,
+                   spec.strategy.bits == "dynamic" ? " (bits: dynamic)" : "",
                    ", which exchanges through host memory (use gloo or auto)");
   }
   if (c.hierarchical) {

@@ -14,12 +14,17 @@
 // when communication is under half of compute, within {2, 4, 8, 16 (fp16), 32 (off)}. The times
 // are all-reduced first, so every worker takes the same decision.
 // At 32 bits the strategy is exactly ssgd (plain ring all-reduce, residuals folded in).
+//
+// On a GPU with the NCCL back end (fixed bit widths: job::ExchangesOnDevice) the buckets stay in
+// device memory: the same ring runs over NCCL with the codecs' CUDA twins (device_codecs.h), the
+// same bytes on the wire; 32 bits is NCCL's all-reduce, as for ssgd.
 #include <memory>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/base/status.h"
+#include "runtime/sync/codecs/device_codecs.h"
 #include "runtime/sync/codecs/half_codec.h"
 #include "runtime/sync/codecs/quantize_codec.h"
 #include "runtime/sync/registry.h"
@@ -30,16 +35,23 @@ namespace {
 
 class Quantized : public Strategy {
  public:
+  // With a device communicator and a fixed bit width, the buckets are device buffers.
   Quantized(const StrategyContext& context, int bits, bool dynamic)
-      : spec_(*context.job), comm_(context.comm), bits_(bits), dynamic_(dynamic) {}
+      : spec_(*context.job),
+        comm_(context.comm),
+        device_comm_(dynamic ? nullptr : context.device_comm),
+        bits_(bits),
+        dynamic_(dynamic) {}
 
   std::string name() const override { return "quantized"; }
   bool exchanges_parameters() const override { return false; }
+  bool reduces_on_device() const override { return device_comm_ != nullptr; }
 
   absl::Status Init(const GradientLayout& layout) override {
     split_ = TensorSplit(layout, dynamic_ ? kSmallTensorElements : 0);
     const bool feedback = spec_.strategy.error_feedback.value_or(true);
     const int64_t bucket = spec_.strategy.bucket_size > 0 ? spec_.strategy.bucket_size : 512;
+    if (device_comm_ != nullptr) return InitDevice(layout, feedback, bucket);
     for (size_t k = 0; k < layout.buckets.size(); ++k) {
       const size_t large = split_.large_count(static_cast<int>(k));
       quantizers_.push_back(std::make_unique<QuantizeCodec>(
@@ -51,6 +63,7 @@ class Quantized : public Strategy {
 
   absl::Status ReduceGradients(const StepInfo& step, int bucket,
                                absl::Span<float> gradients) override {
+    if (device_comm_ != nullptr) return ReduceOnDevice(step, bucket, gradients);
     const size_t large = split_.large_count(bucket);
     const size_t small = split_.small_count(bucket);
     QuantizeCodec& q = *quantizers_[bucket];
@@ -118,13 +131,53 @@ class Quantized : public Strategy {
   }
 
  private:
+  // Device route: one codec per bucket for the bit width, which is fixed (no small tensors).
+  absl::Status InitDevice(const GradientLayout& layout, bool feedback, int64_t bucket_size) {
+    for (size_t k = 0; k < layout.buckets.size(); ++k) {
+      const size_t residual = feedback ? layout.buckets[k].end - layout.buckets[k].begin : 0;
+      if (bits_ == 16) {
+        HPTRAIN_ASSIGN_OR_RETURN(device_halves_.emplace_back(), DeviceHalfCodec::Create(residual));
+      } else if (bits_ <= 8) {
+        HPTRAIN_ASSIGN_OR_RETURN(
+            device_quantizers_.emplace_back(),
+            DeviceQuantizeCodec::Create(bits_, bucket_size, residual, spec_.seed + k,
+                                        comm_->rank()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ReduceOnDevice(const StepInfo& step, int bucket, absl::Span<float> gradients) {
+    const double fp32 = 4.0 * gradients.size();
+    if (bits_ == 32) {
+      tally_.Add(fp32, fp32);
+      return device_comm_->AllReduceSum(gradients.data(), gradients.size());
+    }
+    comm::ChunkCodec* codec = nullptr;
+    if (bits_ == 16) {
+      codec = device_halves_[bucket].get();
+    } else {
+      DeviceQuantizeCodec& q = *device_quantizers_[bucket];
+      q.set_step(step.step);
+      codec = &q;
+    }
+    HPTRAIN_RETURN_IF_ERROR(
+        device_comm_->AllReduceSumCompressed(gradients.data(), gradients.size(), *codec),
+        "quantized all-reduce at ", bits_, " bits");
+    tally_.Add(fp32, static_cast<double>(codec->EncodedBytes(gradients.size())));
+    return absl::OkStatus();
+  }
+
   const job::JobSpec& spec_;
   comm::Communicator* comm_;
+  comm::Communicator* device_comm_;  // null: host buffers (no NCCL, or bits dynamic)
   int bits_;
   bool dynamic_;
   TensorSplit split_;
   std::vector<std::unique_ptr<QuantizeCodec>> quantizers_;
   std::vector<std::unique_ptr<HalfCodec>> halves_;
+  std::vector<std::unique_ptr<DeviceQuantizeCodec>> device_quantizers_;
+  std::vector<std::unique_ptr<DeviceHalfCodec>> device_halves_;
   std::vector<float> large_;
   std::vector<float> small_;
   CompressionTally tally_;

@@ -30,6 +30,7 @@
 #include <cmath>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #ifdef HPTRAIN_TEST_CUDART
@@ -285,6 +286,28 @@ TEST(Cuda, NcclBackendMatchesGloo) {
   train::Checkpoint nccl =
       RunToCheckpoint(dir, "nccl", kOneWorker, cuda + "  communicator: {backend: nccl}\n");
   ExpectSameParameters(nccl, gloo, "nccl vs gloo on cuda", 1e-6);
+}
+
+// The compressed strategies on the device route (NCCL, buckets in GPU memory, the codecs' CUDA
+// twins) against the staged route (Gloo, host buffers, the CPU codecs): at world size 1 both
+// encode and decode every bucket once with kernels that give the same bits, error feedback
+// included, so the parameters must agree exactly.
+TEST(Cuda, CompressedStrategiesOverNcclMatchTheStagedRoute) {
+  SKIP_WITHOUT_GPU();
+  TempDir dir;
+  const std::string cuda = "  device: cuda\n  deterministic: true\n";
+  const std::vector<std::pair<std::string, std::string>> strategies = {
+      {"fp16", "{type: fp16}"},
+      {"quantized8", "{type: quantized, bits: 8}"},
+      {"quantized2", "{type: quantized, bits: 2}"}};
+  for (const auto& [name, strategy] : strategies) {
+    const std::string extra = cuda + "  strategy: " + strategy + "\n";
+    train::Checkpoint gloo = RunToCheckpoint(dir, name + "-gloo", kOneWorker,
+                                             extra + "  communicator: {backend: gloo}\n");
+    train::Checkpoint nccl = RunToCheckpoint(dir, name + "-nccl", kOneWorker,
+                                             extra + "  communicator: {backend: nccl}\n");
+    ExpectSameParameters(nccl, gloo, name + ": nccl (device codecs) vs gloo (staged)", 0.0);
+  }
 }
 
 // A worker killed mid-run: the other exits within the peer timeout, naming the lost worker.

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/base/status.h"
+#include "runtime/comm/collectives.h"
 #include "runtime/comm/nccl/cuda_check.h"
 
 // Non-blocking communicators (ncclConfig_t::blocking) and ncclCommFinalize arrived in 2.14; they
@@ -159,6 +160,7 @@ NcclCommunicator::~NcclCommunicator() {
     comm_ = nullptr;
   }
   if (barrier_scratch_ != nullptr) cudaFree(barrier_scratch_);
+  if (compressed_scratch_ != nullptr) cudaFree(compressed_scratch_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   if (restore) cudaSetDevice(saved);
 }
@@ -238,9 +240,109 @@ absl::Status NcclCommunicator::AllReduceSum(float* data, size_t count) {
   return absl::OkStatus();
 }
 
-absl::Status NcclCommunicator::AllReduceSumCompressed(float*, size_t, ChunkCodec&) {
-  return absl::UnimplementedError(
-      "compressed all-reduce is not available on the NCCL back end (use the Gloo back end)");
+absl::Status NcclCommunicator::AllReduceSumCompressed(float* data, size_t count,
+                                                      ChunkCodec& codec) {
+  if (!broken_.ok()) return Unusable(broken_, rank_, size_);
+  if (!codec.on_device()) {
+    return absl::InvalidArgumentError(
+        "NCCL compressed all-reduce needs a device codec (runtime/sync/codecs/device_codecs.h)");
+  }
+  if (count == 0) return absl::OkStatus();
+  if (data == nullptr) return absl::InvalidArgumentError("NCCL all-reduce of a null buffer");
+  ScopedDevice scoped(device_);
+  HPTRAIN_RETURN_IF_ERROR(scoped.status());
+  const int n = size_;
+  const int r = rank_;
+  const std::string what = absl::StrCat("compressed all-reduce of ", count, " floats (rank ", r,
+                                        " of ", n, ")");
+  auto mod = [n](int x) { return RingIndex(x, n); };
+  auto range = [&](int chunk, size_t* b, size_t* e) { ChunkRange(count, n, chunk, b, e); };
+  auto encoded_size = [&](int chunk) {
+    size_t b, e;
+    range(chunk, &b, &e);
+    return codec.EncodedBytes(e - b);
+  };
+  // Three slots: what this rank encodes, and two receive slots (the all-gather forwards the
+  // previous step's while receiving the next). One stream orders every use of a slot after the
+  // last, so the slots are reused from step to step. 16-byte aligned for the codecs' floats.
+  const size_t slot = (codec.EncodedBytes(n == 1 ? count : (count + n - 1) / n) + 15) / 16 * 16;
+  HPTRAIN_RETURN_IF_ERROR(EnsureCompressedScratch(3 * slot), what);
+  uint8_t* out = compressed_scratch_;
+  uint8_t* in[2] = {compressed_scratch_ + slot, compressed_scratch_ + 2 * slot};
+  // n - 1 encodes in the reduce-scatter and the owner's one.
+  HPTRAIN_RETURN_IF_ERROR(codec.BeginDevice(stream_, n), what);
+  int64_t sent = 0, received = 0;
+
+  // The ring of compressed_ring_allreduce.cc, each step's transfer one grouped ncclSend/ncclRecv
+  // on the stream, between the codec's kernels. Until NCCL has put the transfer on the stream
+  // (Poll without draining) nothing may be enqueued behind it.
+  auto transfer = [&](const uint8_t* send, size_t send_bytes, uint8_t* recv,
+                      size_t recv_bytes) -> absl::Status {
+    auto going = [](ncclResult_t x) { return x == ncclSuccess || x == ncclInProgress; };
+    ncclResult_t result = ncclGroupStart();
+    if (going(result)) result = ncclSend(send, send_bytes, ncclUint8, mod(r + 1), comm_, stream_);
+    if (going(result)) result = ncclRecv(recv, recv_bytes, ncclUint8, mod(r - 1), comm_, stream_);
+    const ncclResult_t ended = ncclGroupEnd();
+    if (going(result)) result = ended;
+    HPTRAIN_RETURN_IF_ERROR(HPTRAIN_NCCL_ENQUEUED(result, what.c_str()));
+    HPTRAIN_RETURN_IF_ERROR(Poll(what.c_str(), Clock::now() + timeout_, /*drain_stream=*/false));
+    sent += static_cast<int64_t>(send_bytes);
+    received += static_cast<int64_t>(recv_bytes);
+    return absl::OkStatus();
+  };
+  auto ring = [&]() -> absl::Status {
+    if (n == 1) {
+      // One rank: the codec still applies, as on the CPU ring.
+      HPTRAIN_RETURN_IF_ERROR(codec.Encode(data, count, 0, 0, out));
+      return codec.Decode(out, codec.EncodedBytes(count), count, data);
+    }
+    // Reduce-scatter: step s sends chunk (r - s) and adds the incoming chunk (r - s - 1).
+    for (int s = 0; s < n - 1; ++s) {
+      size_t b, e;
+      range(mod(r - s), &b, &e);
+      HPTRAIN_RETURN_IF_ERROR(codec.Encode(data + b, e - b, b, static_cast<uint64_t>(s), out),
+                              "encoding chunk ", mod(r - s), " in reduce-scatter step ", s + 1);
+      const size_t incoming = encoded_size(mod(r - s - 1));
+      HPTRAIN_RETURN_IF_ERROR(transfer(out, encoded_size(mod(r - s)), in[0], incoming));
+      range(mod(r - s - 1), &b, &e);
+      HPTRAIN_RETURN_IF_ERROR(codec.DecodeAccumulate(in[0], incoming, e - b, data + b));
+    }
+    // The owner encodes its reduced chunk once and keeps what the others will decode.
+    size_t ob, oe;
+    const int owned = mod(r + 1);
+    range(owned, &ob, &oe);
+    HPTRAIN_RETURN_IF_ERROR(codec.Encode(data + ob, oe - ob, ob, static_cast<uint64_t>(n), out),
+                            "encoding reduced chunk ", owned);
+    HPTRAIN_RETURN_IF_ERROR(codec.Decode(out, encoded_size(owned), oe - ob, data + ob));
+    // All-gather: step 0 sends the owned chunk, step s forwards what step s - 1 received.
+    for (int s = 0; s < n - 1; ++s) {
+      const uint8_t* send = s == 0 ? out : in[(s - 1) % 2];
+      const size_t incoming = encoded_size(mod(r - s));
+      HPTRAIN_RETURN_IF_ERROR(transfer(send, encoded_size(mod(r + 1 - s)), in[s % 2], incoming));
+      size_t b, e;
+      range(mod(r - s), &b, &e);
+      HPTRAIN_RETURN_IF_ERROR(codec.Decode(in[s % 2], incoming, e - b, data + b));
+    }
+    return absl::OkStatus();
+  };
+  // A failure part-way leaves the peers waiting on this rank's transfers: abort, so that they
+  // fail too instead of hanging.
+  if (absl::Status done = ring(); !done.ok()) return Break(Annotate(done, StatusContext(what)));
+  HPTRAIN_RETURN_IF_ERROR(Complete(absl::OkStatus(), what.c_str()));
+  Count(sent, received);
+  // A non-finite gradient: every rank finished the collective, so the communicator stays usable.
+  return Annotate(codec.FinishDevice(), StatusContext(what));
+}
+
+absl::Status NcclCommunicator::EnsureCompressedScratch(size_t bytes) {
+  if (bytes <= compressed_scratch_bytes_) return absl::OkStatus();
+  // Every collective drains the stream before returning: nothing uses the old buffer now.
+  if (compressed_scratch_ != nullptr) cudaFree(compressed_scratch_);
+  compressed_scratch_ = nullptr;
+  compressed_scratch_bytes_ = 0;
+  HPTRAIN_CUDA_RETURN_IF_ERROR(cudaMalloc(&compressed_scratch_, bytes));
+  compressed_scratch_bytes_ = bytes;
+  return absl::OkStatus();
 }
 
 absl::Status NcclCommunicator::AllGather(const void* send, void* recv, size_t block_bytes) {

@@ -110,11 +110,19 @@ class NcclCommunicator : public Communicator {
   // on NCCL or CUDA errors (communicator aborted). count == 0 returns OK at once.
   absl::Status AllReduceSum(float* data, size_t count) override;
 
+  // In-place sum of `count` floats at device pointer `data` with every chunk encoded by `codec`
+  // on the wire: the ring of compressed_ring_allreduce.cc (same chunks, salts, error feedback and
+  // bytes), each step one grouped ncclSend/ncclRecv to the right and from the left neighbour on
+  // this object's stream, with the codec's kernels between them on the same stream, so the host
+  // never waits inside the ring. `codec` must be a device codec (ChunkCodec::on_device(), e.g.
+  // runtime/sync/codecs/device_codecs.h), else InvalidArgument. Counts the encoded bytes sent and
+  // received: 2(N-1) chunks each way. A non-finite value found by the codec is InvalidArgument
+  // once every rank has finished (the communicator stays usable); other errors as AllReduceSum.
+  absl::Status AllReduceSumCompressed(float* data, size_t count, ChunkCodec& codec) override;
+
   // Device buffer `recv` (size() * block_bytes) receives every rank's `block_bytes` of device
   // buffer `send`, in rank order (ncclAllGather on bytes). `send` may be recv + rank() *
   // block_bytes (in place). Errors as AllReduceSum.
-  // Compressed collectives run on the CPU ring today; on NCCL this returns Unimplemented.
-  absl::Status AllReduceSumCompressed(float* data, size_t count, ChunkCodec& codec) override;
   absl::Status AllGather(const void* send, void* recv, size_t block_bytes) override;
   // `send` is a device pointer; the gathered blocks are copied to host memory. Built from an
   // all-gather of the sizes and one broadcast per rank, so it costs N collectives: meant for
@@ -169,6 +177,9 @@ class NcclCommunicator : public Communicator {
   absl::Status Poll(const char* what, std::chrono::steady_clock::time_point deadline,
                     bool drain_stream);
 
+  // Grows the device scratch of AllReduceSumCompressed to at least `bytes`.
+  absl::Status EnsureCompressedScratch(size_t bytes);
+
   // ncclCommAbort (if there is a communicator) and remembers `status` as the reason; returns it.
   absl::Status Break(absl::Status status);
 
@@ -185,6 +196,8 @@ class NcclCommunicator : public Communicator {
   ncclComm* comm_ = nullptr;          // ncclComm_t; null until initialized and after abort
   CUstream_st* stream_ = nullptr;     // cudaStream_t, non-blocking w.r.t. the legacy stream
   float* barrier_scratch_ = nullptr;  // one device float for Barrier()
+  uint8_t* compressed_scratch_ = nullptr;  // AllReduceSumCompressed's slots (grow-only)
+  size_t compressed_scratch_bytes_ = 0;
   absl::Status broken_;               // first fatal error; OK while usable
 
   std::atomic<int64_t> bytes_sent_{0};

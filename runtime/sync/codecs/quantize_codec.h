@@ -12,6 +12,16 @@
 
 namespace hptrain::sync {
 
+// What QuantizeCodec and its device twin (device_codecs.h) share, so that both write the same
+// bytes. The bytes of an encoded chunk of `count` elements (meta, then codes):
+size_t QuantizedChunkBytes(size_t count, const kernels::QuantizeParams& params);
+// The byte offset of the codes within it:
+size_t QuantizedChunkMetaBytes(size_t count, const kernels::QuantizeParams& params);
+// The parameters one Encode uses: fresh random numbers for every (rank, ring step `salt`), the
+// kernels keying them by (seed, step, index).
+kernels::QuantizeParams QuantizedChunkParams(const kernels::QuantizeParams& base, uint64_t seed,
+                                             int rank, uint64_t salt, int64_t step);
+
 class QuantizeCodec : public comm::ChunkCodec {
  public:
   // `residual_size` elements of error-feedback state (0 disables error feedback). `rank` and

@@ -96,5 +96,31 @@ TEST(CastCuda, AccumulateAndBfloat16WideningMatchCpu) {
   }
 }
 
+TEST(CastCuda, ErrorFeedbackEncodingMatchesCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1e-3f);
+  const int64_t n = 100003;
+  std::vector<float> in(n), residual(n);
+  for (int64_t i = 0; i < n; ++i) {
+    in[i] = normal(rng);
+    residual[i] = normal(rng) * 1e-2f;
+  }
+  DeviceBuffer<float> d_in(in), d_residual(residual);
+  DeviceBuffer<uint16_t> d_out(n);
+  DeviceBuffer<int> d_error(1);
+  std::vector<uint16_t> out(n);
+  ASSERT_EQ(FloatToHalfWithErrorFeedback(in.data(), residual.data(), n, out.data()), -1);
+  FloatToHalfWithErrorFeedbackCuda(d_in.get(), d_residual.get(), n, d_out.get(), d_error.get(),
+                                   nullptr);
+  EXPECT_EQ(d_out.Download(), out);
+  EXPECT_EQ(d_residual.Download(), residual);
+  EXPECT_EQ(d_error.Download()[0], 0);
+  in[n / 2] = std::nanf("");
+  DeviceBuffer<float> d_bad(in);
+  FloatToHalfWithErrorFeedbackCuda(d_bad.get(), nullptr, n, d_out.get(), d_error.get(), nullptr);
+  EXPECT_EQ(d_error.Download()[0], 1);
+}
+
 }  // namespace
 }  // namespace hptrain::kernels

@@ -346,5 +346,47 @@ TEST(Bfloat16Accumulate, AddsTheDecodedValue) {
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(acc[i], expect[i]) << i;
 }
 
+// Error feedback: what is sent plus the new residual is exactly x = in + residual.
+TEST(FloatToHalfWithErrorFeedback, SendsTheSumAndKeepsTheRoundingError) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1e-3f);
+  const int64_t n = 4099;
+  std::vector<float> in(n), residual(n);
+  for (int64_t i = 0; i < n; ++i) {
+    in[i] = normal(rng) * (i % 7 == 0 ? 1e-4f : 1.0f);  // some below fp16's normal range
+    residual[i] = normal(rng) * 1e-3f;
+  }
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = in[i] + residual[i];
+  std::vector<uint16_t> expect(n), out(n);
+  FloatToHalf(x.data(), n, expect.data());
+  std::vector<float> sent(n);
+  HalfToFloat(expect.data(), n, sent.data());
+  ASSERT_EQ(FloatToHalfWithErrorFeedback(in.data(), residual.data(), n, out.data()), -1);
+  int64_t nonzero = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(out[i], expect[i]) << i;
+    ASSERT_EQ(residual[i], x[i] - sent[i]) << i;
+    nonzero += residual[i] != 0.0f;
+  }
+  EXPECT_GT(nonzero, n / 2);  // fp16 really rounded
+  // Without a residual: the plain cast.
+  ASSERT_EQ(FloatToHalfWithErrorFeedback(in.data(), nullptr, n, out.data()), -1);
+  FloatToHalf(in.data(), n, expect.data());
+  EXPECT_EQ(out, expect);
+}
+
+TEST(FloatToHalfWithErrorFeedback, ANonFiniteSumIsReportedAndNothingWritten) {
+  std::vector<float> in = {1.0f, 2.0f, 3.0f, 4.0f};
+  std::vector<float> residual = {0.0f, 0.0f, std::numeric_limits<float>::max(), 0.0f};
+  in[2] = std::numeric_limits<float>::max();  // overflows to +Inf in the sum
+  std::vector<uint16_t> out(4, 7);
+  const std::vector<float> before = residual;
+  EXPECT_EQ(FloatToHalfWithErrorFeedback(in.data(), residual.data(), 4, out.data()), 2);
+  EXPECT_EQ(out, std::vector<uint16_t>(4, 7));
+  EXPECT_EQ(residual, before);
+  in[2] = std::nanf("");
+  EXPECT_EQ(FloatToHalfWithErrorFeedback(in.data(), nullptr, 4, out.data()), 2);
+}
 }  // namespace
 }  // namespace hptrain::kernels

@@ -105,11 +105,22 @@ TEST(ResolveDeviceTest, AutoStaysOnCpuWithThePriorityScheduler) {
   EXPECT_EQ(ResolveDevice(spec, true), "cpu");
 }
 
-TEST(ExchangesOnDeviceTest, SsgdOnly) {
-  EXPECT_TRUE(ExchangesOnDevice("ssgd"));
-  for (const char* type : {"fp16", "quantized", "topk", "dgc", "localsgd", "multistep",
-                           "hierarchical", "gossip", "ps", "hps", "mp2", ""}) {
-    EXPECT_FALSE(ExchangesOnDevice(type)) << type;
+StrategySpec Strategy(const std::string& type, const std::string& bits = "") {
+  StrategySpec s;
+  s.type = type;
+  s.bits = bits;
+  return s;
+}
+
+TEST(ExchangesOnDeviceTest, SsgdFp16AndFixedBitQuantized) {
+  for (const StrategySpec& s : {Strategy("ssgd"), Strategy("fp16"), Strategy("quantized"),
+                                Strategy("quantized", "4"), Strategy("quantized", "32")}) {
+    EXPECT_TRUE(ExchangesOnDevice(s)) << s.type << " " << s.bits;
+  }
+  EXPECT_FALSE(ExchangesOnDevice(Strategy("quantized", "dynamic")));
+  for (const char* type : {"topk", "dgc", "localsgd", "multistep", "hierarchical", "gossip", "ps",
+                           "hps", "mp2", ""}) {
+    EXPECT_FALSE(ExchangesOnDevice(Strategy(type))) << type;
   }
 }
 
@@ -134,7 +145,14 @@ TEST(ResolveBackendTest, AutoPicksNcclOnlyWhenEverythingAllows) {
   spec.communicator.hierarchical = true;
   EXPECT_EQ(Backend(spec, "cuda"), "gloo");
   spec.communicator.hierarchical = false;
-  for (const char* type : {"fp16", "topk", "localsgd", "ps", "hps", "gossip"}) {
+  for (const char* type : {"fp16", "quantized"}) {
+    spec.strategy.type = type;
+    EXPECT_EQ(Backend(spec, "cuda"), "nccl") << type;
+  }
+  spec.strategy.bits = "dynamic";
+  EXPECT_EQ(Backend(spec, "cuda"), "gloo");
+  spec.strategy.bits = "";
+  for (const char* type : {"topk", "dgc", "localsgd", "ps", "hps", "gossip"}) {
     spec.strategy.type = type;
     EXPECT_EQ(Backend(spec, "cuda"), "gloo") << type;
   }
@@ -167,9 +185,11 @@ TEST(ResolveBackendTest, ExplicitNcclErrorsNameTheField) {
               StartsWith(prefix + "nccl needs a GPU of its own for every worker, but workers "
                                   "share a GPU"));
   spec.strategy.type = "quantized";
+  spec.strategy.bits = "dynamic";
   EXPECT_THAT(Backend(spec, "cuda"),
-              StartsWith(prefix + "nccl does not carry strategy quantized, which exchanges "
-                                  "through host memory"));
+              StartsWith(prefix + "nccl does not carry strategy quantized (bits: dynamic), "
+                                  "which exchanges through host memory"));
+  spec.strategy.bits = "";
   spec.strategy.type = "ssgd";
   spec.communicator.hierarchical = true;
   EXPECT_THAT(Backend(spec, "cuda"),

@@ -7,6 +7,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/comm/loopback_transport.h"
+#include "runtime/job/job_spec.h"
+#include "runtime/sync/registry.h"
 #include "runtime/sync/tensor_split.h"
 #include "tests/runtime/sync/strategy_harness.h"
 
@@ -334,6 +338,32 @@ TEST(Dgc, LocalClippingScalesEachWorkersMeanGradientToTheBound) {
   }
   EXPECT_LE(diff, 1e-5 * norm);
   EXPECT_GT(change, 1e-3 * norm);
+}
+
+// The job's rule for which strategies NCCL carries (job::ExchangesOnDevice, which picks the back
+// end) and each strategy's own answer, given a device communicator, are the same list.
+TEST(DeviceRoute, ReducesOnDeviceAgreesWithTheJobRule) {
+  comm::TransportCommunicator host(
+      std::make_unique<comm::LoopbackTransport>(std::make_shared<comm::LoopbackHub>(1), 0));
+  comm::TransportCommunicator device(
+      std::make_unique<comm::LoopbackTransport>(std::make_shared<comm::LoopbackHub>(1), 0));
+  struct Case {
+    std::string type, bits;
+  };
+  for (const Case& c : std::vector<Case>{{"ssgd", ""}, {"fp16", ""}, {"quantized", ""},
+                                         {"quantized", "4"}, {"quantized", "32"},
+                                         {"quantized", "dynamic"}, {"topk", ""}, {"dgc", ""},
+                                         {"localsgd", ""}, {"multistep", ""}}) {
+    job::JobSpec spec = HarnessJob(c.type);
+    spec.strategy.bits = c.bits;
+    spec.strategy.density = 0.1;  // topk and dgc need one
+    StrategyContext context{&spec, &host, nullptr};
+    context.device_comm = &device;
+    auto strategy = CreateStrategy(context);
+    ASSERT_TRUE(strategy.ok()) << c.type << ": " << strategy.status();
+    EXPECT_EQ((*strategy)->reduces_on_device(), job::ExchangesOnDevice(spec.strategy))
+        << c.type << " bits " << c.bits;
+  }
 }
 
 }  // namespace
