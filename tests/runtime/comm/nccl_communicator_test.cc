@@ -229,9 +229,13 @@ TEST(NcclCommunicator, TwoRanksOnOneDevice) {
   constexpr size_t kBlock = 24;       // all-gather bytes per rank
   constexpr size_t kBroadcast = 333;  // broadcast bytes
 
-  // Every buffer is made and filled before the ranks start (see ThreadBarrier).
+  // Every buffer is made and filled before the ranks start (see ThreadBarrier), on its rank's
+  // GPU: rank r uses GPU r mod the GPUs present, so two GPUs give each rank its own.
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
   std::vector<std::unique_ptr<DeviceBuffer>> sums, blocks, gathered, broadcast;
   for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(cudaSetDevice(r % devices), cudaSuccess);
     std::vector<float> values(kCount);
     for (size_t i = 0; i < kCount; ++i) values[i] = static_cast<float>(r + 1 + i % 7);
     sums.push_back(std::make_unique<DeviceBuffer>(kCount * sizeof(float)));
@@ -252,7 +256,8 @@ TEST(NcclCommunicator, TwoRanksOnOneDevice) {
   std::vector<absl::Status> created(kRanks), ran(kRanks);
   std::vector<int64_t> sent(kRanks), received(kRanks);
   testing::Spawn(kRanks, [&](int r) {
-    auto comm = NcclCommunicator::Create(store, r, kRanks, 0, seconds(30), "two_ranks");
+    auto comm =
+        NcclCommunicator::Create(store, r, kRanks, r % devices, seconds(30), "two_ranks");
     created[r] = comm.status();
     barrier.Wait();
     if (!created[0].ok() || !created[1].ok()) return;
