@@ -228,6 +228,7 @@ absl::Status NcclCommunicator::AllReduceSum(float* data, size_t count) {
   if (!broken_.ok()) return Unusable(broken_, rank_, size_);
   if (count == 0) return absl::OkStatus();
   if (data == nullptr) return absl::InvalidArgumentError("NCCL all-reduce of a null buffer");
+  if (size_ == 1) return absl::OkStatus();  // the sum of one rank's buffer is that buffer
   ScopedDevice scoped(device_);
   HPTRAIN_RETURN_IF_ERROR(scoped.status());
   const std::string what =
@@ -470,6 +471,7 @@ absl::Status NcclCommunicator::Broadcast(void* data, size_t bytes, int root) {
   }
   if (bytes == 0) return absl::OkStatus();
   if (data == nullptr) return absl::InvalidArgumentError("NCCL broadcast of a null buffer");
+  if (size_ == 1) return absl::OkStatus();  // the root's buffer is already everyone's
   ScopedDevice scoped(device_);
   HPTRAIN_RETURN_IF_ERROR(scoped.status());
   const std::string what = absl::StrCat("ncclBroadcast of ", bytes, " bytes from rank ", root,
@@ -490,6 +492,7 @@ absl::Status NcclCommunicator::Broadcast(void* data, size_t bytes, int root) {
 
 absl::Status NcclCommunicator::Barrier() {
   if (!broken_.ok()) return Unusable(broken_, rank_, size_);
+  if (size_ == 1) return absl::OkStatus();
   ScopedDevice scoped(device_);
   HPTRAIN_RETURN_IF_ERROR(scoped.status());
   const std::string what = absl::StrCat("NCCL barrier (rank ", rank_, " of ", size_, ")");

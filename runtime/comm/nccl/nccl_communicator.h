@@ -29,6 +29,9 @@
 // counts. They are not wire bytes: NCCL may choose trees, NVLS or CollNet, split into channels,
 // or (for broadcast) forward through intermediate ranks, and none of that is visible here.
 //
+// World size 1: AllReduceSum, Broadcast and Barrier return at once, without NCCL (their result
+// is the input), so a single worker's buckets cost no NCCL call and no wait for its stream.
+//
 // Thread-safety: as Communicator: collectives from one thread at a time (any thread: each call
 // makes the communicator's device current for its duration and restores the caller's device);
 // the byte counters may be read from any thread. Destruction must not race a collective.
