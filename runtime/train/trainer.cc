@@ -155,8 +155,12 @@ class Trainer::Impl {
   // Device path, in the autograd hook of tensor `index`: its gradient into the reducer's host
   // buffer (staged) or into device_grads_ with an event behind it (device route).
   void StoreDeviceGradient(int index, const torch::Tensor& grad);
-  // Device route, on the reducer's thread: waits until backward's copies of bucket k's gradients
-  // have completed on the GPU.
+  // Device route, before backward: zeroes device_grads_, so that a parameter that gets no
+  // gradient this step (unused by the forward) contributes zeros, as on the host, where the
+  // reducer zero-fills it; the event marks when the zeroing is done.
+  void ClearDeviceGradients();
+  // Device route, on the reducer's thread: waits until the clearing and backward's copies of
+  // bucket k's gradients have completed on the GPU.
   void WaitForBucket(int bucket);
   // After the reducer: the reduced gradients (on the device), divided by B, into the optimizer.
   absl::Status DeviceOptimizerStep(double lr);
@@ -190,6 +194,7 @@ class Trainer::Impl {
   torch::Tensor device_grads_;  // device path: the flat gradients on the device
   std::unique_ptr<DeviceOptimizer> device_optimizer_;
   std::vector<c10::Event> grad_events_;           // device route: per tensor, after its copy
+  c10::Event grads_cleared_{c10::DeviceType::CPU};  // device route: after ClearDeviceGradients
   std::vector<std::vector<int>> bucket_tensors_;  // device route: the tensors of each bucket
   // Device path: the batch loaded one step ahead, for the step and the indices it was loaded for.
   struct Prefetched {
@@ -312,6 +317,7 @@ absl::Status Trainer::Impl::Init() {
       }
       grad_events_.emplace_back(device_.type());
     }
+    grads_cleared_ = c10::Event(device_.type());
   }
 
   if (spec_.scheduler.type == "priority") HPTRAIN_RETURN_IF_ERROR(CreateScheduler());
@@ -496,7 +502,15 @@ void Trainer::Impl::StoreDeviceGradient(int index, const torch::Tensor& grad) {
   grad_events_[index].record(c10::impl::getDeviceGuardImpl(device_.type())->getStream(device_));
 }
 
+void Trainer::Impl::ClearDeviceGradients() {
+  torch::NoGradGuard no_grad;
+  device_grads_.zero_();
+  grads_cleared_.record(c10::impl::getDeviceGuardImpl(device_.type())->getStream(device_));
+}
+
 void Trainer::Impl::WaitForBucket(int bucket) {
+  // The clearing first: a tensor without a gradient this step has no event of this step.
+  while (!grads_cleared_.query()) std::this_thread::yield();
   for (int t : bucket_tensors_[bucket]) {
     while (!grad_events_[t].query()) std::this_thread::yield();
   }
@@ -559,6 +573,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   absl::Status scheduled;
   HPTRAIN_RETURN_IF_ERROR(TorchCall("forward/backward", [&] {
     for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+    if (reduce_on_device_) ClearDeviceGradients();
     auto logits = model_->Forward(batch.inputs);
     if (!logits.ok()) throw std::runtime_error(std::string(logits.status().message()));
     torch::Tensor loss = torch::nn::functional::cross_entropy(
