@@ -11,7 +11,9 @@
 #                   check, CUDA kernel benchmark).
 #   4. integration: build-gpu/tests/integration_cuda_training_test, if built.
 #   5. parity:      bench/gpu/torch_parity.py (plain PyTorch's own cuda-vs-cpu drift, step by step).
-#   6. throughput:  bench/gpu/throughput.sh (hptrain vs PyTorch, one worker on the GPU).
+#   6. throughput:  bench/gpu/throughput.sh (hptrain vs PyTorch, one worker on the GPU), then
+#                   bench/gpu/profile.sh (Nsight Systems' CUDA API and kernel tables of one
+#                   ResNet-20 worker, where nsys is installed), both into throughput.log.
 #   7. exchange:    build-gpu/bin/exchange_bucket_bench (quantize-8 exchange vs fp32 all-reduce).
 # A step gets at most its own cap and never more than leaves the later steps their minimum.
 # OUT_DIR receives 8 files: summary.txt env.txt build.log check.log (with the kernel benchmark's
@@ -169,6 +171,11 @@ else
   echo "hptrain not built" >"$out/throughput.log"
   note "throughput   skipped: hptrain not built"
   failed=1
+fi
+
+if [[ -x $build/bin/hptrain ]]; then
+  step profile 60 15 "$out/throughput.log" env OPTIONAL=1 bench/gpu/profile.sh "$build" \
+    "$build/profile"
 fi
 
 # 7. exchange -----------------------------------------------------------------------------------

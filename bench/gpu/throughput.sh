@@ -60,41 +60,9 @@ poll_stop() {  # poll_stop FILE: stop polling, print the largest used_memory in 
   awk -F', *' '$2 ~ /^[0-9]+$/ && $2 > m { m = $2 } END { print (m ? m : "-") }' "$1"
 }
 
-job_yaml() {  # job_yaml MODEL BATCH: a one-worker synthetic job on the GPU
-  local model=$1 batch=$2 shape="[1, 28, 28]"
-  [[ $model == resnet20 ]] && shape="[3, 32, 32]"
-  cat <<EOF
-# Written by bench/gpu/throughput.sh: examples/fashion-mnist.yaml's optimizer and seed, synthetic
-# data of the model's shape, one worker on the GPU.
-apiVersion: hptrain.io/v1alpha1
-kind: TrainingJob
-metadata:
-  name: gpu-throughput-$model
-spec:
-  model:
-    name: $model
-  dataset:
-    name: synthetic
-    synthetic:
-      samples: 8192
-      testSamples: 512
-      shape: $shape
-      classes: 10
-  strategy:
-    type: ssgd
-  optimizer:
-    type: sgd
-    lr: 0.05
-    momentum: 0.9
-    weightDecay: 5e-4
-  globalBatchSize: $batch
-  epochs: 1000
-  seed: 42
-  device: $device
-  workers:
-    replicas: 1
-EOF
-}
+# job_yaml MODEL BATCH: the one-worker synthetic job (bench/gpu/job_yaml.sh).
+# shellcheck source=bench/gpu/job_yaml.sh
+source bench/gpu/job_yaml.sh
 
 # run_hptrain MODEL BATCH STEPS: prints "train_seconds peak_mib", or fails.
 run_hptrain() {
