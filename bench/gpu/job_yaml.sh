@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by bench/gpu/throughput.sh and bench/gpu/profile.sh: job_yaml MODEL BATCH prints a
 # one-worker job on synthetic data of the model's shape with examples/fashion-mnist.yaml's
 # optimizer and seed, on $DEVICE (cuda by default).
