@@ -192,6 +192,9 @@ class Trainer::Impl {
   bool reduce_on_device_ = false;
   torch::Tensor host_params_;   // flat_params_ itself on the host path; its host copy otherwise
   torch::Tensor device_grads_;  // device path: the flat gradients on the device
+  // Device path, per tensor: its slot, shaped as the parameter: in device_grads_ on the device
+  // route, in the reducer's host buffer when staged.
+  std::vector<torch::Tensor> gradient_slots_;
   std::unique_ptr<DeviceOptimizer> device_optimizer_;
   std::vector<c10::Event> grad_events_;           // device route: per tensor, after its copy
   c10::Event grads_cleared_{c10::DeviceType::CPU};  // device route: after ClearDeviceGradients
@@ -304,6 +307,15 @@ absl::Status Trainer::Impl::Init() {
       device_grads_ =
           torch::zeros({n}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
       device_optimizer_ = std::make_unique<DeviceOptimizer>(optimizer_spec, n, device_);
+      // Each gradient's slot, shaped as its parameter, made once: the hooks copy straight in.
+      for (int t = 0; t < reducer_->num_tensors(); ++t) {
+        const int64_t offset = static_cast<int64_t>(reducer_->offset(t));
+        const int64_t size = static_cast<int64_t>(reducer_->tensor_size(t));
+        gradient_slots_.push_back(
+            reduce_on_device_
+                ? device_grads_.narrow(0, offset, size).view(params_[t].sizes())
+                : torch::from_blob(reducer_->data_for(t), params_[t].sizes(), torch::kFloat32));
+      }
     }));
   }
   if (reduce_on_device_) {
@@ -490,14 +502,10 @@ void Trainer::Impl::PrefetchNext(const std::vector<int64_t>& perm, int64_t next_
 
 void Trainer::Impl::StoreDeviceGradient(int index, const torch::Tensor& grad) {
   torch::NoGradGuard no_grad;
-  const int64_t n = static_cast<int64_t>(reducer_->tensor_size(index));
-  torch::Tensor flat = grad.reshape({n});
-  if (!reduce_on_device_) {
-    // Staged: a synchronous copy into the reducer's host slot, ready for the strategy.
-    torch::from_blob(reducer_->data_for(index), {n}, torch::kFloat32).copy_(flat);
-    return;
-  }
-  device_grads_.narrow(0, static_cast<int64_t>(reducer_->offset(index)), n).copy_(flat);
+  // Staged: a synchronous copy into the reducer's host slot, ready for the strategy. Device
+  // route: a copy on the GPU into device_grads_.
+  gradient_slots_[index].copy_(grad);
+  if (!reduce_on_device_) return;
   // Backward's stream on this device: the copy above is ordered before the event.
   grad_events_[index].record(c10::impl::getDeviceGuardImpl(device_.type())->getStream(device_));
 }
