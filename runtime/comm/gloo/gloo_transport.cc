@@ -1,5 +1,7 @@
 #include "runtime/comm/gloo/gloo_transport.h"
 
+#include <signal.h>
+
 #include <exception>
 #include <vector>
 
@@ -13,6 +15,19 @@
 
 namespace hptrain::comm {
 namespace {
+
+// Gloo's TCP pairs write with writev, which raises SIGPIPE when the peer has closed its end: a
+// rank that outlives a dead peer would be killed by the signal instead of getting Gloo's
+// "Connection closed by peer" error (a Python process running Gloo ignores SIGPIPE from the
+// start). The process ignores it from its first Gloo connection on, unless it has a handler.
+void IgnoreSigpipe() {
+  struct sigaction current;
+  if (sigaction(SIGPIPE, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) return;
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
+}
 
 // Gloo's Store interface over our KeyValueStore. Gloo expects exceptions on failure.
 class StoreAdapter : public gloo::rendezvous::Store {
@@ -66,6 +81,7 @@ GlooTransport::~GlooTransport() {
 
 absl::StatusOr<std::unique_ptr<GlooTransport>> GlooTransport::Connect(
     KeyValueStore& store, int rank, int size, const GlooOptions& options) {
+  IgnoreSigpipe();
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = options.bind_host;

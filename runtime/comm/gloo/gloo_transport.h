@@ -36,6 +36,8 @@ struct GlooOptions {
 class GlooTransport : public Transport {
  public:
   // Connects `size` ranks through `store`; blocks until all have joined or the timeout passes.
+  // The process ignores SIGPIPE from then on (unless it installed a handler), so that a peer's
+  // death comes back as an error status, not as a signal.
   static absl::StatusOr<std::unique_ptr<GlooTransport>> Connect(KeyValueStore& store, int rank,
                                                                 int size,
                                                                 const GlooOptions& options);

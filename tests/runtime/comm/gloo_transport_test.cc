@@ -1,5 +1,7 @@
 #include "runtime/comm/gloo/gloo_transport.h"
 
+#include <signal.h>
+
 #include <cstring>
 #include <memory>
 #include <string>
@@ -103,6 +105,28 @@ TEST(GlooTransport, RendezvousTimesOutWhenAPeerNeverComes) {
   ASSERT_FALSE(transport.ok());
   EXPECT_NE(transport.status().message().find("rendezvous of rank 0 of 2"), std::string::npos)
       << transport.status();
+}
+
+// A peer that closes its sockets must come back as an error, not kill the process by SIGPIPE:
+// connecting ignores the signal, unless the process installed a handler of its own.
+TEST(GlooTransport, ConnectingIgnoresSigpipeButKeepsAHandler) {
+  struct sigaction original;
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &original), 0);
+  struct sigaction deflt = {};
+  deflt.sa_handler = SIG_DFL;
+  ASSERT_EQ(sigaction(SIGPIPE, &deflt, nullptr), 0);
+  testing::SpawnOverGloo(2, [](int, Communicator& comm) { ASSERT_TRUE(comm.Barrier().ok()); });
+  struct sigaction now;
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
+
+  struct sigaction handler = {};
+  handler.sa_handler = [](int) {};
+  ASSERT_EQ(sigaction(SIGPIPE, &handler, nullptr), 0);
+  testing::SpawnOverGloo(2, [](int, Communicator& comm) { ASSERT_TRUE(comm.Barrier().ok()); });
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, handler.sa_handler);
+  sigaction(SIGPIPE, &original, nullptr);
 }
 
 }  // namespace
