@@ -279,13 +279,8 @@ absl::Status NcclCommunicator::AllReduceSumCompressed(float* data, size_t count,
   // (Poll without draining) nothing may be enqueued behind it.
   auto transfer = [&](const uint8_t* send, size_t send_bytes, uint8_t* recv,
                       size_t recv_bytes) -> absl::Status {
-    auto going = [](ncclResult_t x) { return x == ncclSuccess || x == ncclInProgress; };
-    ncclResult_t result = ncclGroupStart();
-    if (going(result)) result = ncclSend(send, send_bytes, ncclUint8, mod(r + 1), comm_, stream_);
-    if (going(result)) result = ncclRecv(recv, recv_bytes, ncclUint8, mod(r - 1), comm_, stream_);
-    const ncclResult_t ended = ncclGroupEnd();
-    if (going(result)) result = ended;
-    HPTRAIN_RETURN_IF_ERROR(HPTRAIN_NCCL_ENQUEUED(result, what.c_str()));
+    HPTRAIN_RETURN_IF_ERROR(EnqueueSendRecv(mod(r + 1), send, send_bytes, mod(r - 1), recv,
+                                            recv_bytes, what.c_str()));
     HPTRAIN_RETURN_IF_ERROR(Poll(what.c_str(), Clock::now() + timeout_, /*drain_stream=*/false));
     sent += static_cast<int64_t>(send_bytes);
     received += static_cast<int64_t>(recv_bytes);
@@ -333,6 +328,24 @@ absl::Status NcclCommunicator::AllReduceSumCompressed(float* data, size_t count,
   Count(sent, received);
   // A non-finite gradient: every rank finished the collective, so the communicator stays usable.
   return Annotate(codec.FinishDevice(), StatusContext(what));
+}
+
+absl::Status NcclCommunicator::EnqueueSendRecv(int to, const void* send, size_t send_bytes,
+                                               int from, void* recv, size_t recv_bytes,
+                                               const char* what) {
+  // Grouped: NCCL matches the pair as one operation, so every rank of a ring may send first.
+  // A non-blocking communicator may answer ncclInProgress to any of these calls.
+  auto going = [](ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; };
+  ncclResult_t result = ncclGroupStart();
+  if (going(result) && send_bytes > 0) {
+    result = ncclSend(send, send_bytes, ncclUint8, to, comm_, stream_);
+  }
+  if (going(result) && recv_bytes > 0) {
+    result = ncclRecv(recv, recv_bytes, ncclUint8, from, comm_, stream_);
+  }
+  const ncclResult_t ended = ncclGroupEnd();
+  if (going(result)) result = ended;
+  return HPTRAIN_NCCL_ENQUEUED(result, what);
 }
 
 absl::Status NcclCommunicator::EnsureCompressedScratch(size_t bytes) {
@@ -402,19 +415,8 @@ absl::Status NcclCommunicator::SendRecv(int to, const void* send, size_t send_by
   const std::string what = absl::StrCat("ncclSend of ", send_bytes, " bytes to rank ", to,
                                         " and ncclRecv of ", recv_bytes, " bytes from rank ",
                                         from, " (rank ", rank_, " of ", size_, ")");
-  // Grouped: NCCL matches the pair as one operation, so every rank of a ring may send first.
-  // A non-blocking communicator may answer ncclInProgress to any of these calls.
-  auto going = [](ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; };
-  ncclResult_t result = ncclGroupStart();
-  if (going(result) && send_bytes > 0) {
-    result = ncclSend(send, send_bytes, ncclUint8, to, comm_, stream_);
-  }
-  if (going(result) && recv_bytes > 0) {
-    result = ncclRecv(recv, recv_bytes, ncclUint8, from, comm_, stream_);
-  }
-  const ncclResult_t ended = ncclGroupEnd();
-  if (going(result)) result = ended;
-  HPTRAIN_RETURN_IF_ERROR(Complete(HPTRAIN_NCCL_ENQUEUED(result, what.c_str()), what.c_str()));
+  HPTRAIN_RETURN_IF_ERROR(Complete(
+      EnqueueSendRecv(to, send, send_bytes, from, recv, recv_bytes, what.c_str()), what.c_str()));
   Count(static_cast<int64_t>(send_bytes), static_cast<int64_t>(recv_bytes));
   return absl::OkStatus();
 }

@@ -180,6 +180,11 @@ class NcclCommunicator : public Communicator {
   absl::Status Poll(const char* what, std::chrono::steady_clock::time_point deadline,
                     bool drain_stream);
 
+  // Enqueues one grouped ncclSend (to `to`) and ncclRecv (from `from`) on the stream, a side
+  // skipped when its byte count is 0; returns the outcome of enqueueing, without waiting.
+  absl::Status EnqueueSendRecv(int to, const void* send, size_t send_bytes, int from, void* recv,
+                               size_t recv_bytes, const char* what);
+
   // Grows the device scratch of AllReduceSumCompressed to at least `bytes`.
   absl::Status EnsureCompressedScratch(size_t bytes);
 
