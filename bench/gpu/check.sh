@@ -10,6 +10,7 @@
 # BUILD_DIR is a build configured with -DHPTRAIN_CUDA=ON (tests in BUILD_DIR/tests, programs in
 # BUILD_DIR/bin). Logs and the benchmark's JSON go to OUT_DIR; a summary is printed last. Exit
 # status: 0 when every test passed and every check verified, 1 otherwise, 2 without a GPU.
+# Environment: BENCHMARK_REPETITIONS (10) for the kernel benchmark; 0 skips it.
 set -uo pipefail
 build=${1:-build}
 out=${2:-$build/gpu-check}
@@ -39,7 +40,7 @@ run() {  # run NAME CMD...: log to $out/NAME.log, remember a failure
 }
 
 for t in kernels_quantize_cuda_test kernels_cast_cuda_test kernels_topk_cuda_test \
-  kernels_update_cuda_test comm_nccl_test sync_device_codecs_test; do
+  kernels_update_cuda_test comm_nccl_test sync_device_codecs_test sync_device_strategies_test; do
   if [[ -x $build/tests/$t ]]; then
     run "$t" "$build/tests/$t" --gtest_brief=1
     # Skips are listed, never counted as passes. comm_nccl_test skips its no-device case here, and
@@ -53,9 +54,11 @@ for t in kernels_quantize_cuda_test kernels_cast_cuda_test kernels_topk_cuda_tes
   fi
 done
 run nccl_allreduce_check "$build/bin/nccl_allreduce_check" 1 64 20
-run kernels_cuda_benchmark "$build/bin/hptrain-kernels-cuda-benchmark" \
-  --benchmark_repetitions=10 --benchmark_report_aggregates_only=true \
-  --benchmark_out="$out/kernels_cuda.json" --benchmark_out_format=json
+if ((${BENCHMARK_REPETITIONS:-10} > 0)); then
+  run kernels_cuda_benchmark "$build/bin/hptrain-kernels-cuda-benchmark" \
+    --benchmark_repetitions="${BENCHMARK_REPETITIONS:-10}" --benchmark_report_aggregates_only=true \
+    --benchmark_out="$out/kernels_cuda.json" --benchmark_out_format=json
+fi
 
 if [[ -s $out/kernels_cuda.json ]]; then
   python3 - "$out/kernels_cuda.json" <<'PY'

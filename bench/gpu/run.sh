@@ -18,7 +18,9 @@
 # A step gets at most its own cap and never more than leaves the later steps their minimum.
 # OUT_DIR receives 8 files: summary.txt env.txt build.log check.log (with the kernel benchmark's
 # table) integration.log parity.log throughput.log exchange.log. The summary is printed last.
-# Environment: BUDGET_S (540), BUILD_DIR (build-gpu), BUILD_TARGETS (build.sh's default list).
+# Environment: BUDGET_S (540), BUILD_DIR (build-gpu), BUILD_TARGETS (build.sh's default list),
+# SKIP (steps not to run, e.g. "parity throughput" to spend the time on the tests; the summary
+# lists them as skipped), BENCHMARK_REPETITIONS (check.sh's kernel benchmark, 10; 0 skips it).
 # Exit status: 0 every step passed, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -45,10 +47,16 @@ allow() {
   echo "$left"
 }
 
-# step NAME CAP RESERVE LOG CMD...: runs CMD under timeout, output appended to LOG.
+# step NAME CAP RESERVE LOG CMD...: runs CMD under timeout, output appended to LOG; a step named
+# in SKIP is not run.
 step() {
   local name=$1 cap=$2 reserve=$3 log=$4
   shift 4
+  if [[ " ${SKIP:-} " == *" $name "* ]]; then
+    echo "== $name: skipped (SKIP)" | tee -a "$log"
+    note "$(printf '%-12s %-28s' "$name" "skipped (SKIP)")"
+    return 0
+  fi
   local limit started rc
   limit=$(allow "$cap" "$reserve")
   started=$SECONDS
@@ -138,15 +146,19 @@ for f in "$build"/gpu-check/*.log; do
   [[ -f $f ]] && { echo "== $f"; cat "$f"; } >>"$out/check.log"
 done
 note "$(grep -E '^gpu-check:' "$out/check.log" | tail -1)"
-while read -r line; do note "  $line"; done < <(grep -E '^nccl_allreduce_check:|^\[  (PASSED|FAILED|SKIPPED) ' "$out/check.log" | head -16)
+while read -r line; do note "  $line"; done < <(grep -E '^nccl_allreduce_check:|^\[  (PASSED|FAILED|SKIPPED) |device route' "$out/check.log" | head -30)
 
 # 4. integration --------------------------------------------------------------------------------
 : >"$out/integration.log"
+# The time held back for the steps after this one: parity, throughput and exchange, or only the
+# exchange when the other two are skipped.
+integration_reserve=150
+[[ " ${SKIP:-} " == *" parity "* && " ${SKIP:-} " == *" throughput "* ]] && integration_reserve=45
 if [[ -x $build/tests/integration_cuda_training_test ]]; then
   # The GPU tests; the DevicePath ones need no GPU and run in CI.
-  step integration 200 150 "$out/integration.log" env HPTRAIN_BIN="$PWD/$build/bin" "${wrap[@]}" \
-    "$build/tests/integration_cuda_training_test" --gtest_brief=1 --gtest_filter='Cuda.*'
-  while read -r line; do note "  $line"; done < <(grep -E '^\[  (PASSED|FAILED|SKIPPED) |Failure|max relative difference' "$out/integration.log" | head -20 | cut -c1-240)
+  step integration 260 "$integration_reserve" "$out/integration.log" env HPTRAIN_BIN="$PWD/$build/bin" "${wrap[@]}" \
+    "$build/tests/integration_cuda_training_test" --gtest_filter='Cuda.*'
+  while read -r line; do note "  $line"; done < <(grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[ +(OK|FAILED) \]|Failure|max relative difference' "$out/integration.log" | head -30 | cut -c1-240)
 else
   echo "integration_cuda_training_test not built" >"$out/integration.log"
   note "integration  not built"

@@ -38,6 +38,9 @@ void AdamStep(float* params, const float* grads, float* m, float* v, size_t n,
 // data *= factor
 void Scale(float* data, size_t n, float factor);
 
+// Error feedback folded back in: x[i] += residual[i], then residual[i] = 0.
+void AddAndClear(float* residual, float* x, size_t n);
+
 #ifdef HPTRAIN_HAVE_CUDA
 // Device twins; enqueue on `stream` (a cudaStream_t) and return without synchronising.
 void SgdStepCuda(float* params, const float* grads, float* momentum_buf, size_t n,
@@ -45,6 +48,7 @@ void SgdStepCuda(float* params, const float* grads, float* momentum_buf, size_t 
 void AdamStepCuda(float* params, const float* grads, float* m, float* v, size_t n,
                   const AdamParams& p, void* stream);
 void ScaleCuda(float* data, size_t n, float factor, void* stream);
+void AddAndClearCuda(float* residual, float* x, size_t n, void* stream);
 #endif
 
 }  // namespace hptrain::kernels

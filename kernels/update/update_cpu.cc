@@ -31,4 +31,11 @@ void Scale(float* data, size_t n, float factor) {
   for (size_t i = 0; i < n; ++i) data[i] *= factor;
 }
 
+void AddAndClear(float* residual, float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    x[i] += residual[i];
+    residual[i] = 0.0f;
+  }
+}
+
 }  // namespace hptrain::kernels

@@ -40,6 +40,13 @@ __global__ void ScaleKernel(float* data, size_t n, float factor) {
   }
 }
 
+__global__ void AddAndClearKernel(float* residual, float* x, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    x[i] += residual[i];
+    residual[i] = 0.0f;
+  }
+}
+
 }  // namespace
 
 void SgdStepCuda(float* params, const float* grads, float* momentum_buf, size_t n,
@@ -58,6 +65,11 @@ void AdamStepCuda(float* params, const float* grads, float* m, float* v, size_t 
 
 void ScaleCuda(float* data, size_t n, float factor, void* stream) {
   ScaleKernel<<<Blocks(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(data, n, factor);
+}
+
+void AddAndClearCuda(float* residual, float* x, size_t n, void* stream) {
+  if (n == 0) return;
+  AddAndClearKernel<<<Blocks(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(residual, x, n);
 }
 
 }  // namespace hptrain::kernels

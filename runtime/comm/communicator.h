@@ -39,6 +39,23 @@ class Communicator {
   // Every rank contributes `send_bytes` (sizes may differ); blocks[j] receives rank j's bytes.
   virtual absl::Status AllGatherV(const void* send, size_t send_bytes,
                                   std::vector<std::string>* blocks) = 0;
+  // All-gather-v into one buffer, for back ends whose buffers live on a device (NCCL): every
+  // rank knows every block's size already (sizes[j] bytes from rank j, e.g. from an AllGather of
+  // the sizes); `recv` (Σ sizes bytes) receives the blocks back to back in rank order, this
+  // rank's copied from `send`. A ring of size() - 1 steps, each forwarding the block received
+  // last, so the bytes are AllGatherV's less its sizes: Σ_{s < N-1} sizes[(rank - s) mod N] sent.
+  // Unimplemented where buffers are host memory (use AllGatherV).
+  virtual absl::Status AllGatherVInto(const void* send, const std::vector<size_t>& sizes,
+                                      void* recv) {
+    (void)send;
+    (void)sizes;
+    (void)recv;
+    return absl::UnimplementedError("AllGatherVInto: this back end has no device buffers");
+  }
+  // The stream (a cudaStream_t) a device back end runs its collectives on, so that a strategy
+  // can order its own kernels before and after them without synchronizing; null on the CPU back
+  // ends.
+  virtual void* device_stream() { return nullptr; }
   // Copies `bytes` of `data` on `root` to every rank.
   virtual absl::Status Broadcast(void* data, size_t bytes, int root) = 0;
   // Returns once every rank has called Barrier.

@@ -65,7 +65,13 @@ std::string ResolveDevice(const JobSpec& spec, bool gpu_visible) {
 
 bool ExchangesOnDevice(const StrategySpec& strategy) {
   const std::string& type = strategy.type;
-  return type == "ssgd" || type == "fp16" || (type == "quantized" && strategy.bits != "dynamic");
+  if (type == "topk" || type == "dgc") return strategy.sparse_encoding != "compact";
+  return type == "ssgd" || type == "fp16" || type == "quantized";
+}
+
+std::string HostOnlyReason(const StrategySpec& strategy) {
+  const bool sparse = strategy.type == "topk" || strategy.type == "dgc";
+  return sparse && strategy.sparse_encoding == "compact" ? " (sparseEncoding: compact)" : "";
 }
 
 absl::StatusOr<std::string> ResolveBackend(const JobSpec& spec, const std::string& device,
@@ -97,8 +103,7 @@ absl::StatusOr<std::string> ResolveBackend(const JobSpec& spec, const std::strin
                    "gloo or auto)");
   }
   if (!ExchangesOnDevice(spec.strategy)) {
-    return invalid("nccl does not carry strategy ", strategy,
-                   spec.strategy.bits == "dynamic" ? " (bits: dynamic)" : "",
+    return invalid("nccl does not carry strategy ", strategy, HostOnlyReason(spec.strategy),
                    ", which exchanges through host memory (use gloo or auto)");
   }
   if (spec.communicator.hierarchical) {

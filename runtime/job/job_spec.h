@@ -309,13 +309,19 @@ struct JobSpec {
 std::string ResolveDevice(const JobSpec& spec, bool gpu_visible);
 
 // True for the strategies whose gradient exchange runs on device buffers on cuda, the ones NCCL
-// can carry: ssgd (its buckets all-reduced where backward left them), fp16 and quantized with a
-// fixed bit width (the compressed ring with the codecs' CUDA twins, runtime/sync/codecs/
-// device_codecs.h). Every other strategy stages through host memory (quantized with bits dynamic,
-// whose small tensors travel apart; sparse encoders, parameter servers, model exchanges), which
-// only Gloo reads. This list is the one place that says so; each strategy's reduces_on_device()
-// agrees with it (tests/runtime/sync/compression_test.cc checks).
+// can carry: ssgd (its buckets all-reduced where backward left them), fp16 and quantized (the
+// compressed ring with the codecs' CUDA twins, runtime/sync/codecs/device_codecs.h; bits dynamic
+// splits off the small tensors on the device), topk and dgc with the SPARSE encoding (the
+// selection kernels' CUDA twins and a ring all-gather-v over NCCL, runtime/sync/device/
+// sparse_device.h). Every other strategy stages through host memory (sparseEncoding compact,
+// parameter servers, model exchanges), which only Gloo reads. This list is the one place that
+// says so; each strategy's reduces_on_device() agrees with it (tests/runtime/sync/
+// compression_test.cc checks).
 bool ExchangesOnDevice(const StrategySpec& strategy);
+
+// Why a strategy that ExchangesOnDevice lets through host memory does so, for error messages:
+// " (sparseEncoding: compact)" where a setting is the reason, "" where the strategy always does.
+std::string HostOnlyReason(const StrategySpec& strategy);
 
 // The collective back end of a worker of `spec` that trains on `device` (ResolveDevice's
 // result): "gloo" or "nccl". `nccl_built`: this build has NCCL; `one_gpu_per_worker`: every

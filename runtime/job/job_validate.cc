@@ -698,7 +698,7 @@ absl::Status ValidateDevice(const JobSpec& spec) {
   }
   if (!ExchangesOnDevice(spec.strategy)) {
     return Invalid("spec.communicator.backend", "nccl does not carry strategy ", spec.strategy.type,
-                   spec.strategy.bits == "dynamic" ? " (bits: dynamic)" : "",
+                   HostOnlyReason(spec.strategy),
                    ", which exchanges through host memory (use gloo or auto)");
   }
   if (c.hierarchical) {

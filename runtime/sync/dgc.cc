@@ -33,6 +33,10 @@
 // Bytes per worker per step, L large and S small elements: about (N-1) · (8k + 32) with
 // k ≤ 1.3 · density · L (compact: (N-1) · (4k + 32 + 4·ceil(L / 65536))), plus the small tensors'
 // 2(N-1)/N · (S/2 + 8·ceil(S/512)).
+//
+// On a GPU with the NCCL back end (the SPARSE encoding: job::ExchangesOnDevice) the buckets stay
+// in device memory: the same steps with the kernels' CUDA twins and the same blocks and bytes over
+// NCCL (device/sparse_device.h).
 #include "kernels/topk/dgc.h"
 
 #include <algorithm>
@@ -43,6 +47,7 @@
 #include "kernels/topk/topk.h"
 #include "runtime/base/status.h"
 #include "runtime/sync/density_schedule.h"
+#include "runtime/sync/device/sparse_device.h"
 #include "runtime/sync/registry.h"
 #include "runtime/sync/small_tensors.h"
 #include "runtime/sync/sparse_allgather.h"
@@ -52,17 +57,30 @@ namespace {
 
 class Dgc : public Strategy {
  public:
+  // With a device communicator and the SPARSE encoding, the buckets are device buffers.
   Dgc(const StrategyContext& context, SparseWire wire)
       : spec_(*context.job),
         comm_(context.comm),
+        device_comm_(wire == SparseWire::kPairs ? context.device_comm : nullptr),
         wire_(wire),
         momentum_(static_cast<float>(context.job->optimizer.momentum)),
         masking_(context.job->strategy.momentum_masking.value_or(true)) {}
   std::string name() const override { return "dgc"; }
   bool exchanges_parameters() const override { return false; }
   bool applies_momentum() const override { return true; }
+  bool reduces_on_device() const override { return device_comm_ != nullptr; }
 
   absl::Status Init(const GradientLayout& layout) override {
+    if (device_comm_ != nullptr) {
+      DeviceSparseReducer::Options options;
+      options.dgc = true;
+      options.momentum = momentum_;
+      options.masking = masking_;
+      options.clip_norm = spec_.strategy.clip_norm;
+      options.seed = spec_.seed;
+      HPTRAIN_ASSIGN_OR_RETURN(device_, DeviceSparseReducer::Create(layout, device_comm_, options));
+      return absl::OkStatus();
+    }
     small_.Init(layout, comm_, spec_.seed, /*error_feedback=*/true);
     model_elements_ = 0;
     for (const auto& b : layout.buckets) model_elements_ += b.end - b.begin;
@@ -82,6 +100,7 @@ class Dgc : public Strategy {
                                absl::Span<float> gradients) override {
     const double density =
         WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch_clock);
+    if (device_ != nullptr) return device_->Reduce(step, bucket, gradients, density, &tally_);
     Clip(step, gradients);
     small_.Split(bucket, gradients);
     // Small tensors: plain momentum, u = m·u + g, and u is what gets summed.
@@ -148,6 +167,7 @@ class Dgc : public Strategy {
 
   const job::JobSpec& spec_;
   comm::Communicator* comm_;
+  comm::Communicator* device_comm_;  // null: host buffers (no NCCL, or the compact encoding)
   SparseWire wire_;
   float momentum_;
   bool masking_;               // momentum factor masking: clear u where sent
@@ -159,6 +179,7 @@ class Dgc : public Strategy {
   std::vector<float> rests_;  // what fp16 rounding took off each sent value (compact), else 0
   std::vector<int32_t> indices_;
   CompressionTally tally_;
+  std::unique_ptr<DeviceSparseReducer> device_;  // the device route (sparse_device.h)
 };
 
 }  // namespace

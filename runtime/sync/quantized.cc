@@ -15,9 +15,10 @@
 // are all-reduced first, so every worker takes the same decision.
 // At 32 bits the strategy is exactly ssgd (plain ring all-reduce, residuals folded in).
 //
-// On a GPU with the NCCL back end (fixed bit widths: job::ExchangesOnDevice) the buckets stay in
-// device memory: the same ring runs over NCCL with the codecs' CUDA twins (device_codecs.h), the
-// same bytes on the wire; 32 bits is NCCL's all-reduce, as for ssgd.
+// On a GPU with the NCCL back end (job::ExchangesOnDevice) the buckets stay in device memory: the
+// same ring runs over NCCL with the codecs' CUDA twins (device_codecs.h), the same bytes on the
+// wire; 32 bits is NCCL's all-reduce, as for ssgd. With bits dynamic the small tensors are split
+// off on the device (device/device_split.h) and all-reduced in fp32 over NCCL.
 #include <memory>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "runtime/sync/codecs/device_codecs.h"
 #include "runtime/sync/codecs/half_codec.h"
 #include "runtime/sync/codecs/quantize_codec.h"
+#include "runtime/sync/device/device_split.h"
 #include "runtime/sync/registry.h"
 #include "runtime/sync/tensor_split.h"
 
@@ -35,11 +37,11 @@ namespace {
 
 class Quantized : public Strategy {
  public:
-  // With a device communicator and a fixed bit width, the buckets are device buffers.
+  // With a device communicator the buckets are device buffers.
   Quantized(const StrategyContext& context, int bits, bool dynamic)
       : spec_(*context.job),
         comm_(context.comm),
-        device_comm_(dynamic ? nullptr : context.device_comm),
+        device_comm_(context.device_comm),
         bits_(bits),
         dynamic_(dynamic) {}
 
@@ -131,10 +133,24 @@ class Quantized : public Strategy {
   }
 
  private:
-  // Device route: one codec per bucket for the bit width, which is fixed (no small tensors).
+  // Device route. A fixed bit width: one codec per bucket for it (no small tensors). Dynamic:
+  // the large tensors of every bucket get both codecs, for the widths the epochs may choose.
   absl::Status InitDevice(const GradientLayout& layout, bool feedback, int64_t bucket_size) {
+    if (dynamic_) {
+      HPTRAIN_ASSIGN_OR_RETURN(device_split_, DeviceSplit::Create(layout, kSmallTensorElements));
+    }
     for (size_t k = 0; k < layout.buckets.size(); ++k) {
-      const size_t residual = feedback ? layout.buckets[k].end - layout.buckets[k].begin : 0;
+      const size_t residual = !feedback  ? 0
+                              : dynamic_ ? split_.large_count(static_cast<int>(k))
+                                         : layout.buckets[k].end - layout.buckets[k].begin;
+      if (dynamic_) {
+        HPTRAIN_ASSIGN_OR_RETURN(device_halves_.emplace_back(), DeviceHalfCodec::Create(residual));
+        HPTRAIN_ASSIGN_OR_RETURN(
+            device_quantizers_.emplace_back(),
+            DeviceQuantizeCodec::Create(bits_ <= 8 ? bits_ : 8, bucket_size, residual,
+                                        spec_.seed + k, comm_->rank()));
+        continue;
+      }
       if (bits_ == 16) {
         HPTRAIN_ASSIGN_OR_RETURN(device_halves_.emplace_back(), DeviceHalfCodec::Create(residual));
       } else if (bits_ <= 8) {
@@ -147,7 +163,51 @@ class Quantized : public Strategy {
     return absl::OkStatus();
   }
 
+  // Bits dynamic on the device: the host route's steps on device buffers (the small tensors
+  // all-reduced in fp32, the large ones through the codec of the current width).
+  absl::Status ReduceDynamicOnDevice(const StepInfo& step, int bucket,
+                                     absl::Span<float> gradients) {
+    void* stream = device_comm_->device_stream();
+    const size_t large = split_.large_count(bucket);
+    const size_t small = split_.small_count(bucket);
+    HPTRAIN_RETURN_IF_ERROR(device_split_->Split(bucket, gradients.data(), stream));
+    float* x = device_split_->large();
+    DeviceQuantizeCodec& q = *device_quantizers_[bucket];
+    DeviceHalfCodec& h = *device_halves_[bucket];
+    const double fp32 = 4.0 * gradients.size();
+    if (bits_ == 32) {
+      // Off: fold any error-feedback residual back in, then exactly ssgd's collective.
+      if (large > 0) {
+        HPTRAIN_RETURN_IF_ERROR(q.FoldResidualInto(x, large, stream));
+        HPTRAIN_RETURN_IF_ERROR(h.FoldResidualInto(x, large, stream));
+      }
+      HPTRAIN_RETURN_IF_ERROR(device_split_->Join(bucket, gradients.data(), stream));
+      tally_.Add(fp32, fp32);
+      return device_comm_->AllReduceSum(gradients.data(), gradients.size());
+    }
+    size_t wire = 4 * small;
+    if (small > 0) {
+      HPTRAIN_RETURN_IF_ERROR(device_comm_->AllReduceSum(device_split_->small(), small),
+                              "small tensors");
+    }
+    if (large > 0) {
+      comm::ChunkCodec* codec = &h;
+      if (bits_ != 16) {
+        HPTRAIN_RETURN_IF_ERROR(q.set_bits(bits_));
+        q.set_step(step.step);
+        codec = &q;
+      }
+      HPTRAIN_RETURN_IF_ERROR(device_comm_->AllReduceSumCompressed(x, large, *codec),
+                              "quantized all-reduce at ", bits_, " bits");
+      wire += codec->EncodedBytes(large);
+    }
+    HPTRAIN_RETURN_IF_ERROR(device_split_->Join(bucket, gradients.data(), stream));
+    tally_.Add(fp32, static_cast<double>(wire));
+    return absl::OkStatus();
+  }
+
   absl::Status ReduceOnDevice(const StepInfo& step, int bucket, absl::Span<float> gradients) {
+    if (dynamic_) return ReduceDynamicOnDevice(step, bucket, gradients);
     const double fp32 = 4.0 * gradients.size();
     if (bits_ == 32) {
       tally_.Add(fp32, fp32);
@@ -170,7 +230,7 @@ class Quantized : public Strategy {
 
   const job::JobSpec& spec_;
   comm::Communicator* comm_;
-  comm::Communicator* device_comm_;  // null: host buffers (no NCCL, or bits dynamic)
+  comm::Communicator* device_comm_;  // null: host buffers (no NCCL)
   int bits_;
   bool dynamic_;
   TensorSplit split_;
@@ -178,6 +238,7 @@ class Quantized : public Strategy {
   std::vector<std::unique_ptr<HalfCodec>> halves_;
   std::vector<std::unique_ptr<DeviceQuantizeCodec>> device_quantizers_;
   std::vector<std::unique_ptr<DeviceHalfCodec>> device_halves_;
+  std::unique_ptr<DeviceSplit> device_split_;  // bits dynamic on the device
   std::vector<float> large_;
   std::vector<float> small_;
   CompressionTally tally_;

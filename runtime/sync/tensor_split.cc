@@ -55,4 +55,24 @@ void TensorSplit::Scatter(int bucket, const float* large, const float* small,
   }
 }
 
+absl::Status TensorSplit::Gather(int bucket, const float* data, float* large, float* small,
+                                 CopyFn copy) const {
+  for (const Piece& p : buckets_[bucket].pieces) {
+    float*& dst = p.large ? large : small;
+    if (absl::Status s = copy(dst, data + p.begin, p.size); !s.ok()) return s;
+    dst += p.size;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TensorSplit::Scatter(int bucket, const float* large, const float* small, float* data,
+                                  CopyFn copy) const {
+  for (const Piece& p : buckets_[bucket].pieces) {
+    const float*& src = p.large ? large : small;
+    if (absl::Status s = copy(data + p.begin, src, p.size); !s.ok()) return s;
+    src += p.size;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace hptrain::sync

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "runtime/sync/strategy.h"
 
@@ -33,6 +35,14 @@ class TensorSplit {
   void Gather(int bucket, absl::Span<const float> bucket_data, float* large, float* small) const;
   void Scatter(int bucket, const float* large, const float* small,
                absl::Span<float> bucket_data) const;
+
+  // Gather and Scatter for buffers that memcpy cannot reach (device memory): every piece is one
+  // call of `copy(dst, src, count)`, in bucket order; the first error stops and is returned.
+  using CopyFn = absl::FunctionRef<absl::Status(float* dst, const float* src, size_t count)>;
+  absl::Status Gather(int bucket, const float* bucket_data, float* large, float* small,
+                      CopyFn copy) const;
+  absl::Status Scatter(int bucket, const float* large, const float* small, float* bucket_data,
+                       CopyFn copy) const;
 
  private:
   struct Piece {

@@ -14,6 +14,10 @@
 // (k = ceil(density · L); compact: (N-1) · (4k + 32 + 4·ceil(L / 65536))), plus 8 bytes per ring
 // step for the sizes, plus the small tensors' 2(N-1)/N · (S/2 + 8·ceil(S/512)); at density 0.01
 // on LeNet-5 about 4.6 % of ssgd's 2(N-1)/N · 4P (compact: 2.7 %).
+//
+// On a GPU with the NCCL back end (the SPARSE encoding: job::ExchangesOnDevice) the buckets stay
+// in device memory: the same steps with the kernels' CUDA twins and the same blocks and bytes over
+// NCCL (device/sparse_device.h).
 #include "kernels/topk/topk.h"
 
 #include <memory>
@@ -21,6 +25,7 @@
 
 #include "runtime/base/status.h"
 #include "runtime/sync/density_schedule.h"
+#include "runtime/sync/device/sparse_device.h"
 #include "runtime/sync/registry.h"
 #include "runtime/sync/small_tensors.h"
 #include "runtime/sync/sparse_allgather.h"
@@ -30,13 +35,25 @@ namespace {
 
 class TopK : public Strategy {
  public:
+  // With a device communicator and the SPARSE encoding, the buckets are device buffers.
   TopK(const StrategyContext& context, SparseWire wire)
-      : spec_(*context.job), comm_(context.comm), wire_(wire) {}
+      : spec_(*context.job),
+        comm_(context.comm),
+        device_comm_(wire == SparseWire::kPairs ? context.device_comm : nullptr),
+        wire_(wire) {}
   std::string name() const override { return "topk"; }
   bool exchanges_parameters() const override { return false; }
+  bool reduces_on_device() const override { return device_comm_ != nullptr; }
 
   absl::Status Init(const GradientLayout& layout) override {
     feedback_ = spec_.strategy.error_feedback.value_or(true);
+    if (device_comm_ != nullptr) {
+      DeviceSparseReducer::Options options;
+      options.error_feedback = feedback_;
+      options.seed = spec_.seed;
+      HPTRAIN_ASSIGN_OR_RETURN(device_, DeviceSparseReducer::Create(layout, device_comm_, options));
+      return absl::OkStatus();
+    }
     small_.Init(layout, comm_, spec_.seed, feedback_);
     residual_.resize(layout.buckets.size());
     for (size_t k = 0; k < layout.buckets.size(); ++k) {
@@ -49,6 +66,7 @@ class TopK : public Strategy {
                                absl::Span<float> gradients) override {
     const double density =
         WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch_clock);
+    if (device_ != nullptr) return device_->Reduce(step, bucket, gradients, density, &tally_);
     small_.Split(bucket, gradients);
     if (density >= kDenseAboveDensity) {
       FoldResidual(residual_[bucket], small_.large());
@@ -87,8 +105,10 @@ class TopK : public Strategy {
 
   const job::JobSpec& spec_;
   comm::Communicator* comm_;
+  comm::Communicator* device_comm_;  // null: host buffers (no NCCL, or the compact encoding)
   SparseWire wire_;
   bool feedback_ = true;
+  std::unique_ptr<DeviceSparseReducer> device_;  // the device route (sparse_device.h)
   SmallTensorExchange small_;
   std::vector<std::vector<float>> residual_;  // per bucket, over its large tensors; empty if off
   std::vector<float> values_;

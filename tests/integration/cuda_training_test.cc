@@ -288,10 +288,10 @@ TEST(Cuda, NcclBackendMatchesGloo) {
   ExpectSameParameters(nccl, gloo, "nccl vs gloo on cuda", 1e-6);
 }
 
-// The compressed strategies on the device route (NCCL, buckets in GPU memory, the codecs' CUDA
-// twins) against the staged route (Gloo, host buffers, the CPU codecs): at world size 1 both
-// encode and decode every bucket once with kernels that give the same bits, error feedback
-// included, so the parameters must agree exactly.
+// The compressed strategies on the device route (NCCL, buckets in GPU memory, the kernels' CUDA
+// twins) against the staged route (Gloo, host buffers, the CPU kernels): at world size 1 both
+// encode and decode every bucket once with kernels that give the same bits, error feedback,
+// top-k and DGC selections included, so the parameters must agree exactly.
 TEST(Cuda, CompressedStrategiesOverNcclMatchTheStagedRoute) {
   SKIP_WITHOUT_GPU();
   TempDir dir;
@@ -299,7 +299,10 @@ TEST(Cuda, CompressedStrategiesOverNcclMatchTheStagedRoute) {
   const std::vector<std::pair<std::string, std::string>> strategies = {
       {"fp16", "{type: fp16}"},
       {"quantized8", "{type: quantized, bits: 8}"},
-      {"quantized2", "{type: quantized, bits: 2}"}};
+      {"quantized2", "{type: quantized, bits: 2}"},
+      {"quantized-dynamic", "{type: quantized, bits: dynamic}"},
+      {"topk", "{type: topk, density: 0.05}"},
+      {"dgc", "{type: dgc, density: 0.05}"}};
   for (const auto& [name, strategy] : strategies) {
     const std::string extra = cuda + "  strategy: " + strategy + "\n";
     train::Checkpoint gloo = RunToCheckpoint(dir, name + "-gloo", kOneWorker,

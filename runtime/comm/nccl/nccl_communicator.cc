@@ -465,6 +465,50 @@ absl::Status NcclCommunicator::AllGatherV(const void* send, size_t send_bytes,
   return absl::OkStatus();
 }
 
+absl::Status NcclCommunicator::AllGatherVInto(const void* send, const std::vector<size_t>& sizes,
+                                              void* recv) {
+  if (!broken_.ok()) return Unusable(broken_, rank_, size_);
+  if (sizes.size() != static_cast<size_t>(size_)) {
+    return absl::InvalidArgumentError(absl::StrCat("NCCL all-gather-v: ", sizes.size(),
+                                                   " block sizes for ", size_, " ranks"));
+  }
+  const int n = size_;
+  const int r = rank_;
+  std::vector<size_t> offsets(n + 1, 0);
+  for (int j = 0; j < n; ++j) offsets[j + 1] = offsets[j] + sizes[j];
+  if (offsets[n] == 0) return absl::OkStatus();
+  if (recv == nullptr || (sizes[r] > 0 && send == nullptr)) {
+    return absl::InvalidArgumentError("NCCL all-gather-v with a null buffer");
+  }
+  ScopedDevice scoped(device_);
+  HPTRAIN_RETURN_IF_ERROR(scoped.status());
+  const std::string what = absl::StrCat("all-gather-v of ", offsets[n], " bytes (rank ", r,
+                                        " of ", n, ")");
+  auto* base = static_cast<uint8_t*>(recv);
+  if (sizes[r] > 0 && send != base + offsets[r]) {
+    HPTRAIN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(base + offsets[r], send, sizes[r],
+                                                 cudaMemcpyDeviceToDevice, stream_));
+  }
+  int64_t sent = 0, received = 0;
+  auto ring = [&]() -> absl::Status {
+    for (int s = 0; s < n - 1; ++s) {
+      const int out = RingIndex(r - s, n);
+      const int in = RingIndex(r - s - 1, n);
+      HPTRAIN_RETURN_IF_ERROR(EnqueueSendRecv(RingIndex(r + 1, n), base + offsets[out],
+                                              sizes[out], RingIndex(r - 1, n), base + offsets[in],
+                                              sizes[in], what.c_str()));
+      HPTRAIN_RETURN_IF_ERROR(Poll(what.c_str(), Clock::now() + timeout_, /*drain_stream=*/false));
+      sent += static_cast<int64_t>(sizes[out]);
+      received += static_cast<int64_t>(sizes[in]);
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status done = ring(); !done.ok()) return Break(Annotate(done, StatusContext(what)));
+  HPTRAIN_RETURN_IF_ERROR(Complete(absl::OkStatus(), what.c_str()));
+  Count(sent, received);
+  return absl::OkStatus();
+}
+
 absl::Status NcclCommunicator::Broadcast(void* data, size_t bytes, int root) {
   if (!broken_.ok()) return Unusable(broken_, rank_, size_);
   if (root < 0 || root >= size_) {

@@ -133,6 +133,16 @@ class NcclCommunicator : public Communicator {
   absl::Status AllGatherV(const void* send, size_t send_bytes,
                           std::vector<std::string>* blocks) override;
 
+  // Device buffer `recv` (Σ sizes bytes) receives every rank's block, back to back in rank
+  // order; this rank's (sizes[rank()] bytes of device buffer `send`) is copied there first. The
+  // ring of the CPU's AllGatherV: size() - 1 steps, each one grouped ncclSend/ncclRecv that
+  // forwards the block received in the step before, enqueued back to back on the stream. Counts
+  // Σ_{s < N-1} sizes[(rank - s) mod N] sent and Σ sizes[(rank - s - 1) mod N] received.
+  // InvalidArgument if sizes has not size() entries; otherwise errors as AllReduceSum.
+  absl::Status AllGatherVInto(const void* send, const std::vector<size_t>& sizes,
+                              void* recv) override;
+  void* device_stream() override { return stream_; }
+
   // Device buffer `recv` (recv_count floats) receives this rank's block of the sum over every
   // rank of device buffer `send` (size() * recv_count floats): block r of the sum goes to rank r
   // (ncclReduceScatter, ncclFloat32). `recv` may be send + rank() * recv_count (in place).

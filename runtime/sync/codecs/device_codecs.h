@@ -33,6 +33,13 @@ class DeviceQuantizeCodec : public comm::ChunkCodec {
   DeviceQuantizeCodec& operator=(const DeviceQuantizeCodec&) = delete;
 
   void set_step(int64_t step) { step_ = step; }
+  // Another bit width in {1, 2, 4, 8} for the next collectives (quantized with bits dynamic);
+  // InvalidArgument otherwise. The residual carries over.
+  absl::Status set_bits(int bits);
+  int bits() const { return params_.bits; }
+  // Error feedback owed back, on `stream`: x += residual, then the residual is zeroed
+  // (asynchronous). Nothing without error feedback; `count` must be the residual's size.
+  absl::Status FoldResidualInto(float* x, size_t count, void* stream);
 
   size_t EncodedBytes(size_t count) const override;
   absl::Status Encode(const float* data, size_t count, size_t offset, uint64_t salt,
@@ -66,6 +73,9 @@ class DeviceHalfCodec : public comm::ChunkCodec {
   ~DeviceHalfCodec() override;
   DeviceHalfCodec(const DeviceHalfCodec&) = delete;
   DeviceHalfCodec& operator=(const DeviceHalfCodec&) = delete;
+
+  // As DeviceQuantizeCodec::FoldResidualInto.
+  absl::Status FoldResidualInto(float* x, size_t count, void* stream);
 
   size_t EncodedBytes(size_t count) const override { return 2 * count; }
   absl::Status Encode(const float* data, size_t count, size_t offset, uint64_t salt,

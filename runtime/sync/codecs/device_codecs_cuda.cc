@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cast/cast.h"
+#include "kernels/update/update.h"
 #include "runtime/base/status.h"
 #include "runtime/comm/nccl/cuda_check.h"
 #include "runtime/sync/codecs/device_codecs.h"
@@ -33,6 +34,18 @@ absl::Status CheckChunkBytes(const char* what, size_t bytes, size_t expected, si
   if (bytes == expected) return absl::OkStatus();
   return absl::DataLossError(absl::StrCat(what, " chunk of ", count, " elements must be ",
                                           expected, " bytes, got ", bytes));
+}
+
+// x += residual; residual = 0, for a residual of `size` floats (null: no error feedback).
+absl::Status FoldInto(const char* what, float* residual, size_t size, float* x, size_t count,
+                      void* stream) {
+  if (residual == nullptr) return absl::OkStatus();
+  if (count != size) {
+    return absl::InternalError(absl::StrCat(what, ": folding ", count, " elements into a residual of ",
+                                            size));
+  }
+  kernels::AddAndClearCuda(residual, x, count, stream);
+  return absl::OkStatus();
 }
 
 absl::Status CheckResidualRange(const char* what, size_t offset, size_t count, size_t size) {
@@ -65,6 +78,18 @@ absl::StatusOr<std::unique_ptr<DeviceQuantizeCodec>> DeviceQuantizeCodec::Create
 DeviceQuantizeCodec::~DeviceQuantizeCodec() {
   if (residual_ != nullptr) cudaFree(residual_);
   if (flags_ != nullptr) cudaFree(flags_);
+}
+
+absl::Status DeviceQuantizeCodec::set_bits(int bits) {
+  kernels::QuantizeParams p = params_;
+  p.bits = bits;
+  HPTRAIN_RETURN_IF_ERROR(kernels::ValidateQuantizeParams(p));
+  params_ = p;
+  return absl::OkStatus();
+}
+
+absl::Status DeviceQuantizeCodec::FoldResidualInto(float* x, size_t count, void* stream) {
+  return FoldInto("device quantize codec", residual_, residual_size_, x, count, stream);
 }
 
 size_t DeviceQuantizeCodec::EncodedBytes(size_t count) const {
@@ -150,6 +175,10 @@ absl::StatusOr<std::unique_ptr<DeviceHalfCodec>> DeviceHalfCodec::Create(size_t 
 DeviceHalfCodec::~DeviceHalfCodec() {
   if (residual_ != nullptr) cudaFree(residual_);
   if (flag_ != nullptr) cudaFree(flag_);
+}
+
+absl::Status DeviceHalfCodec::FoldResidualInto(float* x, size_t count, void* stream) {
+  return FoldInto("device half codec", residual_, residual_size_, x, count, stream);
 }
 
 absl::Status DeviceHalfCodec::BeginDevice(void* stream, int) {

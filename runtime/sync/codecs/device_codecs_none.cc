@@ -29,6 +29,8 @@ absl::Status DeviceQuantizeCodec::Decode(const uint8_t*, size_t, size_t, float*)
 absl::Status DeviceQuantizeCodec::DecodeAccumulate(const uint8_t*, size_t, size_t, float*) {
   return NotBuilt();
 }
+absl::Status DeviceQuantizeCodec::set_bits(int) { return NotBuilt(); }
+absl::Status DeviceQuantizeCodec::FoldResidualInto(float*, size_t, void*) { return NotBuilt(); }
 absl::Status DeviceQuantizeCodec::BeginDevice(void*, int) { return NotBuilt(); }
 absl::Status DeviceQuantizeCodec::FinishDevice() { return NotBuilt(); }
 
@@ -43,6 +45,7 @@ absl::Status DeviceHalfCodec::Decode(const uint8_t*, size_t, size_t, float*) { r
 absl::Status DeviceHalfCodec::DecodeAccumulate(const uint8_t*, size_t, size_t, float*) {
   return NotBuilt();
 }
+absl::Status DeviceHalfCodec::FoldResidualInto(float*, size_t, void*) { return NotBuilt(); }
 absl::Status DeviceHalfCodec::BeginDevice(void*, int) { return NotBuilt(); }
 absl::Status DeviceHalfCodec::FinishDevice() { return NotBuilt(); }
 

@@ -106,5 +106,17 @@ TEST(ScaleCuda, MatchesCpuBitForBit) {
   ExpectSameBits(d_x.Download(), x, "x");
 }
 
+TEST(AddAndClearCuda, MatchesCpuBitForBit) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  std::vector<float> x = Normal(kN, 3.0f, 4);
+  std::vector<float> r = Normal(kN, 0.5f, 5);
+  DeviceBuffer<float> d_x(x), d_r(r);
+  AddAndClear(r.data(), x.data(), kN);
+  AddAndClearCuda(d_r.get(), d_x.get(), kN, nullptr);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  ExpectSameBits(d_x.Download(), x, "x");
+  ExpectSameBits(d_r.Download(), r, "residual");
+}
+
 }  // namespace
 }  // namespace hptrain::kernels

@@ -67,5 +67,13 @@ TEST(Scale, MultipliesEveryElement) {
   for (float v : x) ASSERT_EQ(v, 0.5f);
 }
 
+TEST(AddAndClear, AddsTheResidualAndZeroesIt) {
+  std::vector<float> x = {1.0f, -2.0f, 0.5f};
+  std::vector<float> r = {0.25f, 2.0f, -1.0f};
+  AddAndClear(r.data(), x.data(), x.size());
+  EXPECT_EQ(x, (std::vector<float>{1.25f, 0.0f, -0.5f}));
+  EXPECT_EQ(r, (std::vector<float>{0.0f, 0.0f, 0.0f}));
+}
+
 }  // namespace
 }  // namespace hptrain::kernels

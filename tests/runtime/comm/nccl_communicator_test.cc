@@ -221,6 +221,30 @@ TEST(NcclCommunicator, SingleRankReduceScatterAndSendRecv) {
   EXPECT_TRUE(comm.SendRecv(0, nullptr, 0, 0, nullptr, 0).ok());
 }
 
+// The all-gather-v into one device buffer with one rank: the rank's block lands at its offset,
+// nothing is counted (no ring step), and sizes for another world size are refused.
+TEST(NcclCommunicator, SingleRankAllGatherVInto) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  InMemoryStore store;
+  auto created = NcclCommunicator::Create(store, 0, 1, 0, seconds(30), "single_gatherv");
+  ASSERT_TRUE(created.ok()) << created.status();
+  NcclCommunicator& comm = **created;
+  EXPECT_NE(comm.device_stream(), nullptr);
+  std::vector<uint8_t> block(100);
+  for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<uint8_t>(3 * i + 1);
+  DeviceBuffer send(block.size()), recv(block.size());
+  ASSERT_EQ(send.Upload(block), cudaSuccess);
+  absl::Status status = comm.AllGatherVInto(send.get(), {block.size()}, recv.get());
+  ASSERT_TRUE(status.ok()) << status;
+  std::vector<uint8_t> output;
+  ASSERT_EQ(recv.Download(&output), cudaSuccess);
+  EXPECT_EQ(output, block);
+  EXPECT_EQ(comm.bytes_sent(), 0);
+  EXPECT_EQ(comm.AllGatherVInto(send.get(), {4, 4}, recv.get()).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(comm.AllGatherVInto(nullptr, {0}, nullptr).ok());
+}
+
 TEST(NcclCommunicator, TwoRanksOnOneDevice) {
   SKIP_WITHOUT_CUDA_DEVICE();
   constexpr int kRanks = 2;

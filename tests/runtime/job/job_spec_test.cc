@@ -112,14 +112,24 @@ StrategySpec Strategy(const std::string& type, const std::string& bits = "") {
   return s;
 }
 
-TEST(ExchangesOnDeviceTest, SsgdFp16AndFixedBitQuantized) {
-  for (const StrategySpec& s : {Strategy("ssgd"), Strategy("fp16"), Strategy("quantized"),
-                                Strategy("quantized", "4"), Strategy("quantized", "32")}) {
+TEST(ExchangesOnDeviceTest, GradientCompressorsButNotTheCompactSparseEncoding) {
+  for (const StrategySpec& s :
+       {Strategy("ssgd"), Strategy("fp16"), Strategy("quantized"), Strategy("quantized", "4"),
+        Strategy("quantized", "32"), Strategy("quantized", "dynamic"), Strategy("topk"),
+        Strategy("dgc")}) {
     EXPECT_TRUE(ExchangesOnDevice(s)) << s.type << " " << s.bits;
+    EXPECT_EQ(HostOnlyReason(s), "") << s.type;
   }
-  EXPECT_FALSE(ExchangesOnDevice(Strategy("quantized", "dynamic")));
-  for (const char* type : {"topk", "dgc", "localsgd", "multistep", "hierarchical", "gossip", "ps",
-                           "hps", "mp2", ""}) {
+  for (const char* type : {"topk", "dgc"}) {
+    StrategySpec s = Strategy(type);
+    s.sparse_encoding = "pairs";
+    EXPECT_TRUE(ExchangesOnDevice(s)) << type;
+    s.sparse_encoding = "compact";
+    EXPECT_FALSE(ExchangesOnDevice(s)) << type;
+    EXPECT_EQ(HostOnlyReason(s), " (sparseEncoding: compact)") << type;
+  }
+  for (const char* type : {"localsgd", "multistep", "hierarchical", "gossip", "ps", "hps", "mp2",
+                           ""}) {
     EXPECT_FALSE(ExchangesOnDevice(Strategy(type))) << type;
   }
 }
@@ -145,14 +155,19 @@ TEST(ResolveBackendTest, AutoPicksNcclOnlyWhenEverythingAllows) {
   spec.communicator.hierarchical = true;
   EXPECT_EQ(Backend(spec, "cuda"), "gloo");
   spec.communicator.hierarchical = false;
-  for (const char* type : {"fp16", "quantized"}) {
+  for (const char* type : {"fp16", "quantized", "topk", "dgc"}) {
     spec.strategy.type = type;
     EXPECT_EQ(Backend(spec, "cuda"), "nccl") << type;
   }
+  spec.strategy.type = "quantized";
   spec.strategy.bits = "dynamic";
-  EXPECT_EQ(Backend(spec, "cuda"), "gloo");
+  EXPECT_EQ(Backend(spec, "cuda"), "nccl");
   spec.strategy.bits = "";
-  for (const char* type : {"topk", "dgc", "localsgd", "ps", "hps", "gossip"}) {
+  spec.strategy.type = "topk";
+  spec.strategy.sparse_encoding = "compact";
+  EXPECT_EQ(Backend(spec, "cuda"), "gloo");
+  spec.strategy.sparse_encoding = "";
+  for (const char* type : {"localsgd", "ps", "hps", "gossip"}) {
     spec.strategy.type = type;
     EXPECT_EQ(Backend(spec, "cuda"), "gloo") << type;
   }
@@ -184,12 +199,16 @@ TEST(ResolveBackendTest, ExplicitNcclErrorsNameTheField) {
   EXPECT_THAT(Backend(spec, "cuda", true, /*one_gpu_per_worker=*/false),
               StartsWith(prefix + "nccl needs a GPU of its own for every worker, but workers "
                                   "share a GPU"));
-  spec.strategy.type = "quantized";
-  spec.strategy.bits = "dynamic";
+  spec.strategy.type = "dgc";
+  spec.strategy.sparse_encoding = "compact";
   EXPECT_THAT(Backend(spec, "cuda"),
-              StartsWith(prefix + "nccl does not carry strategy quantized (bits: dynamic), "
+              StartsWith(prefix + "nccl does not carry strategy dgc (sparseEncoding: compact), "
                                   "which exchanges through host memory"));
-  spec.strategy.bits = "";
+  spec.strategy.type = "localsgd";
+  EXPECT_THAT(Backend(spec, "cuda"),
+              StartsWith(prefix + "nccl does not carry strategy localsgd, which exchanges "
+                                  "through host memory"));
+  spec.strategy.sparse_encoding = "";
   spec.strategy.type = "ssgd";
   spec.communicator.hierarchical = true;
   EXPECT_THAT(Backend(spec, "cuda"),

@@ -340,6 +340,37 @@ TEST(Dgc, LocalClippingScalesEachWorkersMeanGradientToTheBound) {
   EXPECT_GT(change, 1e-3 * norm);
 }
 
+// The split's copying form (the device route's) makes the same buffers as the memcpy form, one
+// copy per tensor, and a failing copy stops it with that error.
+TEST(TensorSplitTest, CopyingFormMatchesTheMemcpyForm) {
+  GradientLayout layout;
+  layout.tensors = {{0, 5000}, {5000, 5100}, {5100, 11100}, {11100, 11110}};
+  layout.buckets = {{0, 11110}};
+  const TensorSplit split(layout);
+  ASSERT_EQ(split.large_count(0), 11000u);
+  ASSERT_EQ(split.small_count(0), 110u);
+  std::vector<float> bucket(11110);
+  for (size_t i = 0; i < bucket.size(); ++i) bucket[i] = static_cast<float>(i);
+  std::vector<float> large(11000), small(110), large2(11000), small2(110);
+  split.Gather(0, bucket, large.data(), small.data());
+  int copies = 0;
+  auto copy = [&copies](float* dst, const float* src, size_t count) {
+    ++copies;
+    std::copy(src, src + count, dst);
+    return absl::OkStatus();
+  };
+  ASSERT_TRUE(split.Gather(0, bucket.data(), large2.data(), small2.data(), copy).ok());
+  EXPECT_EQ(copies, 4);
+  EXPECT_EQ(large2, large);
+  EXPECT_EQ(small2, small);
+  std::vector<float> joined(bucket.size(), -1.0f);
+  ASSERT_TRUE(split.Scatter(0, large2.data(), small2.data(), joined.data(), copy).ok());
+  EXPECT_EQ(joined, bucket);
+  auto failing = [](float*, const float*, size_t) { return absl::InternalError("copy failed"); };
+  EXPECT_EQ(split.Scatter(0, large2.data(), small2.data(), joined.data(), failing).message(),
+            "copy failed");
+}
+
 // The job's rule for which strategies NCCL carries (job::ExchangesOnDevice, which picks the back
 // end) and each strategy's own answer, given a device communicator, are the same list.
 TEST(DeviceRoute, ReducesOnDeviceAgreesWithTheJobRule) {
@@ -353,9 +384,14 @@ TEST(DeviceRoute, ReducesOnDeviceAgreesWithTheJobRule) {
   for (const Case& c : std::vector<Case>{{"ssgd", ""}, {"fp16", ""}, {"quantized", ""},
                                          {"quantized", "4"}, {"quantized", "32"},
                                          {"quantized", "dynamic"}, {"topk", ""}, {"dgc", ""},
+                                         {"topk", "compact"}, {"dgc", "compact"},
                                          {"localsgd", ""}, {"multistep", ""}}) {
     job::JobSpec spec = HarnessJob(c.type);
-    spec.strategy.bits = c.bits;
+    if (c.bits == "compact") {
+      spec.strategy.sparse_encoding = "compact";
+    } else {
+      spec.strategy.bits = c.bits;
+    }
     spec.strategy.density = 0.1;  // topk and dgc need one
     StrategyContext context{&spec, &host, nullptr};
     context.device_comm = &device;
