@@ -250,15 +250,10 @@ size_t EncodedSize(const EncodedHeaderFields& fields) {
   return layout.ok() ? kEncodedHeaderBytes + layout->payload_bytes() : 0;
 }
 
-absl::Status WriteHeader(const EncodedHeaderFields& fields, uint8_t* out, size_t out_size) {
-  auto layout = ComputeLayout(fields, std::numeric_limits<int64_t>::max());
-  if (!layout.ok()) return layout.status();
-  const size_t payload = layout->payload_bytes();
-  if (out == nullptr) return Invalid("WriteHeader: output buffer is null");
-  if (out_size < kEncodedHeaderBytes || out_size - kEncodedHeaderBytes != payload) {
-    return Invalid(absl::StrCat("WriteHeader: buffer is ", out_size, " bytes, the fields need ",
-                                kEncodedHeaderBytes + payload));
-  }
+namespace {
+
+// The 32 header bytes of `fields`, whose payload is `payload` bytes, into out[0, 32).
+void StoreHeader(const EncodedHeaderFields& fields, size_t payload, uint8_t* out) {
   StoreLE(out + 0, kEncodedMagic, 4);
   out[4] = kEncodedVersion;
   out[5] = static_cast<uint8_t>(fields.encoding);
@@ -268,6 +263,28 @@ absl::Status WriteHeader(const EncodedHeaderFields& fields, uint8_t* out, size_t
   StoreLE(out + 16, static_cast<uint64_t>(fields.bucket_size), 4);
   StoreLE(out + 20, static_cast<uint64_t>(fields.sparse_count), 4);
   StoreLE(out + 24, payload, 8);
+}
+
+}  // namespace
+
+absl::Status WriteHeader(const EncodedHeaderFields& fields, uint8_t* out, size_t out_size) {
+  auto layout = ComputeLayout(fields, std::numeric_limits<int64_t>::max());
+  if (!layout.ok()) return layout.status();
+  const size_t payload = layout->payload_bytes();
+  if (out == nullptr) return Invalid("WriteHeader: output buffer is null");
+  if (out_size < kEncodedHeaderBytes || out_size - kEncodedHeaderBytes != payload) {
+    return Invalid(absl::StrCat("WriteHeader: buffer is ", out_size, " bytes, the fields need ",
+                                kEncodedHeaderBytes + payload));
+  }
+  StoreHeader(fields, payload, out);
+  return absl::OkStatus();
+}
+
+absl::Status WriteHeaderBytes(const EncodedHeaderFields& fields, uint8_t* header) {
+  auto layout = ComputeLayout(fields, std::numeric_limits<int64_t>::max());
+  if (!layout.ok()) return layout.status();
+  if (header == nullptr) return Invalid("WriteHeaderBytes: output buffer is null");
+  StoreHeader(fields, layout->payload_bytes(), header);
   return absl::OkStatus();
 }
 

@@ -133,6 +133,11 @@ size_t EncodedSize(const EncodedHeaderFields& fields);
 // are invalid (as ComputeLayout) or out_size != EncodedSize(fields).
 absl::Status WriteHeader(const EncodedHeaderFields& fields, uint8_t* out, size_t out_size);
 
+// The same 32 header bytes into header[0, 32), for a tensor whose payload is laid out elsewhere
+// (device memory): no buffer size to check. Errors: InvalidArgument when `fields` are invalid (as
+// ComputeLayout) or `header` is null.
+absl::Status WriteHeaderBytes(const EncodedHeaderFields& fields, uint8_t* header);
+
 // A validated, read-only view of an encoded tensor. It borrows the decoded buffer, which must
 // outlive it and stay unchanged. Sections an encoding does not have are empty (their pointer
 // accessors return nullptr). Indices count elements (i < num_elements), buckets (b <

@@ -66,20 +66,12 @@ class DeviceMemory {
 };
 
 // The 32-byte header of a SPARSE block of `count` pairs over `n` elements, into out[0, 32).
-absl::Status WriteHeaderChecked(int64_t n, int64_t count, uint8_t* out) {
+absl::Status SparseHeader(int64_t n, int64_t count, uint8_t* out) {
   comm::EncodedHeaderFields fields;
   fields.encoding = comm::Encoding::kSparse;
   fields.num_elements = n;
   fields.sparse_count = count;
-  const size_t size = comm::EncodedSize(fields);
-  if (size == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a SPARSE block of ", count, " pairs over ", n, " elements"));
-  }
-  std::vector<uint8_t> block(size);  // WriteHeader checks the size it is given
-  HPTRAIN_RETURN_IF_ERROR(comm::WriteHeader(fields, block.data(), size));
-  std::memcpy(out, block.data(), comm::kEncodedHeaderBytes);
-  return absl::OkStatus();
+  return comm::WriteHeaderBytes(fields, out);
 }
 
 class CudaSparseReducer : public DeviceSparseReducer {
@@ -242,7 +234,7 @@ class CudaSparseReducer : public DeviceSparseReducer {
     const size_t block_bytes = comm::kEncodedHeaderBytes + kPairBytes * count;
     HPTRAIN_RETURN_IF_ERROR(block_.Reserve(block_bytes));
     uint8_t header[comm::kEncodedHeaderBytes];
-    HPTRAIN_RETURN_IF_ERROR(WriteHeaderChecked(n, count, header));
+    HPTRAIN_RETURN_IF_ERROR(SparseHeader(n, count, header));
     HPTRAIN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(block_.bytes(), header, sizeof(header),
                                                  cudaMemcpyHostToDevice, stream()));
     auto* indices = reinterpret_cast<int32_t*>(block_.bytes() + comm::kEncodedHeaderBytes);
@@ -316,7 +308,7 @@ class CudaSparseReducer : public DeviceSparseReducer {
     HPTRAIN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
     for (int j = 0; j < ranks; ++j) {
       uint8_t expected[comm::kEncodedHeaderBytes];
-      HPTRAIN_RETURN_IF_ERROR(WriteHeaderChecked(n, counts[j], expected));
+      HPTRAIN_RETURN_IF_ERROR(SparseHeader(n, counts[j], expected));
       if (std::memcmp(expected, headers.data() + comm::kEncodedHeaderBytes * j,
                       sizeof(expected)) != 0) {
         return absl::DataLossError(absl::StrCat("rank ", j, "'s block header is not that of a "

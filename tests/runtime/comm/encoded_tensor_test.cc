@@ -2,6 +2,7 @@
 // per validation rule asserting its message.
 #include "runtime/comm/encoded_tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -737,6 +738,19 @@ TEST(EncodedTensorValidationTest, WriteHeaderChecksTheBufferSize) {
   EXPECT_TRUE(WriteHeader(Dense(Encoding::kDenseF32, 10), b.data(), b.size()).ok());
   EXPECT_TRUE(Decode(b, 10).ok());
   EXPECT_FALSE(WriteHeader(Dense(Encoding::kDenseF32, 10), nullptr, 72).ok());
+}
+
+// The header alone (a payload laid out elsewhere) is WriteHeader's first 32 bytes.
+TEST(EncodedTensorValidationTest, WriteHeaderBytesIsWriteHeadersHeader) {
+  const EncodedHeaderFields fields = SparseCompact(70000, 5);
+  std::vector<uint8_t> whole(EncodedSize(fields));
+  ASSERT_TRUE(WriteHeader(fields, whole.data(), whole.size()).ok());
+  uint8_t header[kEncodedHeaderBytes];
+  ASSERT_TRUE(WriteHeaderBytes(fields, header).ok());
+  EXPECT_TRUE(std::equal(header, header + kEncodedHeaderBytes, whole.begin()));
+  EXPECT_EQ(WriteHeaderBytes(SparseCompact(3, -1), header).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteHeaderBytes(fields, nullptr).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
