@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -23,10 +24,13 @@
 #include "runtime/train/data/dataset.h"
 #include "runtime/train/data/sampler.h"
 #include "runtime/train/device_optimizer.h"
+#include "runtime/train/evaluator.h"
 #include "runtime/train/lr_schedule.h"
+#include "runtime/train/model_buffers.h"
 #include "runtime/train/models/model.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/slowdown.h"
+#include "runtime/train/torch_call.h"
 
 namespace hptrain::train {
 namespace {
@@ -35,19 +39,6 @@ using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Runs a libtorch call, turning c10::Error into a Status that says what was being done.
-template <typename Fn>
-absl::Status TorchCall(const char* what, Fn&& fn) {
-  try {
-    fn();
-    return absl::OkStatus();
-  } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat(what, ": ", e.what_without_backtrace()));
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat(what, ": ", e.what()));
-  }
 }
 
 // What a job on `device` ("cpu", "cuda" or "cuda:N") needs of this process and this build.
@@ -115,25 +106,12 @@ class Trainer::Impl {
   // (not `interim`) the strategy's epoch hook runs too.
   absl::Status Evaluation(int epoch, int64_t steps_done, int64_t steps_per_epoch, bool interim,
                           double loss_sum, double loss_count);
-  absl::Status AverageBuffers();
-  // The model's buffers as one float vector (model_->buffers() order), and back (times `scale`).
-  void FlattenBuffers(std::vector<float>* flat);
-  absl::Status RestoreBuffers(std::vector<float>& flat, float scale);
   // The strategy's AfterOptimizerStep, with the model's buffers when it exchanges them
   // (Strategy::exchanges_buffers).
   absl::Status AfterOptimizerStep();
   // spec.strategy.averageOptimizerState (hierarchical, docs/algorithms.md §2b (ii)): the
   // optimizer state averaged over the workers at every global sync; otherwise nothing.
   absl::Status AverageOptimizerStateIfAsked();
-  absl::Status Evaluate(double* accuracy, double* loss);
-  // Sums over test samples [begin, end) with the current model: correct predictions and loss.
-  absl::Status EvaluateRange(int64_t begin, int64_t end, double* correct, double* loss_sum);
-  // Strategies whose models diverge (Strategy::models_diverge), more than one worker: evaluates
-  // this worker's own model on the whole test set into `*own` (no collective: the strategy may
-  // still be exchanging with peers until its Synchronize); -1 otherwise.
-  absl::Status EvaluateWorkerModel(double* own);
-  // After Synchronize: every worker's `own`, by rank (empty when own is -1).
-  absl::Status GatherWorkerAccuracies(double own, std::vector<double>* accuracies);
   absl::Status SaveCheckpointIfDue(bool force, int epoch, int64_t next_step_in_epoch);
   // The flat parameters the strategies and checkpoints work on: host memory always (on a GPU,
   // the host copy that ParamsToHost refreshes and ParamsToDevice writes back).
@@ -182,6 +160,7 @@ class Trainer::Impl {
 
   std::unique_ptr<Dataset> train_data_;
   std::unique_ptr<Dataset> test_data_;
+  std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<Model> model_;
   std::vector<torch::Tensor> params_;
   torch::Tensor flat_params_;  // every parameter is a view into this buffer
@@ -267,6 +246,10 @@ absl::Status Trainer::Impl::Init() {
   // Built on the CPU from the seed (the same weights on every device), then moved.
   if (on_device_) HPTRAIN_RETURN_IF_ERROR(model_->to(device_));
   HPTRAIN_RETURN_IF_ERROR(FlattenParameters());
+  evaluator_ = std::make_unique<Evaluator>(test_data_.get(), model_.get(), comm_, options_.rank,
+                                           [this](const torch::Tensor& t) {
+                                             return on_device_ ? ToDevice(t) : t;
+                                           });
 
   std::vector<size_t> sizes;
   for (const auto& p : params_) sizes.push_back(static_cast<size_t>(p.numel()));
@@ -630,7 +613,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
     exposed_seconds += after_seconds;
   }
   if (strategy_->synchronized_models()) {
-    HPTRAIN_RETURN_IF_ERROR(AverageBuffers(), "step ", global_step_);
+    HPTRAIN_RETURN_IF_ERROR(AverageBuffers(*model_, *comm_), "step ", global_step_);
     HPTRAIN_RETURN_IF_ERROR(AverageOptimizerStateIfAsked(), "step ", global_step_);
   }
 
@@ -670,38 +653,10 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   return absl::OkStatus();
 }
 
-void Trainer::Impl::FlattenBuffers(std::vector<float>* flat) {
-  flat->clear();
-  for (const auto& b : model_->buffers()) {
-    torch::Tensor c = b.to(torch::kCPU, torch::kFloat32).contiguous();
-    flat->insert(flat->end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-  }
-}
-
-absl::Status Trainer::Impl::RestoreBuffers(std::vector<float>& flat, float scale) {
-  size_t offset = 0;
-  return TorchCall("restoring buffers", [&] {
-    torch::NoGradGuard no_grad;
-    for (auto& b : model_->buffers()) {
-      torch::Tensor src = torch::from_blob(flat.data() + offset, b.sizes(), torch::kFloat32);
-      b.copy_(scale == 1.0f ? src : src * scale);
-      offset += b.numel();
-    }
-  });
-}
-
-absl::Status Trainer::Impl::AverageBuffers() {
-  if (model_->buffers().empty() || comm_->size() == 1) return absl::OkStatus();
-  std::vector<float> flat;
-  FlattenBuffers(&flat);
-  HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(flat.data(), flat.size()), "averaging buffers");
-  return RestoreBuffers(flat, 1.0f / static_cast<float>(comm_->size()));
-}
-
 absl::Status Trainer::Impl::AfterOptimizerStep() {
   const bool buffers = strategy_->exchanges_buffers() && !model_->buffers().empty();
   if (buffers) {
-    FlattenBuffers(&flat_buffers_);
+    FlattenBuffers(*model_, &flat_buffers_);
     strategy_->set_buffers(absl::MakeSpan(flat_buffers_));
   }
   // On a GPU the strategy works on the host copy of the model, when it works on the model at all.
@@ -709,7 +664,7 @@ absl::Status Trainer::Impl::AfterOptimizerStep() {
   if (mirror) ParamsToHost();
   HPTRAIN_RETURN_IF_ERROR(strategy_->AfterOptimizerStep(step_info_, FlatParameters()));
   if (mirror) ParamsToDevice();
-  return buffers ? RestoreBuffers(flat_buffers_, 1.0f) : absl::OkStatus();
+  return buffers ? RestoreBuffers(*model_, flat_buffers_, 1.0f) : absl::OkStatus();
 }
 
 absl::Status Trainer::Impl::AverageOptimizerStateIfAsked() {
@@ -727,94 +682,33 @@ absl::Status Trainer::Impl::AverageOptimizerStateIfAsked() {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::Impl::EvaluateRange(int64_t begin, int64_t end, double* correct_out,
-                                          double* loss_out) {
-  double correct = 0, loss_sum = 0;
-  model_->train(false);
-  absl::Status status = TorchCall("evaluation", [&] {
-    torch::NoGradGuard no_grad;
-    for (int64_t start = begin; start < end; start += 1000) {
-      std::vector<int64_t> indices;
-      for (int64_t i = start; i < std::min(end, start + 1000); ++i) indices.push_back(i);
-      auto batch = test_data_->Gather(indices);
-      if (!batch.ok()) throw std::runtime_error(std::string(batch.status().message()));
-      if (on_device_) {
-        batch->inputs = ToDevice(batch->inputs);
-        batch->targets = ToDevice(batch->targets);
-      }
-      auto logits = model_->Forward(batch->inputs);
-      if (!logits.ok()) throw std::runtime_error(std::string(logits.status().message()));
-      loss_sum += torch::nn::functional::cross_entropy(
-                      *logits, batch->targets,
-                      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                      .item<double>();
-      correct += logits->argmax(1).eq(batch->targets).sum().item<double>();
-    }
-  });
-  model_->train(true);
-  HPTRAIN_RETURN_IF_ERROR(status);
-  *correct_out = correct;
-  *loss_out = loss_sum;
-  return absl::OkStatus();
-}
-
-absl::Status Trainer::Impl::Evaluate(double* accuracy, double* loss) {
-  const int64_t n = test_data_->size();
-  const int world = comm_->size();
-  const int rank = options_.rank;
-  const int64_t begin = n * rank / world;
-  const int64_t end = n * (rank + 1) / world;
-  double correct = 0, loss_sum = 0;
-  HPTRAIN_RETURN_IF_ERROR(EvaluateRange(begin, end, &correct, &loss_sum));
-  float totals[3] = {static_cast<float>(correct), static_cast<float>(loss_sum),
-                     static_cast<float>(end - begin)};
-  HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(totals, 3), "evaluation all-reduce");
-  *accuracy = totals[2] > 0 ? totals[0] / totals[2] : 0.0;
-  *loss = totals[2] > 0 ? totals[1] / totals[2] : 0.0;
-  return absl::OkStatus();
-}
-
-absl::Status Trainer::Impl::EvaluateWorkerModel(double* own) {
-  *own = -1;
-  if (!strategy_->models_diverge() || comm_->size() == 1) return absl::OkStatus();
-  const int64_t n = test_data_->size();
-  double correct = 0, loss_sum = 0;
-  HPTRAIN_RETURN_IF_ERROR(EvaluateRange(0, n, &correct, &loss_sum), "this worker's own model");
-  *own = n > 0 ? correct / static_cast<double>(n) : 0.0;
-  return absl::OkStatus();
-}
-
-absl::Status Trainer::Impl::GatherWorkerAccuracies(double own, std::vector<double>* accuracies) {
-  accuracies->clear();
-  if (own < 0) return absl::OkStatus();
-  accuracies->assign(static_cast<size_t>(comm_->size()), 0.0);
-  return Annotate(comm_->AllGather(&own, accuracies->data(), sizeof(double)),
-                  "gathering the workers' own accuracies");
-}
-
 absl::Status Trainer::Impl::Evaluation(int epoch, int64_t steps_done, int64_t steps_per_epoch,
                                        bool interim, double loss_sum, double loss_count) {
   HPTRAIN_RETURN_IF_ERROR(Drain());
   // Each worker's own model, before Synchronize replaces it by the average.
-  double own_accuracy = -1;
-  HPTRAIN_RETURN_IF_ERROR(EvaluateWorkerModel(&own_accuracy));
+  // Only where the workers' models differ (Strategy::models_diverge) and there are several.
+  const bool own_models = strategy_->models_diverge() && comm_->size() > 1;
+  double own_accuracy = 0;
+  if (own_models) HPTRAIN_RETURN_IF_ERROR(evaluator_->EvaluateOwnModel(&own_accuracy));
   ParamsToHost();
   HPTRAIN_RETURN_IF_ERROR(strategy_->Synchronize(global_step_, FlatParameters()),
                           "strategy ", strategy_->name(), " before evaluation");
   ParamsToDevice();
   std::vector<double> worker_accuracies;
-  HPTRAIN_RETURN_IF_ERROR(GatherWorkerAccuracies(own_accuracy, &worker_accuracies));
+  if (own_models) {
+    HPTRAIN_RETURN_IF_ERROR(evaluator_->GatherAccuracies(own_accuracy, &worker_accuracies));
+  }
   HPTRAIN_RETURN_IF_ERROR(AverageOptimizerStateIfAsked(), "before evaluation");
   float train[2] = {static_cast<float>(loss_sum), static_cast<float>(loss_count)};
   HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(train, 2), "epoch loss all-reduce");
-  HPTRAIN_RETURN_IF_ERROR(AverageBuffers());
+  HPTRAIN_RETURN_IF_ERROR(AverageBuffers(*model_, *comm_));
   EpochStats stats;
   stats.epoch = epoch;
   stats.step = global_step_;
   stats.epochs_done = epoch + static_cast<double>(steps_done) / steps_per_epoch;
   stats.interim = interim;
   stats.train_loss = train[1] > 0 ? train[0] / train[1] : 0.0;
-  HPTRAIN_RETURN_IF_ERROR(Evaluate(&stats.test_accuracy, &stats.test_loss));
+  HPTRAIN_RETURN_IF_ERROR(evaluator_->Evaluate(&stats.test_accuracy, &stats.test_loss));
   stats.worker_test_accuracy = std::move(worker_accuracies);
   stats.rank = options_.rank;
   if (!interim) {
@@ -851,7 +745,7 @@ absl::Status Trainer::Impl::SaveCheckpointIfDue(bool force, int epoch,
   checkpoint.optimizer_steps = optimizer_->steps();
   const absl::Span<float> p = FlatParameters();
   checkpoint.sections["params"].assign(p.begin(), p.end());
-  FlattenBuffers(&checkpoint.sections["buffers"]);
+  FlattenBuffers(*model_, &checkpoint.sections["buffers"]);
   for (const auto& [name, state] : optimizer_->state()) checkpoint.sections[name] = *state;
   HPTRAIN_RETURN_IF_ERROR(strategy_->SaveState(global_step_, &checkpoint.sections),
                           "strategy ", strategy_->name());
@@ -876,22 +770,19 @@ absl::Status Trainer::Impl::RestoreCheckpoint() {
   std::memcpy(host_params_.data_ptr<float>(), c.sections["params"].data(),
               host_params_.numel() * sizeof(float));
   ParamsToDevice();
-  size_t buffer_total = 0;
-  auto buffers = model_->buffers();
-  for (const auto& b : buffers) buffer_total += b.numel();
-  HPTRAIN_RETURN_IF_ERROR(check("buffers", buffer_total));
-  HPTRAIN_RETURN_IF_ERROR(RestoreBuffers(c.sections["buffers"], 1.0f));
+  HPTRAIN_RETURN_IF_ERROR(check("buffers", BufferElements(*model_)));
+  HPTRAIN_RETURN_IF_ERROR(RestoreBuffers(*model_, c.sections["buffers"], 1.0f));
   for (auto& [name, state] : optimizer_->state()) {
     HPTRAIN_RETURN_IF_ERROR(check(name, state->size()));
     *state = c.sections[name];
   }
   optimizer_->set_steps(c.optimizer_steps);
   if (device_optimizer_) HPTRAIN_RETURN_IF_ERROR(device_optimizer_->CopyStateFrom(*optimizer_));
+  // Every section the trainer did not write itself is the strategy's, whatever its name.
+  const std::map<std::string, std::vector<float>*> optimizer_state = optimizer_->state();
   for (auto& [name, values] : c.sections) {
-    // The strategy's own sections: "ps." and those named after the strategy ("multistep.").
-    if (name.rfind("ps.", 0) == 0 || name.rfind(strategy_->name() + ".", 0) == 0) {
-      restored_[name] = std::move(values);
-    }
+    if (name == "params" || name == "buffers" || optimizer_state.count(name) > 0) continue;
+    restored_[name] = std::move(values);
   }
   global_step_ = c.step;
   start_epoch_ = c.epoch;
