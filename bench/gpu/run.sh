@@ -146,7 +146,7 @@ for f in "$build"/gpu-check/*.log; do
   [[ -f $f ]] && { echo "== $f"; cat "$f"; } >>"$out/check.log"
 done
 note "$(grep -E '^gpu-check:' "$out/check.log" | tail -1)"
-while read -r line; do note "  $line"; done < <(grep -E '^nccl_allreduce_check:|^\[  (PASSED|FAILED|SKIPPED) |device route' "$out/check.log" | head -30)
+while read -r line; do note "  $line"; done < <(grep -E '^nccl_allreduce_check:|^nccl async route:|^\[  (PASSED|FAILED|SKIPPED) |device route' "$out/check.log" | head -30)
 
 # 4. integration --------------------------------------------------------------------------------
 : >"$out/integration.log"

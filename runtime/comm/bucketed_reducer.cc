@@ -15,6 +15,14 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 BucketedReducer::BucketedReducer(std::vector<size_t> tensor_sizes, size_t bucket_bytes,
                                  ReduceFn reduce)
+    : BucketedReducer(std::move(tensor_sizes), bucket_bytes,
+                      AsyncReduceFn([reduce = std::move(reduce)](int k, float* data,
+                                                                 size_t count) {
+                        return Work::Done(reduce(k, data, count));
+                      })) {}
+
+BucketedReducer::BucketedReducer(std::vector<size_t> tensor_sizes, size_t bucket_bytes,
+                                 AsyncReduceFn reduce)
     : sizes_(std::move(tensor_sizes)), reduce_(std::move(reduce)) {
   const int n = static_cast<int>(sizes_.size());
   offsets_.resize(n);
@@ -43,6 +51,7 @@ BucketedReducer::BucketedReducer(std::vector<size_t> tensor_sizes, size_t bucket
     bucket.begin = bucket.end - elements;
     buckets_.push_back(bucket);
   }
+  works_.resize(buckets_.size());
   thread_ = std::thread([this] { CommLoop(); });
 }
 
@@ -61,7 +70,8 @@ void BucketedReducer::BeginStep() {
   for (Bucket& b : buckets_) b.pending = 0;
   for (size_t t = 0; t < sizes_.size(); ++t) ++buckets_[bucket_of_[t]].pending;
   next_bucket_ = 0;
-  step_status_ = absl::OkStatus();
+  step_failed_ = false;
+  std::fill(works_.begin(), works_.end(), nullptr);
   comm_seconds_acc_ = 0;
   step_active_ = true;
   ++step_;
@@ -87,21 +97,22 @@ void BucketedReducer::CommLoop() {
     if (stop_) return;
     const int k = next_bucket_;
     const Bucket bucket = buckets_[k];
-    const bool skip = !step_status_.ok();  // after a failure, let the step drain
+    const bool skip = step_failed_;  // after a failure, let the step drain
     lock.unlock();
-    absl::Status status;
+    std::shared_ptr<Work> work;
+    bool failed = false;
     auto start = std::chrono::steady_clock::now();
     if (!skip) {
-      status = reduce_(k, flat_.data() + bucket.begin, bucket.end - bucket.begin);
+      work = reduce_(k, flat_.data() + bucket.begin, bucket.end - bucket.begin);
+      // A reduction that has already failed (a blocking one, or one refused at issue) stops the
+      // step; one still in flight is waited for in FinishStep.
+      failed = work->IsCompleted() && !work->Wait().ok();
     }
     double spent = SecondsSince(start);
     lock.lock();
     comm_seconds_acc_ += spent;
-    if (!status.ok() && step_status_.ok()) {
-      step_status_ = absl::Status(status.code(), absl::StrCat("gradient bucket ", k, " of ",
-                                                              num_buckets(), ": ",
-                                                              status.message()));
-    }
+    works_[k] = std::move(work);
+    if (failed) step_failed_ = true;
     ++next_bucket_;
     cv_.notify_all();
   }
@@ -119,10 +130,25 @@ absl::Status BucketedReducer::FinishStep() {
   }
   cv_.notify_all();
   cv_.wait(lock, [&] { return next_bucket_ == num_buckets(); });
+  // Every bucket is issued and the communication thread idle until the next BeginStep.
+  lock.unlock();
+  absl::Status first_error;
+  double work_seconds = 0;
+  for (int k = 0; k < num_buckets(); ++k) {
+    if (works_[k] == nullptr) continue;  // skipped after a failure
+    absl::Status status = works_[k]->Wait();
+    work_seconds += works_[k]->seconds();
+    if (!status.ok() && first_error.ok()) {
+      first_error = absl::Status(status.code(), absl::StrCat("gradient bucket ", k, " of ",
+                                                             num_buckets(), ": ",
+                                                             status.message()));
+    }
+  }
+  lock.lock();
   step_active_ = false;
-  last_comm_seconds_ = comm_seconds_acc_;
+  last_comm_seconds_ = comm_seconds_acc_ + work_seconds;
   last_exposed_seconds_ = SecondsSince(start);
-  return step_status_;
+  return first_error;
 }
 
 }  // namespace hptrain::comm

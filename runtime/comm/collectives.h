@@ -30,6 +30,10 @@ namespace hptrain::comm {
 // In-place sum of `count` floats over all ranks.
 absl::Status RingAllReduceSum(Transport& transport, float* data, size_t count, uint64_t tag);
 
+// The bytes RingAllReduceSum of `count` floats sends and receives on rank `rank` of `size`, as
+// the transport counts them: the chunks of its 2(N-1) steps (0 for one rank or no elements).
+void RingAllReduceBytes(size_t count, int size, int rank, int64_t* sent, int64_t* received);
+
 // `recv` (size() * block_bytes) receives every rank's `block_bytes` of `send`, in rank order.
 absl::Status RingAllGather(Transport& transport, const void* send, void* recv, size_t block_bytes,
                            uint64_t tag);

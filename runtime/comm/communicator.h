@@ -4,6 +4,11 @@
 // (GPU buffers; nccl/nccl_communicator.h). Strategies see only this interface; which back end a
 // worker uses is chosen by name in comm_registry.h from the job's device.
 //
+// Asynchronous collectives (AllReduceSumAsync) return a Work (work.h: Wait, IsCompleted, the
+// bytes it moved) and may be in flight while the caller issues the next: every collective,
+// blocking or not, runs in the order it was issued, which all ranks keep the same. The blocking
+// methods return when their collective (and every one issued before it) is complete.
+//
 // Thread-safety: collectives are issued from one thread at a time (the bucketed reducer's
 // communication thread during backward, the trainer thread otherwise; never both at once).
 // The byte counters may be read from any thread.
@@ -13,12 +18,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "runtime/comm/chunk_codec.h"
 #include "runtime/comm/transport.h"
+#include "runtime/comm/work.h"
 
 namespace hptrain::comm {
 
@@ -31,6 +42,12 @@ class Communicator {
 
   // In-place sum of `count` floats over every rank; all ranks end bit-identical.
   virtual absl::Status AllReduceSum(float* data, size_t count) = 0;
+  // The same sum, issued asynchronously on `buffer` (buffer.count floats; host memory on the host
+  // back ends, device memory on device back ends, else the Work fails with InvalidArgument); the
+  // Work's contract is work.h's. The default runs AllReduceSum at once on the calling thread and
+  // returns a complete Work with the bytes the counters gained meanwhile, for back ends with no
+  // communication thread or stream of their own (the hierarchical communicator, test doubles).
+  virtual std::shared_ptr<Work> AllReduceSumAsync(const BufferRef& buffer);
   // In-place sum with every chunk encoded by `codec` on the wire; all ranks end bit-identical.
   // Unimplemented on back ends without compressed collectives.
   virtual absl::Status AllReduceSumCompressed(float* data, size_t count, ChunkCodec& codec) = 0;
@@ -56,6 +73,15 @@ class Communicator {
   // can order its own kernels before and after them without synchronizing; null on the CPU back
   // ends.
   virtual void* device_stream() { return nullptr; }
+  // Device back ends: every collective issued after this call starts only after the work
+  // enqueued on `stream` (a cudaStream_t of this device; null: the legacy default stream) before
+  // the call: the communicator's stream waits on an event recorded there (cudaStreamWaitEvent);
+  // the host waits for nothing. How a producer on another stream hands its buffer to the
+  // collectives. Host back ends have nothing to order: OK.
+  virtual absl::Status WaitForStream(void* stream) {
+    (void)stream;
+    return absl::OkStatus();
+  }
   // Copies `bytes` of `data` on `root` to every rank.
   virtual absl::Status Broadcast(void* data, size_t bytes, int root) = 0;
   // Returns once every rank has called Barrier.
@@ -79,13 +105,25 @@ class Communicator {
 };
 
 // A Communicator over a point-to-point Transport (CPU back ends).
+//
+// Asynchronous collectives run on a communication thread of this object (started by the first
+// one), one at a time, in issue order; their Works complete from that thread (HostWork) and a
+// Work's bytes are the ring's exact chunk bytes. Blocking collectives run on the caller's thread
+// once every collective issued before them has completed, so a communicator that never issues
+// an asynchronous collective runs no thread. When an asynchronous collective fails, the ones
+// queued behind it fail without running (Aborted, naming the first error): its peers are no
+// longer in step with this rank. The destructor lets the thread finish what is queued.
 class TransportCommunicator : public Communicator {
  public:
   explicit TransportCommunicator(std::unique_ptr<Transport> transport);
+  ~TransportCommunicator() override;
+  TransportCommunicator(const TransportCommunicator&) = delete;
+  TransportCommunicator& operator=(const TransportCommunicator&) = delete;
 
   int rank() const override { return transport_->rank(); }
   int size() const override { return transport_->size(); }
   absl::Status AllReduceSum(float* data, size_t count) override;
+  std::shared_ptr<Work> AllReduceSumAsync(const BufferRef& buffer) override;
   absl::Status AllReduceSumCompressed(float* data, size_t count, ChunkCodec& codec) override;
   absl::Status AllGather(const void* send, void* recv, size_t block_bytes) override;
   absl::Status AllGatherV(const void* send, size_t send_bytes,
@@ -97,8 +135,30 @@ class TransportCommunicator : public Communicator {
   Transport* transport() override { return transport_.get(); }
 
  private:
+  struct Queued {
+    uint64_t ticket = 0;
+    uint64_t tag = 0;
+    BufferRef buffer;
+    std::shared_ptr<HostWork> work;
+  };
+
+  // Runs `collective` with the next tag on the calling thread, once every collective issued
+  // before it has completed.
+  absl::Status RunInOrder(const std::function<absl::Status(uint64_t tag)>& collective);
+  // The communication thread: runs the queued collectives in ticket order.
+  void CommLoop();
+
   std::unique_ptr<Transport> transport_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
   uint64_t next_tag_ = 1;  // every collective gets its own tag, in call order (same on all ranks)
+  uint64_t next_ticket_ = 0;      // tickets handed out, one per collective, in issue order
+  uint64_t finished_tickets_ = 0;  // collectives complete: tickets [0, finished_tickets_)
+  std::deque<Queued> queue_;       // asynchronous collectives not yet run
+  absl::Status queue_failed_;      // the failure that fails the rest of the queue
+  bool stop_ = false;
+  std::thread thread_;             // started by the first asynchronous collective
 };
 
 }  // namespace hptrain::comm

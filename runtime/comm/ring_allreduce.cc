@@ -22,6 +22,22 @@ void ChunkRange(size_t count, int parts, int index, size_t* begin, size_t* end) 
   *end = *begin + base + (i < extra ? 1 : 0);
 }
 
+void RingAllReduceBytes(size_t count, int size, int rank, int64_t* sent, int64_t* received) {
+  *sent = *received = 0;
+  if (size == 1 || count == 0) return;
+  auto bytes = [&](int index) {
+    size_t begin, end;
+    ChunkRange(count, size, RingIndex(index, size), &begin, &end);
+    return static_cast<int64_t>((end - begin) * sizeof(float));
+  };
+  // Reduce-scatter step s: sends chunk r - s, receives r - s - 1; all-gather step s: sends
+  // chunk r + 1 - s, receives r - s.
+  for (int s = 0; s < size - 1; ++s) {
+    *sent += bytes(rank - s) + bytes(rank + 1 - s);
+    *received += bytes(rank - s - 1) + bytes(rank - s);
+  }
+}
+
 absl::Status RingAllReduceSum(Transport& transport, float* data, size_t count, uint64_t tag) {
   const int n = transport.size();
   const int r = transport.rank();

@@ -19,6 +19,11 @@ class Ssgd : public Strategy {
   absl::Status ReduceGradients(const StepInfo&, int, absl::Span<float> gradients) override {
     return comm_->AllReduceSum(gradients.data(), gradients.size());
   }
+  // One collective per bucket: its Work, so that the next bucket's can be in flight with it.
+  std::shared_ptr<comm::Work> ReduceGradientsAsync(const StepInfo&, int,
+                                                   const comm::BufferRef& gradients) override {
+    return comm_->AllReduceSumAsync(gradients);
+  }
 
   bool exchanges_parameters() const override { return false; }
   bool reduces_on_device() const override { return on_device_; }

@@ -21,11 +21,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "runtime/comm/work.h"
 
 namespace hptrain::sync {
 
@@ -113,6 +115,17 @@ class Strategy {
   // step, in bucket order. An error fails the step.
   virtual absl::Status ReduceGradients(const StepInfo& step, int bucket,
                                        absl::Span<float> gradients) = 0;
+  // Hook 1, issued asynchronously: the same reduction of `gradients` (host memory, or device
+  // memory when reduces_on_device(), with the stream that consumes it), returning its Work
+  // (runtime/comm/work.h) while the collective may still be in flight; the bucketed reducer
+  // issues the next bucket meanwhile and waits for every Work at the end of the step. The
+  // default runs ReduceGradients and returns a completed Work; a strategy whose reduction is one
+  // collective returns the communicator's Work instead.
+  virtual std::shared_ptr<comm::Work> ReduceGradientsAsync(const StepInfo& step, int bucket,
+                                                           const comm::BufferRef& gradients) {
+    return comm::Work::Done(
+        ReduceGradients(step, bucket, absl::MakeSpan(gradients.floats(), gradients.count)));
+  }
 
   // Hook 2 (see above). The default does nothing.
   virtual absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) {

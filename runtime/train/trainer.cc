@@ -1,6 +1,5 @@
 #include "runtime/train/trainer.h"
 
-#include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/torch.h>
 
@@ -135,11 +134,14 @@ class Trainer::Impl {
   void StoreDeviceGradient(int index, const torch::Tensor& grad);
   // Device route, before backward: zeroes device_grads_, so that a parameter that gets no
   // gradient this step (unused by the forward) contributes zeros, as on the host, where the
-  // reducer zero-fills it; the event marks when the zeroing is done.
+  // reducer zero-fills it.
   void ClearDeviceGradients();
-  // Device route, on the reducer's thread: waits until the clearing and backward's copies of
-  // bucket k's gradients have completed on the GPU.
-  void WaitForBucket(int bucket);
+  // Device route, on the reducer's thread once bucket k's gradients are marked ready: orders the
+  // device communicator's stream after the clearing and backward's copies of them, all queued on
+  // the default stream (cudaStreamWaitEvent; the host does not wait).
+  absl::Status WaitForBucket();
+  // The device's default stream, as a cudaStream_t: null.
+  static constexpr void* kDefaultStream = nullptr;
   // After the reducer: the reduced gradients (on the device), divided by B, into the optimizer.
   absl::Status DeviceOptimizerStep(double lr);
   absl::Status RestoreCheckpoint();
@@ -175,9 +177,6 @@ class Trainer::Impl {
   // route, in the reducer's host buffer when staged.
   std::vector<torch::Tensor> gradient_slots_;
   std::unique_ptr<DeviceOptimizer> device_optimizer_;
-  std::vector<c10::Event> grad_events_;           // device route: per tensor, after its copy
-  c10::Event grads_cleared_{c10::DeviceType::CPU};  // device route: after ClearDeviceGradients
-  std::vector<std::vector<int>> bucket_tensors_;  // device route: the tensors of each bucket
   // Device path: the batch loaded one step ahead, for the step and the indices it was loaded for.
   struct Prefetched {
     int64_t step = -1;
@@ -262,16 +261,21 @@ absl::Status Trainer::Impl::Init() {
         "spec.communicator.backend: nccl, but strategy ", strategy_->name(),
         " exchanges through host memory (use gloo or auto)"));
   }
+  // Each bucket's reduction is issued asynchronously: bucket k+1's can be in flight with k's.
   reducer_ = std::make_unique<comm::BucketedReducer>(
       sizes, static_cast<size_t>(spec_.bucket_mib) << 20,
-      [this](int bucket, float* data, size_t count) {
+      comm::BucketedReducer::AsyncReduceFn([this](int bucket, float* data, size_t count) {
         if (!reduce_on_device_) {
-          return strategy_->ReduceGradients(step_info_, bucket, absl::MakeSpan(data, count));
+          return strategy_->ReduceGradientsAsync(step_info_, bucket,
+                                                 comm::BufferRef::Host(data, count));
         }
-        WaitForBucket(bucket);
+        if (absl::Status ordered = WaitForBucket(); !ordered.ok()) {
+          return comm::Work::Done(ordered);
+        }
         float* device = device_grads_.data_ptr<float>() + (data - reducer_->data());
-        return strategy_->ReduceGradients(step_info_, bucket, absl::MakeSpan(device, count));
-      });
+        return strategy_->ReduceGradientsAsync(
+            step_info_, bucket, comm::BufferRef::Device(device, count, kDefaultStream));
+      }));
   sync::GradientLayout layout;
   for (int t = 0; t < reducer_->num_tensors(); ++t) {
     layout.tensors.push_back({reducer_->offset(t), reducer_->offset(t) + reducer_->tensor_size(t)});
@@ -302,17 +306,14 @@ absl::Status Trainer::Impl::Init() {
     }));
   }
   if (reduce_on_device_) {
-    bucket_tensors_.resize(reducer_->num_buckets());
-    for (int t = 0; t < reducer_->num_tensors(); ++t) {
-      for (int k = 0; k < reducer_->num_buckets(); ++k) {
-        auto [begin, end] = reducer_->bucket_range(k);
-        if (reducer_->offset(t) >= begin && reducer_->offset(t) < end) {
-          bucket_tensors_[k].push_back(t);
-        }
-      }
-      grad_events_.emplace_back(device_.type());
+    // Backward, the gradient copies and the optimizer run on the device's default stream (the
+    // trainer sets no other), which the device communicator's collectives are ordered against.
+    const c10::impl::DeviceGuardImplInterface* guard =
+        c10::impl::getDeviceGuardImpl(device_.type());
+    if (guard->getStream(device_) != guard->getDefaultStream(device_)) {
+      return absl::FailedPreconditionError(
+          "the device route needs the trainer on the device's default stream");
     }
-    grads_cleared_ = c10::Event(device_.type());
   }
 
   if (spec_.scheduler.type == "priority") HPTRAIN_RETURN_IF_ERROR(CreateScheduler());
@@ -486,25 +487,18 @@ void Trainer::Impl::PrefetchNext(const std::vector<int64_t>& perm, int64_t next_
 void Trainer::Impl::StoreDeviceGradient(int index, const torch::Tensor& grad) {
   torch::NoGradGuard no_grad;
   // Staged: a synchronous copy into the reducer's host slot, ready for the strategy. Device
-  // route: a copy on the GPU into device_grads_.
+  // route: a copy on the GPU into device_grads_, on backward's stream (the default stream),
+  // queued before the hook marks the tensor ready.
   gradient_slots_[index].copy_(grad);
-  if (!reduce_on_device_) return;
-  // Backward's stream on this device: the copy above is ordered before the event.
-  grad_events_[index].record(c10::impl::getDeviceGuardImpl(device_.type())->getStream(device_));
 }
 
 void Trainer::Impl::ClearDeviceGradients() {
   torch::NoGradGuard no_grad;
   device_grads_.zero_();
-  grads_cleared_.record(c10::impl::getDeviceGuardImpl(device_.type())->getStream(device_));
 }
 
-void Trainer::Impl::WaitForBucket(int bucket) {
-  // The clearing first: a tensor without a gradient this step has no event of this step.
-  while (!grads_cleared_.query()) std::this_thread::yield();
-  for (int t : bucket_tensors_[bucket]) {
-    while (!grad_events_[t].query()) std::this_thread::yield();
-  }
+absl::Status Trainer::Impl::WaitForBucket() {
+  return options_.device_comm->WaitForStream(kDefaultStream);
 }
 
 absl::Status Trainer::Impl::DeviceOptimizerStep(double lr) {

@@ -65,6 +65,40 @@ std::chrono::milliseconds Remaining(Clock::time_point deadline) {
                   std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
 }
 
+// The Work of an asynchronous collective: an event recorded behind it on the communicator's
+// stream, and the stream that consumes its buffer.
+class DeviceWork : public Work {
+ public:
+  DeviceWork(std::chrono::milliseconds timeout, int device, cudaEvent_t done, void* consumer,
+             int64_t sent, int64_t received)
+      : Work(timeout), device_(device), done_(done), consumer_(consumer) {
+    SetResult(sent, received);
+  }
+  ~DeviceWork() override { cudaEventDestroy(done_); }  // released once the event has occurred
+
+  bool IsCompleted() const override {
+    const cudaError_t query = cudaEventQuery(done_);
+    return query != cudaErrorNotReady;  // done, or failed: final either way
+  }
+
+  absl::Status Wait(std::chrono::milliseconds) override {
+    ScopedDevice scoped(device_);
+    HPTRAIN_RETURN_IF_ERROR(scoped.status());
+    const cudaError_t query = cudaEventQuery(done_);
+    if (query != cudaSuccess && query != cudaErrorNotReady) {
+      return HPTRAIN_CUDA_STATUS(query, "the all-reduce's completion event");
+    }
+    return HPTRAIN_CUDA_STATUS(
+        cudaStreamWaitEvent(static_cast<cudaStream_t>(consumer_), done_, 0),
+        "cudaStreamWaitEvent (the consumer's stream after the all-reduce)");
+  }
+
+ private:
+  const int device_;
+  const cudaEvent_t done_;
+  void* const consumer_;
+};
+
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(int rank, int size, int device,
@@ -107,6 +141,9 @@ absl::Status NcclCommunicator::Init(KeyValueStore& store, const std::string& key
   stream_ = stream;
   // The barrier's value is never read, so the scratch float needs no initialization.
   HPTRAIN_CUDA_RETURN_IF_ERROR(cudaMalloc(&barrier_scratch_, sizeof(float)));
+  cudaEvent_t ready = nullptr;
+  HPTRAIN_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+  ready_event_ = ready;
 
   const Clock::time_point deadline = Clock::now() + timeout_;
   const std::string key = absl::StrCat(key_prefix, "/unique_id");
@@ -160,6 +197,7 @@ NcclCommunicator::~NcclCommunicator() {
     comm_ = nullptr;
   }
   if (barrier_scratch_ != nullptr) cudaFree(barrier_scratch_);
+  if (ready_event_ != nullptr) cudaEventDestroy(ready_event_);
   if (compressed_scratch_ != nullptr) cudaFree(compressed_scratch_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   if (restore) cudaSetDevice(saved);
@@ -181,6 +219,9 @@ absl::Status NcclCommunicator::Poll(const char* what, Clock::time_point deadline
       cudaError_t query = cudaStreamQuery(stream_);
       if (query == cudaSuccess) return absl::OkStatus();
       if (query != cudaErrorNotReady) return HPTRAIN_CUDA_STATUS(query, what);
+      stream_polls_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      progress_polls_.fetch_add(1, std::memory_order_relaxed);
     }
     const Clock::time_point now = Clock::now();
     if (now >= deadline) {
@@ -238,6 +279,52 @@ absl::Status NcclCommunicator::AllReduceSum(float* data, size_t count) {
   HPTRAIN_RETURN_IF_ERROR(Complete(enqueued, what.c_str()));
   const int64_t bytes = AllReduceBytes(count * sizeof(float));
   Count(bytes, bytes);
+  return absl::OkStatus();
+}
+
+std::shared_ptr<Work> NcclCommunicator::AllReduceSumAsync(const BufferRef& buffer) {
+  if (buffer.location != Location::kDevice) {
+    return Work::Done(absl::InvalidArgumentError("NCCL all-reduce of a host buffer"));
+  }
+  if (!broken_.ok()) return Work::Done(Unusable(broken_, rank_, size_));
+  if (buffer.count == 0) return Work::Done(absl::OkStatus());
+  if (buffer.data == nullptr) {
+    return Work::Done(absl::InvalidArgumentError("NCCL all-reduce of a null buffer"));
+  }
+  // One rank goes through NCCL too (in place, its one-rank path moves nothing), so that the
+  // route is the same for every world size.
+  ScopedDevice scoped(device_);
+  if (!scoped.status().ok()) return Work::Done(scoped.status());
+  const std::string what = absl::StrCat("asynchronous ncclAllReduce of ", buffer.count,
+                                        " floats (rank ", rank_, " of ", size_, ")");
+  cudaEvent_t done = nullptr;
+  absl::Status created =
+      HPTRAIN_CUDA_STATUS(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), what.c_str());
+  if (!created.ok()) return Work::Done(created);
+  float* data = buffer.floats();
+  absl::Status enqueued = HPTRAIN_NCCL_ENQUEUED(
+      ncclAllReduce(data, data, buffer.count, ncclFloat32, ncclSum, comm_, stream_),
+      what.c_str());
+  // Until NCCL has put the collective on the stream (it may answer ncclInProgress while it
+  // connects), an event recorded there would not be behind it.
+  if (enqueued.ok()) enqueued = Poll(what.c_str(), Clock::now() + timeout_, false);
+  if (enqueued.ok()) enqueued = HPTRAIN_CUDA_STATUS(cudaEventRecord(done, stream_), what.c_str());
+  if (!enqueued.ok()) {
+    cudaEventDestroy(done);
+    return Work::Done(Break(enqueued));
+  }
+  const int64_t bytes = AllReduceBytes(buffer.count * sizeof(float));
+  Count(bytes, bytes);
+  return std::make_shared<DeviceWork>(timeout_, device_, done, buffer.stream, bytes, bytes);
+}
+
+absl::Status NcclCommunicator::WaitForStream(void* stream) {
+  if (!broken_.ok()) return Unusable(broken_, rank_, size_);
+  ScopedDevice scoped(device_);
+  HPTRAIN_RETURN_IF_ERROR(scoped.status());
+  // One event, re-recorded: a stream wait takes the record current at its call.
+  HPTRAIN_CUDA_RETURN_IF_ERROR(cudaEventRecord(ready_event_, static_cast<cudaStream_t>(stream)));
+  HPTRAIN_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, ready_event_, 0));
   return absl::OkStatus();
 }
 

@@ -17,7 +17,8 @@
 // the NCCL communicator has been aborted and every later call returns FailedPrecondition carrying
 // the first error. Recovery means building a new communicator with a new key prefix.
 //
-// Byte accounting: NCCL reports no traffic, so the counters add, per completed collective, the
+// Byte accounting: NCCL reports no traffic, so the counters add, per completed collective (an
+// asynchronous one: when it is issued), the
 // payload the ring algorithm moves per rank (S = payload bytes, N = size()):
 //   all-reduce  sends and receives 2(N-1)/N · S    (integer division: 2(N-1)·S / N)
 //   all-gather  sends and receives (N-1) · block_bytes
@@ -28,6 +29,19 @@
 // These are ALGORITHMIC bytes, identical on every rank and comparable with the CPU back end's
 // counts. They are not wire bytes: NCCL may choose trees, NVLS or CollNet, split into channels,
 // or (for broadcast) forward through intermediate ranks, and none of that is visible here.
+//
+// Asynchronous all-reduce (AllReduceSumAsync, the Work contract of work.h): the collective is
+// enqueued on the communicator's stream, a completion event is recorded behind it, and the call
+// returns. Work::Wait makes the buffer's consumer stream (BufferRef::stream) wait on that event
+// (cudaStreamWaitEvent) and IsCompleted queries it: nothing waits on the host, and the next
+// collective can be enqueued while this one runs. Producers on other streams are ordered before
+// it with WaitForStream. The host polls only while NCCL has not yet put the collective on the
+// stream (ncclInProgress, during the lazy connection setup of a peer's first collectives);
+// host_stream_polls() and host_progress_polls() count the iterations of the host's waiting
+// loops, so a run can check that the asynchronous route has none of the first kind. A
+// collective that never completes (a peer stuck, not dead) is not bounded by the timeout on this
+// route: its consumer stream waits; the next blocking collective, which drains the stream, times
+// out and aborts the communicator.
 //
 // World size 1: AllReduceSum, Broadcast and Barrier return at once, without NCCL (their result
 // is the input), so a single worker's buckets cost no NCCL call and no wait for its stream.
@@ -55,6 +69,7 @@
 // that users of this header need neither.
 struct ncclComm;
 struct CUstream_st;
+struct CUevent_st;
 
 namespace hptrain::comm {
 
@@ -112,6 +127,23 @@ class NcclCommunicator : public Communicator {
   // timeout (communicator aborted); FailedPrecondition if already broken; Unavailable/Internal
   // on NCCL or CUDA errors (communicator aborted). count == 0 returns OK at once.
   absl::Status AllReduceSum(float* data, size_t count) override;
+
+  // The same sum, asynchronous (see the top of this file). `buffer` must be a device buffer
+  // (Location::kDevice) on this device; its stream is the consumer's. Errors (in the Work, which
+  // is then complete): as AllReduceSum's, InvalidArgument for a host buffer. count == 0 gives a
+  // complete Work at once; world size 1 goes through NCCL like any other (unlike AllReduceSum).
+  std::shared_ptr<Work> AllReduceSumAsync(const BufferRef& buffer) override;
+
+  // The communicator's stream waits (cudaStreamWaitEvent) for the work enqueued on `stream`
+  // before the call; see Communicator::WaitForStream. FailedPrecondition if broken.
+  absl::Status WaitForStream(void* stream) override;
+
+  // Iterations of the host's waiting loop that found the stream still busy (blocking
+  // collectives drain it), and that found NCCL still enqueueing (ncclInProgress). Any thread.
+  int64_t host_stream_polls() const { return stream_polls_.load(std::memory_order_relaxed); }
+  int64_t host_progress_polls() const {
+    return progress_polls_.load(std::memory_order_relaxed);
+  }
 
   // In-place sum of `count` floats at device pointer `data` with every chunk encoded by `codec`
   // on the wire: the ring of compressed_ring_allreduce.cc (same chunks, salts, error feedback and
@@ -214,12 +246,15 @@ class NcclCommunicator : public Communicator {
   ncclComm* comm_ = nullptr;          // ncclComm_t; null until initialized and after abort
   CUstream_st* stream_ = nullptr;     // cudaStream_t, non-blocking w.r.t. the legacy stream
   float* barrier_scratch_ = nullptr;  // one device float for Barrier()
+  CUevent_st* ready_event_ = nullptr;     // cudaEvent_t of WaitForStream (re-recorded)
   uint8_t* compressed_scratch_ = nullptr;  // AllReduceSumCompressed's slots (grow-only)
   size_t compressed_scratch_bytes_ = 0;
   absl::Status broken_;               // first fatal error; OK while usable
 
   std::atomic<int64_t> bytes_sent_{0};
   std::atomic<int64_t> bytes_received_{0};
+  std::atomic<int64_t> stream_polls_{0};
+  std::atomic<int64_t> progress_polls_{0};
 };
 
 }  // namespace hptrain::comm

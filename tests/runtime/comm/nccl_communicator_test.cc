@@ -4,6 +4,7 @@
 #include <nccl.h>
 
 #include <chrono>
+#include <iostream>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -332,6 +333,150 @@ TEST(NcclCommunicator, TwoRanksOnOneDevice) {
   EXPECT_EQ(received[0], common + static_cast<int64_t>(kBroadcast));
   EXPECT_EQ(sent[1], common + static_cast<int64_t>(kBroadcast));
   EXPECT_EQ(received[1], common);
+}
+
+// The asynchronous all-reduce with one rank: through NCCL (unlike the blocking one), the sum is
+// the input, Wait orders a consumer stream after it, a host buffer is refused, and the host
+// polls the stream not once (the counter the GPU run reports).
+TEST(NcclCommunicator, SingleRankAsyncAllReduce) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  constexpr size_t kCount = 1 << 16;
+  std::vector<float> input(kCount);
+  for (size_t i = 0; i < kCount; ++i) input[i] = 0.5f * static_cast<float>(i % 9) - 1.0f;
+  DeviceBuffer data(kCount * sizeof(float));
+  ASSERT_EQ(data.status(), cudaSuccess);
+  ASSERT_EQ(data.Upload(input), cudaSuccess);
+  cudaStream_t consumer = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking), cudaSuccess);
+  InMemoryStore store;
+  auto created = NcclCommunicator::Create(store, 0, 1, 0, seconds(30), "single_async");
+  ASSERT_TRUE(created.ok()) << created.status();
+  NcclCommunicator& comm = **created;
+
+  ASSERT_TRUE(comm.WaitForStream(consumer).ok());
+  std::vector<std::shared_ptr<Work>> works;
+  for (int k = 0; k < 3; ++k) {
+    works.push_back(comm.AllReduceSumAsync(BufferRef::Device(data.floats(), kCount, consumer)));
+  }
+  for (auto& work : works) ASSERT_TRUE(work->Wait().ok());
+  std::vector<float> output(kCount);
+  ASSERT_EQ(cudaMemcpyAsync(output.data(), data.get(), kCount * sizeof(float),
+                            cudaMemcpyDeviceToHost, consumer),
+            cudaSuccess);
+  const int64_t stream_polls = comm.host_stream_polls();
+  ASSERT_EQ(cudaStreamSynchronize(consumer), cudaSuccess);
+  for (auto& work : works) {
+    EXPECT_TRUE(work->IsCompleted());
+    EXPECT_EQ(work->bytes_sent(), 0);  // 2(N-1)/N · S with N = 1
+  }
+  EXPECT_EQ(output, input);
+  EXPECT_EQ(stream_polls, 0);
+  std::cout << "nccl async route: 1 rank, 3 all-reduces: host stream polls " << stream_polls
+            << ", host progress polls (connection setup) " << comm.host_progress_polls()
+            << std::endl;
+
+  float host = 1;
+  std::shared_ptr<Work> refused = comm.AllReduceSumAsync(BufferRef::Host(&host, 1));
+  EXPECT_TRUE(refused->IsCompleted());
+  EXPECT_EQ(refused->Wait().code(), absl::StatusCode::kInvalidArgument);
+  // The blocking all-reduce of one rank still returns at once, without NCCL.
+  EXPECT_TRUE(comm.AllReduceSum(data.floats(), kCount).ok());
+  EXPECT_EQ(comm.host_stream_polls(), 0);
+  cudaStreamDestroy(consumer);
+}
+
+// Two ranks issue three asynchronous all-reduces each before waiting for any; Wait orders a
+// consumer stream after them, and a copy on that stream sees the sums. The host polls the
+// stream not once on this route (the counter the GPU run reports).
+TEST(NcclCommunicator, TwoRanksAsyncAllReducesWaitOnTheConsumerStream) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  constexpr int kRanks = 2;
+  constexpr int kBuckets = 3;
+  constexpr size_t kCount = 1 << 16;
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  // Buffers and streams are made before the ranks start (see ThreadBarrier).
+  std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> buckets(kRanks);
+  std::vector<cudaStream_t> consumers(kRanks, nullptr);
+  std::vector<std::vector<float>> host(kRanks, std::vector<float>(kBuckets * kCount));
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(cudaSetDevice(r % devices), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&consumers[r], cudaStreamNonBlocking), cudaSuccess);
+    for (int k = 0; k < kBuckets; ++k) {
+      std::vector<float> values(kCount);
+      for (size_t i = 0; i < kCount; ++i) values[i] = static_cast<float>(r + 1 + k + i % 5);
+      buckets[r].push_back(std::make_unique<DeviceBuffer>(kCount * sizeof(float)));
+      ASSERT_EQ(buckets[r][k]->Upload(values), cudaSuccess);
+    }
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+  InMemoryStore store;
+  ThreadBarrier barrier(kRanks);
+  std::vector<absl::Status> created(kRanks), ran(kRanks);
+  std::vector<int64_t> stream_polls(kRanks, -1), progress_polls(kRanks, -1);
+  std::vector<int64_t> work_bytes(kRanks, 0), counted(kRanks, 0);
+  testing::Spawn(kRanks, [&](int r) {
+    auto comm = NcclCommunicator::Create(store, r, kRanks, r % devices, seconds(30), "async");
+    created[r] = comm.status();
+    barrier.Wait();
+    if (!created[0].ok() || !created[1].ok()) return;
+    NcclCommunicator& c = **comm;
+    ran[r] = [&]() -> absl::Status {
+      const int64_t polls_before = c.host_stream_polls();
+      HPTRAIN_RETURN_IF_ERROR(c.WaitForStream(consumers[r]), "ordering after the producer");
+      std::vector<std::shared_ptr<Work>> works;
+      for (int k = 0; k < kBuckets; ++k) {
+        works.push_back(c.AllReduceSumAsync(
+            BufferRef::Device(buckets[r][k]->floats(), kCount, consumers[r])));
+      }
+      for (auto& work : works) {
+        HPTRAIN_RETURN_IF_ERROR(work->Wait(), "waiting");
+        work_bytes[r] += work->bytes_sent();
+      }
+      // The consumer's stream copies the sums out behind the waits.
+      for (int k = 0; k < kBuckets; ++k) {
+        HPTRAIN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+            host[r].data() + k * kCount, buckets[r][k]->get(), kCount * sizeof(float),
+            cudaMemcpyDeviceToHost, consumers[r]));
+      }
+      stream_polls[r] = c.host_stream_polls() - polls_before;
+      progress_polls[r] = c.host_progress_polls();
+      HPTRAIN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(consumers[r]));
+      for (auto& work : works) {
+        if (!work->IsCompleted()) return absl::InternalError("a Work is not complete");
+      }
+      counted[r] = c.bytes_sent();
+      return absl::OkStatus();
+    }();
+    barrier.Wait();  // nobody tears down while a peer's kernels may still run
+    comm->reset();
+  });
+  for (int r = 0; r < kRanks; ++r) cudaStreamDestroy(consumers[r]);
+
+  for (int r = 0; r < kRanks; ++r) {
+    if (!created[r].ok() && created[r].message().find("Duplicate GPU") != absl::string_view::npos) {
+      GTEST_SKIP() << "this NCCL refuses two ranks on one GPU: " << created[r];
+    }
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_TRUE(created[r].ok()) << "rank " << r << ": " << created[r];
+    ASSERT_TRUE(ran[r].ok()) << "rank " << r << ": " << ran[r];
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    for (int k = 0; k < kBuckets; ++k) {
+      for (size_t i = 0; i < kCount; ++i) {
+        ASSERT_EQ(host[r][k * kCount + i], static_cast<float>(3 + 2 * k + 2 * (i % 5)))
+            << "rank " << r << " bucket " << k << " element " << i;
+      }
+    }
+    // N = 2: each all-reduce moves S each way; the Works' bytes are the counters'.
+    EXPECT_EQ(work_bytes[r], static_cast<int64_t>(kBuckets * kCount * sizeof(float)));
+    EXPECT_EQ(work_bytes[r], counted[r]);
+    EXPECT_EQ(stream_polls[r], 0) << "rank " << r;
+    std::cout << "nccl async route: rank " << r << " host stream polls " << stream_polls[r]
+              << ", host progress polls (connection setup) " << progress_polls[r] << std::endl;
+  }
 }
 
 TEST(NcclCommunicator, RendezvousTimesOutWithoutRankZero) {
