@@ -62,6 +62,11 @@ BucketedReducer::~BucketedReducer() {
   }
   cv_.notify_all();
   thread_.join();
+  // A step left unfinished (its backward failed) may still have collectives in flight on the
+  // buffer: they must be done with it before it goes.
+  for (const std::shared_ptr<Work>& work : works_) {
+    if (work != nullptr && !work->IsCompleted()) work->Wait().IgnoreError();
+  }
 }
 
 void BucketedReducer::BeginStep() {

@@ -55,6 +55,7 @@ class BucketedReducer {
 
   BucketedReducer(std::vector<size_t> tensor_sizes, size_t bucket_bytes, ReduceFn reduce);
   BucketedReducer(std::vector<size_t> tensor_sizes, size_t bucket_bytes, AsyncReduceFn reduce);
+  // Joins the communication thread and waits for the Works of a step left unfinished.
   ~BucketedReducer();
   BucketedReducer(const BucketedReducer&) = delete;
   BucketedReducer& operator=(const BucketedReducer&) = delete;
