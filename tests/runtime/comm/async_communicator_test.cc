@@ -107,7 +107,7 @@ TEST(AsyncCommunicator, AFailureFailsTheCollectivesQueuedBehindIt) {
   // Rank 1 never takes part: the first all-reduce fails on the missing peer (its transfer times
   // out), the second does not run, and a collective issued after the queue drained runs again
   // (and fails on its own).
-  auto hub = std::make_shared<LoopbackHub>(2, milliseconds(300));
+  auto hub = std::make_shared<LoopbackHub>(2, milliseconds(100));
   TransportCommunicator comm(std::make_unique<LoopbackTransport>(hub, 0));
   std::vector<float> a(8, 1.0f), b(8, 2.0f);
   std::shared_ptr<Work> first = comm.AllReduceSumAsync(BufferRef::Host(a.data(), a.size()));
