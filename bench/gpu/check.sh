@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU checks of a CUDA build, for a machine with an NVIDIA GPU: the CUDA-twin tests (codes and
-# values against the CPU reference), the NCCL back end's tests and all-reduce check, and the CUDA
-# kernel benchmark with each kernel's bandwidth as a share of a device-to-device copy.
+# values against the CPU reference; the optimizer's device route against its host route), the
+# NCCL back end's tests and all-reduce check, and the CUDA kernel benchmark with each kernel's
+# bandwidth as a share of a device-to-device copy.
 #
 #   bench/gpu/check.sh [BUILD_DIR=build] [OUT_DIR=BUILD_DIR/gpu-check]
 #
@@ -40,7 +41,8 @@ run() {  # run NAME CMD...: log to $out/NAME.log, remember a failure
 }
 
 for t in kernels_quantize_cuda_test kernels_cast_cuda_test kernels_topk_cuda_test \
-  kernels_update_cuda_test comm_nccl_test sync_device_codecs_test sync_device_strategies_test; do
+  kernels_update_cuda_test optim_device_test comm_nccl_test sync_device_codecs_test \
+  sync_device_strategies_test; do
   if [[ -x $build/tests/$t ]]; then
     run "$t" "$build/tests/$t" --gtest_brief=1
     # Skips are listed, never counted as passes. comm_nccl_test skips its no-device case here, and

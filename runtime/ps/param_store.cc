@@ -7,6 +7,7 @@
 #include "kernels/update/update.h"
 #include "runtime/base/status.h"
 #include "runtime/comm/encoded_tensor.h"
+#include "runtime/job/optimizer_options.h"
 #include "runtime/ps/ps_codec.h"
 
 namespace hptrain::ps {
@@ -48,7 +49,8 @@ absl::Status ParamStore::Init(int rank, const ShardLayoutInfo& layout, const Sha
   if (params == state.sections.end() || static_cast<int64_t>(params->second.size()) != total) {
     return bad(absl::StrCat("\"params\" must hold ", total, " values"));
   }
-  auto optimizer = std::make_unique<train::Optimizer>(config_.optimizer, total);
+  auto optimizer =
+      std::make_unique<optim::Optimizer>(job::OptimizerOptionsFor(config_.optimizer), total);
   for (const auto& [name, values] : state.sections) {
     if (name == "params") continue;
     auto slots = optimizer->state();

@@ -45,7 +45,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/job/job_spec.h"
 #include "runtime/ps/mp2/prediction_state.h"
-#include "runtime/train/optimizer.h"
+#include "runtime/optim/optimizer.h"
 
 namespace hptrain::ps {
 
@@ -182,7 +182,7 @@ class ParamStore {
   std::vector<int64_t> tensor_offsets_;  // offset of each tensor within the shard
   std::vector<float> params_;
   std::vector<float> previous_params_;  // version_ − 1's, kept when max_lead > 0
-  std::unique_ptr<train::Optimizer> optimizer_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
   int64_t version_ = 0;
   std::map<int64_t, Round> rounds_;
   std::vector<std::vector<float>> mirrors_;  // per rank; empty before its first full pull

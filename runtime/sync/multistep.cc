@@ -69,6 +69,8 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/update/update.h"
 #include "runtime/base/status.h"
+#include "runtime/job/optimizer_options.h"
+#include "runtime/optim/optimizer.h"
 #include "runtime/sync/codecs/half_codec.h"
 #include "runtime/sync/codecs/quantize_codec.h"
 #include "runtime/sync/registry.h"
@@ -126,10 +128,17 @@ class Multistep : public Strategy {
     size_t n = 0;
     for (const auto& bucket : buckets_) n = std::max(n, bucket.end);
     global_.assign(n, 0.0f);
-    global_momentum_.assign(n, 0.0f);
     accumulator_.assign(n, 0.0f);
     gradient_.assign(n, 0.0f);
-    if (spec_.optimizer.momentum != 0.0) local_momentum_.assign(n, 0.0f);
+    // The job's SGD twice: the global step on x̄ with m̄, the local steps on x_i with m_i. m_i
+    // continues from zero, later from m̄, and never takes torch's first step (buf = d): its
+    // optimizer counts as one step taken from the start.
+    const optim::OptimizerOptions options = job::OptimizerOptionsFor(spec_.optimizer);
+    global_optimizer_ = std::make_unique<optim::Optimizer>(options, n);
+    local_optimizer_ = std::make_unique<optim::Optimizer>(options, n);
+    local_optimizer_->set_steps(1);
+    global_momentum_ = global_optimizer_->StateVector("momentum");
+    local_momentum_ = local_optimizer_->StateVector("momentum");
     if (spec_.strategy.delay == 1) {
       pending_accumulator_.assign(n, 0.0f);
       round_start_.assign(n, 0.0f);
@@ -155,12 +164,12 @@ class Multistep : public Strategy {
     std::copy(parameters.begin(), parameters.end(), global_.begin());
     auto momentum = restored.find("multistep.momentum");
     if (momentum != restored.end()) {
-      if (momentum->second.size() != global_momentum_.size()) {
+      if (momentum->second.size() != global_.size()) {
         return absl::FailedPreconditionError(
             "checkpoint section multistep.momentum does not match this model");
       }
-      global_momentum_ = momentum->second;
-      momentum_started_ = true;
+      if (global_momentum_ != nullptr) *global_momentum_ = momentum->second;
+      global_optimizer_->set_steps(1);  // m̄ has had its first step
     }
     auto state = restored.find("multistep.state");
     if (state != restored.end() && state->second.size() == 4) {
@@ -169,7 +178,7 @@ class Multistep : public Strategy {
       f0_ = state->second[2];
       loss_ema_ = state->second[3];
     }
-    if (!local_momentum_.empty()) local_momentum_ = global_momentum_;
+    if (local_momentum_ != nullptr) *local_momentum_ = *global_momentum_;
     return absl::OkStatus();
   }
 
@@ -200,6 +209,7 @@ class Multistep : public Strategy {
     round_.batch = step.global_batch;
     synchronized_ = false;
     if (++round_.done < round_.length) {
+      local_optimizer_->BeginStep();
       LocalStep(gradient_.data(), step.local_batch, round_.lr, parameters, 0, parameters.size());
       return absl::OkStatus();
     }
@@ -226,13 +236,14 @@ class Multistep : public Strategy {
     round_.batch = step.global_batch;
     ++round_.done;
     scheduled_round_ = round_;
-    scheduled_first_momentum_ = !momentum_started_;
     synchronized_ = ScheduledLast() && round_.length > 1;
     if (ScheduledLast()) {
       // The step's layers finish on the scheduler thread; the trainer waits for them before
       // anything reads the round (Synchronize, the next plan).
-      momentum_started_ = true;
+      global_optimizer_->BeginStep();
       round_.done = 0;
+    } else {
+      local_optimizer_->BeginStep();
     }
     return ScheduledLast() ? accumulator_.data() : nullptr;
   }
@@ -254,7 +265,7 @@ class Multistep : public Strategy {
       LocalStep(gradients, step.local_batch, scheduled_round_.lr, parameters, begin, end);
       return absl::OkStatus();
     }
-    GlobalStep(accumulator_, scheduled_round_, scheduled_first_momentum_, begin, end);
+    GlobalStepRange(accumulator_, scheduled_round_, begin, end);
     Correct(parameters, begin, end);
     return absl::OkStatus();
   }
@@ -304,7 +315,9 @@ class Multistep : public Strategy {
   }
 
   absl::Status SaveState(int64_t, CheckpointSections* sections) override {
-    (*sections)["multistep.momentum"] = global_momentum_;
+    // Without momentum the section keeps its size (zeros), as the format always had.
+    (*sections)["multistep.momentum"] =
+        global_momentum_ != nullptr ? *global_momentum_ : std::vector<float>(global_.size(), 0.0f);
     (*sections)["multistep.state"] = {static_cast<float>(interval_), have_f0_ ? 1.0f : 0.0f,
                                       static_cast<float>(f0_), static_cast<float>(loss_ema_)};
     return absl::OkStatus();
@@ -329,7 +342,8 @@ class Multistep : public Strategy {
   }
 
   // The local step on elements [begin, end) from the summed gradients `g` (gradient_ itself
-  // or the trainer's buffer): d = g/b_i + μ·(x_i − x̄), then the job's SGD with λ.
+  // or the trainer's buffer): d = g/b_i + μ·(x_i − x̄), then the job's SGD with λ, the step
+  // begun (local_optimizer_->BeginStep) already.
   void LocalStep(const float* g, int local_batch, double lr, absl::Span<float> x, size_t begin,
                  size_t end) {
     const float inv = local_batch > 0 ? 1.0f / static_cast<float>(local_batch) : 0.0f;
@@ -338,9 +352,7 @@ class Multistep : public Strategy {
       gradient_[i] = g[i] * inv;
       if (mu != 0.0f) gradient_[i] += mu * (x[i] - global_[i]);
     }
-    kernels::SgdStep(x.data() + begin, gradient_.data() + begin,
-                     local_momentum_.empty() ? nullptr : local_momentum_.data() + begin,
-                     end - begin, UpdateParams(lr, 1.0));
+    local_optimizer_->StepRange(x.data(), gradient_.data(), begin, end, lr);
   }
 
   // All-reduces bucket k of `accumulator` in place, encoded as the job's compression says, and
@@ -367,20 +379,18 @@ class Multistep : public Strategy {
 
   // The delayed global step on the all-reduced accumulator of `round`'s `done` steps.
   void GlobalStep(std::vector<float>& accumulator, const Round& round) {
-    GlobalStep(accumulator, round, !momentum_started_, 0, global_.size());
-    momentum_started_ = true;
+    global_optimizer_->BeginStep();
+    GlobalStepRange(accumulator, round, 0, global_.size());
   }
 
-  // The same on elements [begin, end); `first`: m̄'s first step (torch: buf = d).
-  void GlobalStep(std::vector<float>& accumulator, const Round& round, bool first, size_t begin,
-                  size_t end) {
+  // The same on elements [begin, end), the step begun (BeginStep) already. The job's SGD at
+  // the round's rate with weight decay done·λ (a global step covers that many local steps).
+  void GlobalStepRange(std::vector<float>& accumulator, const Round& round, size_t begin,
+                       size_t end) {
     kernels::Scale(accumulator.data() + begin, end - begin,
                    1.0f / static_cast<float>(round.batch));
-    kernels::SgdParams p = UpdateParams(round.lr, round.done);
-    p.first_step = first;
-    kernels::SgdStep(global_.data() + begin, accumulator.data() + begin,
-                     global_momentum_.empty() ? nullptr : global_momentum_.data() + begin,
-                     end - begin, p);
+    global_optimizer_->StepRange(global_.data(), accumulator.data(), begin, end, round.lr,
+                                 round.done);
   }
 
   // The parameter correction x_i ← x̄, m_i ← m̄; the next step starts a round.
@@ -391,9 +401,9 @@ class Multistep : public Strategy {
 
   void Correct(absl::Span<float> x, size_t begin, size_t end) {
     std::copy(global_.begin() + begin, global_.begin() + end, x.begin() + begin);
-    if (!local_momentum_.empty()) {
-      std::copy(global_momentum_.begin() + begin, global_momentum_.begin() + end,
-                local_momentum_.begin() + begin);
+    if (local_momentum_ != nullptr) {
+      std::copy(global_momentum_->begin() + begin, global_momentum_->begin() + end,
+                local_momentum_->begin() + begin);
     }
   }
 
@@ -405,7 +415,7 @@ class Multistep : public Strategy {
       GlobalStep(pending_accumulator_, pending_round_);
       // Keep this round's drift: its gradients are in A_{r+1}, whose global step comes next.
       for (size_t i = 0; i < x.size(); ++i) x[i] = global_[i] + (x[i] - round_start_[i]);
-      if (!local_momentum_.empty()) local_momentum_ = global_momentum_;
+      if (local_momentum_ != nullptr) *local_momentum_ = *global_momentum_;
     }
     accumulator_.swap(pending_accumulator_);
     pending_round_ = round_;
@@ -441,17 +451,6 @@ class Multistep : public Strategy {
                                  ") in the background"));
   }
 
-  // The job's SGD at rate `lr` with weight decay `steps`·λ (a global step covers that many local
-  // steps).
-  kernels::SgdParams UpdateParams(double lr, double steps) const {
-    kernels::SgdParams p;
-    p.lr = static_cast<float>(lr);
-    p.momentum = static_cast<float>(spec_.optimizer.momentum);
-    p.weight_decay = static_cast<float>(steps * spec_.optimizer.weight_decay);
-    p.nesterov = spec_.optimizer.nesterov;
-    return p;
-  }
-
   comm::Communicator* comm_;
   const job::JobSpec& spec_;
   const Compression compression_;
@@ -463,11 +462,13 @@ class Multistep : public Strategy {
 
   std::vector<GradientLayout::Range> buckets_;
   std::vector<float> global_;           // x̄
-  std::vector<float> global_momentum_;  // m̄
-  std::vector<float> local_momentum_;   // m_i (empty without momentum)
+  // The job's SGD on x̄ and on x_i; their momentum buffers m̄ and m_i (null without momentum).
+  std::unique_ptr<optim::Optimizer> global_optimizer_;
+  std::unique_ptr<optim::Optimizer> local_optimizer_;
+  std::vector<float>* global_momentum_ = nullptr;
+  std::vector<float>* local_momentum_ = nullptr;
   std::vector<float> accumulator_;      // A_i of the open round, all-reduced at its end
   std::vector<float> gradient_;         // this step's G_i, for the local step
-  bool momentum_started_ = false;       // m̄ has had a first step (torch: buf = d at first)
   // One codec per bucket (error feedback is kept per element of the bucket); none uncompressed.
   std::vector<std::unique_ptr<QuantizeCodec>> quantizers_;
   std::vector<std::unique_ptr<HalfCodec>> halves_;
@@ -481,10 +482,8 @@ class Multistep : public Strategy {
   bool synchronized_ = false;  // the last AfterOptimizerStep ended a round of local steps
 
   // The step planned for the priority scheduler (written by PlanScheduledStep while the
-  // scheduler is idle, read by its hooks): the round as of that step (done counts it), and
-  // whether its global step is m̄'s first.
+  // scheduler is idle, read by its hooks): the round as of that step (done counts it).
   Round scheduled_round_;
-  bool scheduled_first_momentum_ = false;
   // The planned step ends its round: an exchange, the global step and the correction.
   bool ScheduledLast() const { return scheduled_round_.done == scheduled_round_.length; }
 

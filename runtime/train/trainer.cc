@@ -16,18 +16,20 @@
 #include "runtime/base/status.h"
 #include "runtime/comm/bucketed_reducer.h"
 #include "runtime/comm/priority_scheduler.h"
+#include "runtime/job/optimizer_options.h"
+#include "runtime/optim/device_optimizer.h"
+#include "runtime/optim/lr_schedule.h"
+#include "runtime/optim/optimizer.h"
 #include "runtime/ps/mp2/dataset.h"
 #include "runtime/ps/mp2/job_options.h"
 #include "runtime/sync/registry.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/data/dataset.h"
 #include "runtime/train/data/sampler.h"
-#include "runtime/train/device_optimizer.h"
+#include "runtime/train/cuda_stream.h"
 #include "runtime/train/evaluator.h"
-#include "runtime/train/lr_schedule.h"
 #include "runtime/train/model_buffers.h"
 #include "runtime/train/models/model.h"
-#include "runtime/train/optimizer.h"
 #include "runtime/train/slowdown.h"
 #include "runtime/train/torch_call.h"
 
@@ -142,8 +144,13 @@ class Trainer::Impl {
   absl::Status WaitForBucket();
   // The device's default stream, as a cudaStream_t: null.
   static constexpr void* kDefaultStream = nullptr;
-  // After the reducer: the reduced gradients (on the device), divided by B, into the optimizer.
+  // After the reducer: the reduced gradients (on the device), divided by B, into the optimizer:
+  // its device route on a GPU, its host route on device buffers in host memory (devicePath).
   absl::Status DeviceOptimizerStep(double lr);
+  // On a GPU: the device optimizer's state into optimizer_'s vectors (checkpoints, averaging),
+  // and back; nothing otherwise, where optimizer_ holds the state itself.
+  absl::Status OptimizerStateToHost();
+  absl::Status OptimizerStateToDevice();
   absl::Status RestoreCheckpoint();
   // spec.scheduler priority: the scheduler over the reducer's buffer, and the forward gate.
   absl::Status CreateScheduler();
@@ -176,7 +183,7 @@ class Trainer::Impl {
   // Device path, per tensor: its slot, shaped as the parameter: in device_grads_ on the device
   // route, in the reducer's host buffer when staged.
   std::vector<torch::Tensor> gradient_slots_;
-  std::unique_ptr<DeviceOptimizer> device_optimizer_;
+  std::unique_ptr<optim::DeviceOptimizer> device_optimizer_;  // on a GPU: the optimizer's state
   // Device path: the batch loaded one step ahead, for the step and the indices it was loaded for.
   struct Prefetched {
     int64_t step = -1;
@@ -187,7 +194,8 @@ class Trainer::Impl {
   std::vector<float> flat_buffers_;  // the buffers handed to the strategy (exchanges_buffers)
   std::unique_ptr<comm::BucketedReducer> reducer_;
   std::unique_ptr<sync::Strategy> strategy_;
-  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  optim::LrScheduleOptions lr_schedule_;
   sync::StepInfo step_info_;
   // spec.scheduler priority (null otherwise). Declared after what its hooks use, so that it is
   // destroyed (its thread joined) first. scheduled_info_ is the step it works on: written only
@@ -285,15 +293,22 @@ absl::Status Trainer::Impl::Init() {
     layout.buckets.push_back({begin, end});
   }
   HPTRAIN_RETURN_IF_ERROR(strategy_->Init(layout), "strategy ", strategy_->name());
-  job::OptimizerSpec optimizer_spec = spec_.optimizer;
-  if (strategy_->applies_momentum()) optimizer_spec.momentum = 0.0;
-  optimizer_ = std::make_unique<Optimizer>(optimizer_spec, reducer_->size());
+  optim::OptimizerOptions optimizer_options = job::OptimizerOptionsFor(spec_.optimizer);
+  if (strategy_->applies_momentum()) optimizer_options.momentum = 0.0;
+  optimizer_ = std::make_unique<optim::Optimizer>(optimizer_options, reducer_->size());
+  lr_schedule_ = job::LrScheduleFor(spec_.optimizer, spec_.epochs);
+  if (device_.is_cuda()) {
+    absl::StatusOr<std::unique_ptr<optim::DeviceOptimizer>> device_optimizer =
+        optim::DeviceOptimizer::Create(optimizer_options, reducer_->size(),
+                                       device_.has_index() ? device_.index() : -1);
+    HPTRAIN_RETURN_IF_ERROR(device_optimizer.status());
+    device_optimizer_ = *std::move(device_optimizer);
+  }
   if (on_device_) {
     HPTRAIN_RETURN_IF_ERROR(TorchCall("allocating the device buffers", [&] {
       const int64_t n = static_cast<int64_t>(reducer_->size());
       device_grads_ =
           torch::zeros({n}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
-      device_optimizer_ = std::make_unique<DeviceOptimizer>(optimizer_spec, n, device_);
       // Each gradient's slot, shaped as its parameter, made once: the hooks copy straight in.
       for (int t = 0; t < reducer_->num_tensors(); ++t) {
         const int64_t offset = static_cast<int64_t>(reducer_->offset(t));
@@ -502,7 +517,7 @@ absl::Status Trainer::Impl::WaitForBucket() {
 }
 
 absl::Status Trainer::Impl::DeviceOptimizerStep(double lr) {
-  return TorchCall("optimizer step", [&] {
+  HPTRAIN_RETURN_IF_ERROR(TorchCall("optimizer step", [&] {
     torch::NoGradGuard no_grad;
     if (!reduce_on_device_) {
       // The host buffer the strategy reduced, back to the device in one copy.
@@ -510,8 +525,24 @@ absl::Status Trainer::Impl::DeviceOptimizerStep(double lr) {
       device_grads_.copy_(torch::from_blob(reducer_->data(), {n}, torch::kFloat32));
     }
     device_grads_.mul_(1.0 / static_cast<double>(spec_.global_batch_size));
-    device_optimizer_->Step(flat_params_, device_grads_, lr);
-  });
+  }));
+  if (!device_optimizer_) {  // devicePath: the "device" buffers are in host memory
+    optimizer_->Step(flat_params_.data_ptr<float>(), device_grads_.data_ptr<float>(), lr);
+    return absl::OkStatus();
+  }
+  // On the stream libtorch's work on this device runs on, after the division above.
+  return device_optimizer_->Step(flat_params_.data_ptr<float>(), device_grads_.data_ptr<float>(),
+                                 lr, CurrentCudaStream(device_));
+}
+
+absl::Status Trainer::Impl::OptimizerStateToHost() {
+  if (!device_optimizer_) return absl::OkStatus();
+  return device_optimizer_->CopyStateTo(*optimizer_, CurrentCudaStream(device_));
+}
+
+absl::Status Trainer::Impl::OptimizerStateToDevice() {
+  if (!device_optimizer_) return absl::OkStatus();
+  return device_optimizer_->CopyStateFrom(*optimizer_, CurrentCudaStream(device_));
 }
 
 absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoch,
@@ -537,8 +568,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   step_info_.epoch_clock = epoch + static_cast<double>(step_in_epoch) / steps_per_epoch;
   step_info_.local_batch = local_batch;
   step_info_.global_batch = spec_.global_batch_size;
-  const double lr = LearningRate(spec_.optimizer, spec_.epochs, epoch, step_in_epoch,
-                                 steps_per_epoch);
+  const double lr = optim::LearningRate(lr_schedule_, epoch, step_in_epoch, steps_per_epoch);
   step_info_.lr = lr;
   // Dropout and other random layers draw from a generator keyed by step and rank, so a resumed
   // run repeats them exactly.
@@ -666,13 +696,13 @@ absl::Status Trainer::Impl::AverageOptimizerStateIfAsked() {
     return absl::OkStatus();
   }
   const float inv = 1.0f / static_cast<float>(comm_->size());
-  if (device_optimizer_) HPTRAIN_RETURN_IF_ERROR(device_optimizer_->CopyStateTo(*optimizer_));
+  HPTRAIN_RETURN_IF_ERROR(OptimizerStateToHost());
   for (auto& [name, state] : optimizer_->state()) {
     HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(state->data(), state->size()),
                             "averaging optimizer state ", name);
     kernels::Scale(state->data(), state->size(), inv);
   }
-  if (device_optimizer_) HPTRAIN_RETURN_IF_ERROR(device_optimizer_->CopyStateFrom(*optimizer_));
+  HPTRAIN_RETURN_IF_ERROR(OptimizerStateToDevice());
   return absl::OkStatus();
 }
 
@@ -735,7 +765,7 @@ absl::Status Trainer::Impl::SaveCheckpointIfDue(bool force, int epoch,
   checkpoint.step = global_step_;
   checkpoint.epoch = epoch;
   checkpoint.step_in_epoch = next_step_in_epoch;
-  if (device_optimizer_) HPTRAIN_RETURN_IF_ERROR(device_optimizer_->CopyStateTo(*optimizer_));
+  HPTRAIN_RETURN_IF_ERROR(OptimizerStateToHost());
   checkpoint.optimizer_steps = optimizer_->steps();
   const absl::Span<float> p = FlatParameters();
   checkpoint.sections["params"].assign(p.begin(), p.end());
@@ -771,7 +801,7 @@ absl::Status Trainer::Impl::RestoreCheckpoint() {
     *state = c.sections[name];
   }
   optimizer_->set_steps(c.optimizer_steps);
-  if (device_optimizer_) HPTRAIN_RETURN_IF_ERROR(device_optimizer_->CopyStateFrom(*optimizer_));
+  HPTRAIN_RETURN_IF_ERROR(OptimizerStateToDevice());
   // Every section the trainer did not write itself is the strategy's, whatever its name.
   const std::map<std::string, std::vector<float>*> optimizer_state = optimizer_->state();
   for (auto& [name, values] : c.sections) {

@@ -118,8 +118,8 @@ struct TrainerOptions {
   // otherwise. Its strategy then exchanges gradient buckets in device memory. Outlives the trainer.
   comm::Communicator* device_comm = nullptr;
   // Trains through the GPU code path (flat device buffers, gradients staged to the host for the
-  // exchange, the tensor optimizer) with CPU tensors: spec.testing.devicePath, so that machines
-  // without a GPU test that path. Ignored on "cuda".
+  // exchange, the optimizer on the device buffers: its host route there) with CPU tensors:
+  // spec.testing.devicePath, so that machines without a GPU test that path. Ignored on "cuda".
   bool device_path_on_cpu = false;
 };
 

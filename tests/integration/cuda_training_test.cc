@@ -21,8 +21,9 @@
 // GPU tests skip, printing why, where no CUDA device is visible.
 //
 // The DevicePath tests need no GPU: spec.testing.devicePath trains a cpu job through the GPU code
-// path (flat device buffers, gradients staged to the host, the tensor optimizer, the host copy of
-// the model around the strategies), so every machine checks that path against the host path.
+// path (flat device buffers, gradients staged to the host, the optimizer on the device buffers,
+// the host copy of the model around the strategies), so every machine checks that path against
+// the host path.
 #include <signal.h>
 
 #include <algorithm>

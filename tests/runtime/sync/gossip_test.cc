@@ -19,9 +19,10 @@
 #include "runtime/comm/loopback_transport.h"
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_validate.h"
+#include "runtime/job/optimizer_options.h"
+#include "runtime/optim/optimizer.h"
 #include "runtime/sync/gossip_protocol.h"
 #include "runtime/sync/gossip_trigger.h"
-#include "runtime/train/optimizer.h"
 #include "tests/runtime/sync/strategy_harness.h"
 
 namespace hptrain::sync {
@@ -473,7 +474,7 @@ TEST(Gossip, InfiniteThresholdIsIndependentRunsWithZeroBytes) {
     // The harness's defaults: initial model and gradient function (strategy_harness.cc).
     std::vector<float> x(p), g(p);
     for (size_t i = 0; i < p; ++i) x[i] = 0.01f * std::cos(0.01f * i);
-    train::Optimizer optimizer(spec.optimizer, p);
+    optim::Optimizer optimizer(job::OptimizerOptionsFor(spec.optimizer), p);
     for (int step = 0; step < options.steps; ++step) {
       for (size_t i = 0; i < p; ++i) {
         g[i] = std::sin(0.001f * static_cast<float>(i) + 0.3f * r + 0.7f * step) * 0.5f + 0.01f * r;

@@ -12,12 +12,13 @@
 
 #include "gtest/gtest.h"
 #include "kernels/update/update.h"
+#include "runtime/job/optimizer_options.h"
+#include "runtime/optim/optimizer.h"
 #include "runtime/ps/mp2/job_options.h"
 #include "runtime/ps/mp2/predictor.h"
 #include "runtime/ps/param_store.h"
 #include "runtime/ps/ps_codec.h"
 #include "runtime/ps/ps_connection.h"
-#include "runtime/train/optimizer.h"
 #include "tests/runtime/sync/strategy_harness.h"
 
 namespace hptrain::sync::testing {
@@ -65,9 +66,10 @@ std::vector<float> ParameterAveragingReference(const job::JobSpec& spec, const S
   std::vector<float> x(P);
   for (size_t i = 0; i < P; ++i) x[i] = 0.01f * std::cos(0.01f * i);
   std::vector<std::vector<float>> local(o.world, x);
-  std::vector<std::unique_ptr<train::Optimizer>> optimizers;
+  std::vector<std::unique_ptr<optim::Optimizer>> optimizers;
   for (int r = 0; r < o.world; ++r) {
-    optimizers.push_back(std::make_unique<train::Optimizer>(spec.optimizer, P));
+    optimizers.push_back(
+        std::make_unique<optim::Optimizer>(job::OptimizerOptionsFor(spec.optimizer), P));
   }
   std::vector<float> g(P);
   for (int step = 0; step < o.steps; ++step) {

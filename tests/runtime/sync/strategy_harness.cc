@@ -11,10 +11,11 @@
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/loopback_transport.h"
 #include "runtime/comm/priority_scheduler.h"
+#include "runtime/job/optimizer_options.h"
+#include "runtime/optim/optimizer.h"
 #include "runtime/ps/mp2/job_options.h"
 #include "runtime/sync/hierarchical.h"
 #include "runtime/sync/registry.h"
-#include "runtime/train/optimizer.h"
 
 namespace hptrain::sync::testing {
 
@@ -116,9 +117,9 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
         layout.buckets.push_back({b, e});
       }
       if (auto s = (*strategy)->Init(layout); !s.ok()) return fail(s);
-      job::OptimizerSpec optimizer_spec = spec.optimizer;
-      if ((*strategy)->applies_momentum()) optimizer_spec.momentum = 0;
-      train::Optimizer optimizer(optimizer_spec, reducer.size());
+      optim::OptimizerOptions optimizer_options = job::OptimizerOptionsFor(spec.optimizer);
+      if ((*strategy)->applies_momentum()) optimizer_options.momentum = 0;
+      optim::Optimizer optimizer(optimizer_options, reducer.size());
       std::vector<float> params(reducer.size());
       for (size_t i = 0; i < params.size(); ++i) params[i] = 0.01f * std::cos(0.01f * i);
       if (auto s = (*strategy)->Start(absl::MakeSpan(params), 0, {}); !s.ok()) return fail(s);

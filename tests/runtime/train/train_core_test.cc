@@ -1,63 +1,15 @@
-// The trainer's libtorch-free parts: LR schedules, the flat-buffer optimizer, checkpoint files.
+// The trainer's libtorch-free parts: checkpoint files. (The optimizer and the LR schedules are
+// runtime/optim's: tests/runtime/optim.)
 #include <cmath>
 #include <fstream>
 
 #include "gtest/gtest.h"
 #include "runtime/base/atomic_file.h"
 #include "runtime/train/checkpoint.h"
-#include "runtime/train/lr_schedule.h"
-#include "runtime/train/optimizer.h"
 #include "tests/integration/hptrain_process.h"
 
 namespace hptrain::train {
 namespace {
-
-TEST(LearningRate, ConstantStepCosineAndWarmup) {
-  job::OptimizerSpec spec;
-  spec.lr = 0.1;
-  EXPECT_DOUBLE_EQ(LearningRate(spec, 10, 3, 5, 100), 0.1);
-  spec.schedule.type = "step";
-  spec.schedule.step_size = 2;
-  spec.schedule.gamma = 0.5;
-  EXPECT_DOUBLE_EQ(LearningRate(spec, 10, 1, 99, 100), 0.1);
-  EXPECT_DOUBLE_EQ(LearningRate(spec, 10, 2, 0, 100), 0.05);
-  EXPECT_DOUBLE_EQ(LearningRate(spec, 10, 5, 0, 100), 0.025);
-  spec.schedule.type = "cosine";
-  spec.schedule.min_lr = 0.0;
-  EXPECT_NEAR(LearningRate(spec, 10, 0, 0, 100), 0.1, 1e-12);
-  EXPECT_NEAR(LearningRate(spec, 10, 5, 0, 100), 0.05, 1e-12);
-  EXPECT_NEAR(LearningRate(spec, 10, 9, 100, 100), 0.0, 1e-12);
-  spec.schedule.type = "constant";
-  spec.schedule.warmup_epochs = 2;
-  EXPECT_NEAR(LearningRate(spec, 10, 0, 0, 100), 0.1 * 0.01 / 2, 1e-12);
-  EXPECT_NEAR(LearningRate(spec, 10, 1, 0, 100), 0.1 * 1.01 / 2, 1e-12);
-  EXPECT_DOUBLE_EQ(LearningRate(spec, 10, 3, 0, 100), 0.1);
-}
-
-TEST(Optimizer, SgdMomentumStateIsExposedForCheckpoints) {
-  job::OptimizerSpec spec;
-  spec.lr = 0.1;
-  spec.momentum = 0.9;
-  Optimizer opt(spec, 2);
-  std::vector<float> p = {1.0f, 2.0f}, g = {1.0f, 1.0f};
-  opt.Step(p.data(), g.data(), 0.1);
-  opt.Step(p.data(), g.data(), 0.1);
-  EXPECT_EQ(opt.steps(), 2);
-  auto state = opt.state();
-  ASSERT_EQ(state.size(), 1u);
-  EXPECT_NEAR((*state["momentum"])[0], 1.9f, 1e-6);
-  EXPECT_NEAR(p[0], 1.0f - 0.1f - 0.19f, 1e-6);
-}
-
-TEST(Optimizer, AdamHasTwoMoments) {
-  job::OptimizerSpec spec;
-  spec.type = "adam";
-  Optimizer opt(spec, 3);
-  auto state = opt.state();
-  EXPECT_EQ(state.size(), 2u);
-  EXPECT_EQ(state.count("adam.m"), 1u);
-  EXPECT_EQ(state["adam.v"]->size(), 3u);
-}
 
 Checkpoint Sample() {
   Checkpoint c;
