@@ -76,11 +76,18 @@ std::string Cell(double x, const char* format) {
   return buffer;
 }
 
+// The job's mp2 options (its strategy's values where it is mp2), read with mp2's defaults.
+sync::StrategyOptions Mp2Options(const job::JobSpec* spec) {
+  sync::StrategyOptions options;
+  if (spec != nullptr && spec->strategy.type == "mp2") options = spec->strategy;
+  options.type = "mp2";
+  return options;
+}
+
 // --push-ratio: empty takes the job's spec.strategy.pushRatio, else 0.1.
 absl::StatusOr<double> PushRatio(const std::string& text, const job::JobSpec* spec) {
   if (text.empty()) {
-    return spec != nullptr && spec->strategy.push_ratio > 0 ? spec->strategy.push_ratio
-                                                            : job::kMp2PushRatio;
+    return Mp2Options(spec).Number("pushRatio");
   }
   double ratio = 0;
   if (!absl::SimpleAtod(text, &ratio) || !(ratio > 0 && ratio <= 1)) {
@@ -140,8 +147,7 @@ absl::Status CheckDatasetFitsModel(const std::string& path, const SnapshotDatase
 // --damping: empty takes the job's spec.strategy.damping, else 0.25.
 absl::StatusOr<double> Damping(const std::string& text, const job::JobSpec* spec) {
   if (text.empty()) {
-    return spec != nullptr && spec->strategy.damping > 0 ? spec->strategy.damping
-                                                         : job::kMp2Damping;
+    return Mp2Options(spec).Number("damping");
   }
   double damping = 0;
   if (!absl::SimpleAtod(text, &damping) || !(damping > 0 && damping <= 1)) {

@@ -104,7 +104,7 @@ absl::StatusOr<Shard> MakeShard(const job::JobSpec& spec, const PsFlags& flags,
   // Pushes may run ahead of the model by the staleness bound: hps's (default 1), else none.
   config.max_lead = 0;
   if (spec.strategy.type == "hps") {
-    config.max_lead = spec.strategy.staleness < 0 ? 1 : spec.strategy.staleness;
+    config.max_lead = static_cast<int>(spec.strategy.Int("staleness"));
   }
   Shard shard;
   if (spec.strategy.type == "mp2") {

@@ -24,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "runtime/base/status.h"
 #include "runtime/job/job_validate.h"
+#include "runtime/sync/strategy_descriptor.h"
 
 namespace hptrain::job {
 namespace {
@@ -275,56 +276,87 @@ absl::Status ParseDataset(const YAML::Node& node, DatasetSpec* dataset) {
   return absl::OkStatus();
 }
 
+// One strategy parameter's value, converted to the type its descriptor declares.
+absl::Status ParseOption(const sync::ParamSpec& param, const YAML::Node& node,
+                         const std::string& path, const std::string& name,
+                         StrategySpec* strategy) {
+  switch (param.type) {
+    case sync::ParamType::kBoolean: {
+      bool value = false;
+      HPTRAIN_RETURN_IF_ERROR(Convert(node, path, &value));
+      strategy->Set(name, value);
+      return absl::OkStatus();
+    }
+    case sync::ParamType::kInteger: {
+      int64_t value = 0;
+      HPTRAIN_RETURN_IF_ERROR(Convert(node, path, &value));
+      strategy->Set(name, value);
+      return absl::OkStatus();
+    }
+    case sync::ParamType::kNumber: {
+      double value = 0;
+      HPTRAIN_RETURN_IF_ERROR(Convert(node, path, &value));
+      strategy->Set(name, value);
+      return absl::OkStatus();
+    }
+    case sync::ParamType::kEnum:
+    case sync::ParamType::kString: {
+      std::string value;
+      HPTRAIN_RETURN_IF_ERROR(Convert(node, path, &value));
+      strategy->Set(name, value);
+      return absl::OkStatus();
+    }
+    case sync::ParamType::kIntegerOrString: {
+      // A plain integer, else a word some strategy takes (or, where the parameter lists its
+      // values, any string, which validation checks against them).
+      int64_t number = 0;
+      if (node.IsScalar() && node.Tag() != "!" && absl::SimpleAtoi(node.Scalar(), &number)) {
+        strategy->Set(name, number);
+        return absl::OkStatus();
+      }
+      bool word = !param.enum_values.empty();
+      for (const sync::StrategyDescriptor& d : sync::StrategyDescriptors()) {
+        const sync::ParamSpec* p = d.Param(param.name);
+        if (p != nullptr && node.IsScalar() &&
+            std::find(p->words.begin(), p->words.end(), node.Scalar()) != p->words.end()) {
+          word = true;
+        }
+      }
+      if (word) {
+        std::string value;
+        HPTRAIN_RETURN_IF_ERROR(Convert(node, path, &value));
+        strategy->Set(name, value);
+        return absl::OkStatus();
+      }
+      HPTRAIN_RETURN_IF_ERROR(Convert(node, path, &number));
+      strategy->Set(name, number);
+      return absl::OkStatus();
+    }
+    case sync::ParamType::kObject: {
+      MapReader r(node, path);
+      for (const sync::ParamSpec& field : param.fields) {
+        YAML::Node value = r.Child(field.name.c_str());
+        if (Absent(value)) continue;
+        r.Merge(ParseOption(field, value, r.PathOf(field.name),
+                            absl::StrCat(name, ".", field.name), strategy));
+      }
+      return r.Finish();
+    }
+  }
+  return absl::OkStatus();
+}
+
+// spec.strategy: `type` and the parameters of every strategy descriptor
+// (runtime/sync/strategy_descriptor.h); whether the type takes them is ValidateJob's to say.
 absl::Status ParseStrategy(const YAML::Node& node, StrategySpec* strategy) {
   MapReader r(node, "spec.strategy");
   r.Read("type", &strategy->type);
-  r.Read("bits", &strategy->bits);
-  r.Read("bucketSize", &strategy->bucket_size);
-  r.Read("density", &strategy->density);
-  r.Read("errorFeedback", &strategy->error_feedback);
-  YAML::Node interval = r.Child("interval");
-  r.Read("warmupEpochs", &strategy->warmup_epochs);
-  r.Read("hMin", &strategy->h_min);
-  r.Read("hMax", &strategy->h_max);
-  r.Read("mu", &strategy->mu);
-  r.Read("delay", &strategy->delay);
-  YAML::Node compression = r.Child("compression");
-  r.Read("clipNorm", &strategy->clip_norm);
-  r.Read("momentumMasking", &strategy->momentum_masking);
-  r.Read("sparseEncoding", &strategy->sparse_encoding);
-  r.Read("threshold", &strategy->threshold);
-  r.Read("maxInterval", &strategy->max_interval);
-  r.Read("minInterval", &strategy->min_interval);
-  r.Read("period", &strategy->period);
-  r.Read("variant", &strategy->variant);
-  r.Read("lockstep", &strategy->lockstep);
-  r.Read("calibrate", &strategy->calibrate);
-  r.Read("pushRatio", &strategy->push_ratio);
-  r.Read("history", &strategy->history);
-  r.Read("mode", &strategy->mode);
-  r.Read("predictor", &strategy->predictor);
-  r.Read("calibration", &strategy->calibration);
-  r.Read("damping", &strategy->damping);
-  r.Read("staleness", &strategy->staleness);
-  r.Read("averageOptimizerState", &strategy->average_optimizer_state);
-  r.Read("warmupSteps", &strategy->warmup_steps);
-  HPTRAIN_RETURN_IF_ERROR(r.Finish());
-
-  MapReader c(compression, "spec.strategy.compression");
-  c.Read("type", &strategy->compression.type);
-  c.Read("bits", &strategy->compression.bits);
-  HPTRAIN_RETURN_IF_ERROR(c.Finish());
-
-  // An integer, or the word "adaptive" (multistep: the AdaComm rule picks it every epoch).
-  if (Absent(interval)) return absl::OkStatus();
-  if (interval.IsScalar() && interval.Scalar() == "adaptive") {
-    strategy->adaptive_interval = true;
-    return absl::OkStatus();
+  for (const sync::ParamSpec* param : sync::AllStrategyParams()) {
+    YAML::Node value = r.Child(param->name.c_str());
+    if (Absent(value)) continue;
+    r.Merge(ParseOption(*param, value, r.PathOf(param->name), param->name, strategy));
   }
-  // Remembered as given: an explicit 0 is an error (ValidateJob), not the unset default.
-  HPTRAIN_RETURN_IF_ERROR(Convert(interval, "spec.strategy.interval", &strategy->interval));
-  strategy->interval_set = true;
-  return absl::OkStatus();
+  return r.Finish();
 }
 
 // spec.scheduler. The struct keeps 0 for "unset", so a 0 written in the document is refused here,

@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/sync/strategy_descriptor.h"
 
 namespace hptrain::job {
 
@@ -64,14 +65,19 @@ std::string ResolveDevice(const JobSpec& spec, bool gpu_visible) {
 }
 
 bool ExchangesOnDevice(const StrategySpec& strategy) {
-  const std::string& type = strategy.type;
-  if (type == "topk" || type == "dgc") return strategy.sparse_encoding != "compact";
-  return type == "ssgd" || type == "fp16" || type == "quantized";
+  const sync::StrategyDescriptor* d = sync::FindStrategyDescriptor(strategy.type);
+  if (d == nullptr || !d->devices.nccl) return false;
+  return d->devices.host_only_param.empty() ||
+         strategy.String(d->devices.host_only_param) != d->devices.host_only_value;
 }
 
 std::string HostOnlyReason(const StrategySpec& strategy) {
-  const bool sparse = strategy.type == "topk" || strategy.type == "dgc";
-  return sparse && strategy.sparse_encoding == "compact" ? " (sparseEncoding: compact)" : "";
+  const sync::StrategyDescriptor* d = sync::FindStrategyDescriptor(strategy.type);
+  if (d == nullptr || !d->devices.nccl || d->devices.host_only_param.empty() ||
+      strategy.String(d->devices.host_only_param) != d->devices.host_only_value) {
+    return "";
+  }
+  return absl::StrCat(" (", d->devices.host_only_param, ": ", d->devices.host_only_value, ")");
 }
 
 absl::StatusOr<std::string> ResolveBackend(const JobSpec& spec, const std::string& device,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "runtime/sync/strategy_options.h"
 
 namespace hptrain::job {
 
@@ -38,63 +39,13 @@ struct DatasetSpec {
   SyntheticSpec synthetic;
 };
 
-// spec.strategy.compression (multistep): how the round's all-reduce of the accumulator is
-// encoded on the wire.
-struct StrategyCompressionSpec {
-  std::string type;               // none | quantized | fp16; empty when unset (none)
-  int bits = 0;                   // quantized: 1, 2, 4 or 8; 0 = unset (8)
-};
+// spec.strategy: the strategy's type and the values of its parameters. The parameters, their
+// types, ranges and defaults are defined by the strategy descriptors
+// (runtime/sync/strategy_descriptor.h); a parameter the job file leaves out reads as its default.
+using StrategySpec = sync::StrategyOptions;
 
-struct StrategySpec {
-  std::string type = "ssgd";      // ssgd fp16 quantized topk dgc localsgd multistep hierarchical gossip ps hps mp2
-  std::string bits;               // "1" "2" "4" "8" or "dynamic"; empty when unset
-  int64_t bucket_size = 0;        // elements per quantization bucket; 0 = strategy default
-  double density = 0.0;           // topk / dgc; 0 = unset
-  std::optional<bool> error_feedback;
-  int interval = 0;               // localsgd / multistep / hierarchical; 0 = unset
-  bool interval_set = false;      // the document gave an integer interval, so an explicit 0 is
-                                  // an error rather than "unset"
-  bool adaptive_interval = false; // multistep: `interval: adaptive` (AdaComm rule); interval is 0
-  double warmup_epochs = 0.0;
-  int h_min = 0;                  // multistep, adaptive: bounds of the interval; 0 = unset (1, 32)
-  int h_max = 0;
-  double mu = 0.0;                // multistep: proximal correction toward the global model
-  int delay = 0;                  // multistep: rounds the global update may lag (0 or 1)
-  StrategyCompressionSpec compression;  // multistep: encoding of the round's all-reduce
-  double clip_norm = 0.0;         // dgc: local gradient clipping bound (global norm); 0 = off
-  std::optional<bool> momentum_masking;  // dgc: clear the momentum of sent elements (true)
-  std::string sparse_encoding;    // topk / dgc: "pairs" or "compact"; empty when unset (pairs)
-  // gossip (docs/algorithms.md §4b): θ, T_max (0 = no forced exchange), T_min; unset = 0.01, 64, 1
-  std::optional<double> threshold;
-  std::optional<int> max_interval;
-  std::optional<int> min_interval;
-  int period = 0;                 // gossip: fixed period p (gossiping SGD); 0 = unset (adaptive)
-  std::string variant;            // gossip: pairwise, push or easgd; empty when unset (pairwise)
-  std::optional<bool> lockstep;   // gossip: the handshake in lock step (false: asynchronous)
-  std::optional<bool> calibrate;  // gossip: θ calibrated from the first 200 steps (false)
-  double push_ratio = 0.0;        // mp2: fraction of each predicted tensor pushed per round; 0 = unset (0.1)
-  int history = 0;                // mp2: K, snapshots the predictor reads; 0 = unset (5)
-  std::string mode;               // mp2: "A" (pull the full model) or "B" (mirrored); empty = A
-  std::string predictor;          // mp2: predictor file, or "zero" (the zero-change ablation)
-  std::optional<bool> calibration;  // mp2: per-tensor calibration of the predicted change (false)
-  double damping = 0.0;           // mp2: share of the predicted change applied; 0 = unset (0.25)
-  int staleness = -1;             // hps: rounds a worker may run ahead of the PS (0 or 1); -1 = unset (1)
-  std::optional<bool> average_optimizer_state;  // hierarchical: average the optimizer state
-                                                // at every global sync (false)
-  // hierarchical: the first steps synchronous, as ssgd (K′ ramp-up); unset: the LR schedule's
-  // warm-up, at least half an epoch
-  std::optional<int> warmup_steps;
-};
-
-// multistep's interval when adaptive (docs/algorithms.md §3b): starts at H_0, stays in [hMin, hMax].
+// multistep's adaptive interval starts at H_0 (docs/algorithms.md §3b), within [hMin, hMax].
 inline constexpr int kMultistepH0 = 8;
-inline constexpr int kMultistepHMin = 1;
-inline constexpr int kMultistepHMax = 32;
-
-// mp2's defaults (docs/algorithms.md §1b).
-inline constexpr double kMp2PushRatio = 0.1;
-inline constexpr int kMp2History = 5;
-inline constexpr double kMp2Damping = 0.25;
 
 struct ScheduleSpec {
   std::string type = "constant";  // constant | step | cosine
@@ -309,14 +260,10 @@ struct JobSpec {
 std::string ResolveDevice(const JobSpec& spec, bool gpu_visible);
 
 // True for the strategies whose gradient exchange runs on device buffers on cuda, the ones NCCL
-// can carry: ssgd (its buckets all-reduced where backward left them), fp16 and quantized (the
-// compressed ring with the codecs' CUDA twins, runtime/sync/codecs/device_codecs.h; bits dynamic
-// splits off the small tensors on the device), topk and dgc with the SPARSE encoding (the
-// selection kernels' CUDA twins and a ring all-gather-v over NCCL, runtime/sync/device/
-// sparse_device.h). Every other strategy stages through host memory (sparseEncoding compact,
-// parameter servers, model exchanges), which only Gloo reads. This list is the one place that
-// says so; each strategy's reduces_on_device() agrees with it (tests/runtime/sync/
-// compression_test.cc checks).
+// can carry: the descriptor's devices (runtime/sync/strategy_descriptor.h, StrategyDevices) say
+// which, e.g. topk and dgc unless sparseEncoding is compact. Every other strategy stages through
+// host memory (parameter servers, model exchanges), which only Gloo reads. Each strategy's
+// reduces_on_device() agrees with it (tests/runtime/sync/compression_test.cc checks).
 bool ExchangesOnDevice(const StrategySpec& strategy);
 
 // Why a strategy that ExchangesOnDevice lets through host memory does so, for error messages:

@@ -10,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "runtime/base/status.h"
+#include "runtime/sync/strategy_descriptor.h"
+#include "runtime/sync/strategy_options_check.h"
 
 namespace hptrain::job {
 namespace {
@@ -59,26 +61,6 @@ absl::Status DnsLabel(absl::string_view path, const std::string& name) {
   return Invalid(path, "\"", name,
                  "\" is not a DNS-1123 label (at most 63 characters: lowercase letters, digits and "
                  "'-', starting and ending with a letter or digit)");
-}
-
-// Strategy type -> the spec.strategy parameters it takes (docs/design.md, "Job file").
-const std::vector<std::pair<std::string, std::vector<std::string>>>& StrategyTable() {
-  static const auto* table = new std::vector<std::pair<std::string, std::vector<std::string>>>{
-      {"ssgd", {}},
-      {"fp16", {"bucketSize", "errorFeedback"}},
-      {"quantized", {"bits", "bucketSize", "errorFeedback"}},
-      {"topk", {"density", "errorFeedback", "warmupEpochs", "sparseEncoding"}},
-      {"dgc", {"density", "warmupEpochs", "clipNorm", "momentumMasking", "sparseEncoding"}},
-      {"localsgd", {"interval"}},
-      {"multistep", {"interval", "warmupEpochs", "hMin", "hMax", "mu", "delay", "compression"}},
-      {"hierarchical", {"interval", "averageOptimizerState", "warmupSteps"}},
-      {"gossip", {"threshold", "maxInterval", "minInterval", "period", "variant", "lockstep",
-                  "calibrate"}},
-      {"ps", {}},
-      {"hps", {"bits", "staleness"}},
-      {"mp2", {"pushRatio", "history", "mode", "predictor", "calibration", "damping"}},
-  };
-  return *table;
 }
 
 absl::Status ValidateModel(const ModelSpec& model) {
@@ -139,187 +121,12 @@ absl::Status ValidateDataset(const DatasetSpec& dataset) {
   return absl::OkStatus();
 }
 
-// An integer interval was written (or set in code): 0 then is a value, and an invalid one.
-bool IntervalGiven(const StrategySpec& s) { return s.interval_set || s.interval != 0; }
-
-absl::Status ValidateCompression(const StrategyCompressionSpec& c) {
-  if (c.type.empty() && c.bits == 0) return absl::OkStatus();
-  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.compression.type", "compression", c.type,
-                                {"none", "quantized", "fp16"}));
-  if (c.bits == 0) return absl::OkStatus();
-  if (c.type != "quantized") {
-    return Invalid("spec.strategy.compression.bits",
-                   "applies only to compression type quantized, got type ", c.type);
-  }
-  if (c.bits != 1 && c.bits != 2 && c.bits != 4 && c.bits != 8) {
-    return Invalid("spec.strategy.compression.bits", "must be 1, 2, 4 or 8, got ", c.bits);
-  }
-  return absl::OkStatus();
-}
-
-// gossip (docs/algorithms.md §4b): θ may be +inf (never by change), maxInterval 0 means no
-// forced exchange; a fixed period replaces the adaptive trigger, so the two are not combined.
-absl::Status ValidateGossip(const StrategySpec& s) {
-  if (s.threshold.has_value()) {
-    if (std::isnan(*s.threshold)) return Invalid("spec.strategy.threshold", "must be a number");
-    HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.threshold", *s.threshold, 0.0));
-  }
-  if (s.max_interval.has_value())
-    HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.maxInterval", *s.max_interval, 0));
-  if (s.min_interval.has_value())
-    HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.minInterval", *s.min_interval, 1));
-  if (s.period != 0) HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.period", s.period, 1));
-  if (!s.variant.empty()) {
-    HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.variant", "variant", s.variant,
-                                  {"pairwise", "push", "easgd"}));
-  }
-  const int min_interval = s.min_interval.value_or(1);
-  const int max_interval = s.max_interval.value_or(64);
-  if (max_interval > 0 && min_interval > max_interval) {
-    return Invalid("spec.strategy.minInterval", "must be <= spec.strategy.maxInterval (",
-                   max_interval, "), got ", min_interval);
-  }
-  if (s.period != 0) {
-    const char* adaptive = s.threshold.has_value()      ? "threshold"
-                           : s.max_interval.has_value() ? "maxInterval"
-                           : s.min_interval.has_value() ? "minInterval"
-                                                        : nullptr;
-    if (adaptive != nullptr) {
-      return Invalid(absl::StrCat("spec.strategy.", adaptive),
-                     "applies only to the adaptive trigger, but spec.strategy.period is ",
-                     s.period, " (fixed-period gossip)");
-    }
-  }
-  // calibrate sets θ itself from the first steps' δ: neither a θ nor a fixed period goes with it.
-  if (s.calibrate.value_or(false)) {
-    if (s.threshold.has_value()) {
-      return Invalid("spec.strategy.threshold", "cannot be set with spec.strategy.calibrate: true "
-                     "(calibration sets the threshold)");
-    }
-    if (s.period != 0) {
-      return Invalid("spec.strategy.calibrate", "applies only to the adaptive trigger, but "
-                     "spec.strategy.period is ", s.period, " (fixed-period gossip)");
-    }
-  }
-  return absl::OkStatus();
-}
-
+// spec.strategy: the type, then everything its descriptor defines (strategy_options_check.h).
 absl::Status ValidateStrategy(const StrategySpec& s) {
-  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.type", "strategy", s.type, StrategyTypes()));
-  const std::vector<std::string> accepted = StrategyParameters(s.type);
-  const std::pair<const char*, bool> set[] = {
-      {"bits", !s.bits.empty()},
-      {"bucketSize", s.bucket_size != 0},
-      {"density", s.density != 0},
-      {"errorFeedback", s.error_feedback.has_value()},
-      {"interval", IntervalGiven(s) || s.adaptive_interval},
-      {"warmupEpochs", s.warmup_epochs != 0},
-      {"hMin", s.h_min != 0},
-      {"hMax", s.h_max != 0},
-      {"mu", s.mu != 0},
-      {"delay", s.delay != 0},
-      {"threshold", s.threshold.has_value()},
-      {"maxInterval", s.max_interval.has_value()},
-      {"minInterval", s.min_interval.has_value()},
-      {"period", s.period != 0},
-      {"variant", !s.variant.empty()},
-      {"lockstep", s.lockstep.has_value()},
-      {"calibrate", s.calibrate.has_value()},
-      {"pushRatio", s.push_ratio != 0},
-      {"history", s.history != 0},
-      {"mode", !s.mode.empty()},
-      {"predictor", !s.predictor.empty()},
-      {"calibration", s.calibration.has_value()},
-      {"damping", s.damping != 0},
-      {"clipNorm", s.clip_norm != 0},
-      {"momentumMasking", s.momentum_masking.has_value()},
-      {"sparseEncoding", !s.sparse_encoding.empty()},
-      {"staleness", s.staleness != -1},
-      {"averageOptimizerState", s.average_optimizer_state.has_value()},
-      {"warmupSteps", s.warmup_steps.has_value()},
-      {"compression", !s.compression.type.empty() || s.compression.bits != 0},
-  };
-  for (const auto& [key, is_set] : set) {
-    if (!is_set || Contains(accepted, key)) continue;
-    return Invalid(absl::StrCat("spec.strategy.", key), "does not apply to strategy ", s.type, " (",
-                   s.type, " takes ",
-                   accepted.empty() ? "no parameters" : absl::StrJoin(accepted, ", "), ")");
-  }
-  // 16 is fp16 on the wire and 32 is uncompressed (both also reached by `dynamic`).
-  static const std::vector<std::string> kBits = {"1", "2", "4", "8", "16", "32", "dynamic"};
-  if (!s.bits.empty() && !Contains(kBits, s.bits)) {
-    return Invalid("spec.strategy.bits", "must be one of 1, 2, 4, 8, 16, 32, dynamic, got \"", s.bits,
-                   "\"");
-  }
-  // H-PS picks its bit width among 2, 4, 8 and 16 and treats 32 as "off": 1 bit is not one
-  // of its widths.
-  static const std::vector<std::string> kHpsBits = {"2", "4", "8", "16", "32", "dynamic"};
-  if (s.type == "hps" && !s.bits.empty() && !Contains(kHpsBits, s.bits)) {
-    return Invalid("spec.strategy.bits", "strategy hps takes 2, 4, 8, 16, 32 or dynamic, got \"",
-                   s.bits, "\"");
-  }
-  if (s.staleness != -1 && s.staleness != 0 && s.staleness != 1) {
-    return Invalid("spec.strategy.staleness", "must be 0 or 1, got ", s.staleness);
-  }
-  if (!s.sparse_encoding.empty()) {
-    HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.sparseEncoding", "sparse encoding",
-                                  s.sparse_encoding, {"pairs", "compact"}));
-  }
-  if (s.bucket_size != 0)
-    HPTRAIN_RETURN_IF_ERROR(AtLeast<int64_t>("spec.strategy.bucketSize", s.bucket_size, 1));
-  if (s.density != 0) HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.strategy.density", s.density));
-  // 0 is no default once written: it would silently mean "adaptive" (multistep) or 8 (localsgd).
-  // hierarchical: -1 is K′ = once per epoch (docs/algorithms.md §2b).
-  if (s.type == "hierarchical" && IntervalGiven(s) && s.interval < 1 && s.interval != -1) {
-    return Invalid("spec.strategy.interval",
-                   "must be at least 1, or -1 for one global sync per epoch, got ", s.interval);
-  }
-  if (IntervalGiven(s) && !(s.type == "hierarchical" && s.interval == -1)) {
-    HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.interval", s.interval, 1));
-  }
-  if (s.adaptive_interval && s.type != "multistep") {
-    return Invalid("spec.strategy.interval", "adaptive applies only to strategy multistep, got ",
-                   s.type, " (use an integer)");
-  }
-  // multistep: hMin/hMax bound the adaptive interval (an unset interval is adaptive).
-  if (s.h_min != 0) HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.hMin", s.h_min, 1));
-  if (s.h_max != 0) HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.hMax", s.h_max, 1));
-  if ((s.h_min != 0 || s.h_max != 0) && IntervalGiven(s)) {
-    return Invalid(s.h_min != 0 ? "spec.strategy.hMin" : "spec.strategy.hMax",
-                   "applies only to an adaptive interval, but spec.strategy.interval is ",
-                   s.interval);
-  }
-  const int h_min = s.h_min != 0 ? s.h_min : kMultistepHMin;
-  const int h_max = s.h_max != 0 ? s.h_max : kMultistepHMax;
-  if (h_min > h_max) {
-    return Invalid("spec.strategy.hMin", "must be <= spec.strategy.hMax (", h_max, "), got ",
-                   h_min);
-  }
-  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.mu", s.mu, 0.0));
-  if (s.delay != 0 && s.delay != 1) {
-    return Invalid("spec.strategy.delay", "must be 0 or 1, got ", s.delay);
-  }
-  HPTRAIN_RETURN_IF_ERROR(ValidateCompression(s.compression));
-  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.warmupEpochs", s.warmup_epochs, 0.0));
-  if (s.warmup_steps.has_value())
-    HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.warmupSteps", *s.warmup_steps, 0));
-  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.strategy.clipNorm", s.clip_norm, 0.0));
-  HPTRAIN_RETURN_IF_ERROR(ValidateGossip(s));
-  if (s.push_ratio != 0)
-    HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.strategy.pushRatio", s.push_ratio));
-  if (s.damping != 0)
-    HPTRAIN_RETURN_IF_ERROR(InOpenClosedUnit("spec.strategy.damping", s.damping));
-  if (s.history != 0 && (s.history < 2 || s.history > 64)) {
-    return Invalid("spec.strategy.history", "must be between 2 and 64, got ", s.history);
-  }
-  if (!s.mode.empty())
-    HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.mode", "mode", s.mode, {"A", "B"}));
-  if (s.type == "mp2" && s.predictor.empty()) {
-    return Invalid("spec.strategy.predictor",
-                   "required for strategy mp2: a predictor file made by `hptrain mp2 train`, or "
-                   "zero (the zero-change ablation)");
-  }
-  return absl::OkStatus();
+  std::vector<std::string> types;
+  for (const sync::StrategyDescriptor& d : sync::StrategyDescriptors()) types.push_back(d.name);
+  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.strategy.type", "strategy", s.type, types));
+  return sync::CheckStrategyOptions(s, "spec.strategy");
 }
 
 // spec.scheduler. Its sizes keep 0 for "unset" (the parser refuses a written 0).
@@ -362,17 +169,17 @@ absl::Status ValidateScheduler(const JobSpec& spec) {
   // The scheduler exchanges the round's last backward layer by layer and updates each layer
   // before the next forward reaches it: no round may still be in flight then (delay 1), and its
   // chunks travel uncompressed.
-  if (strategy.type == "multistep" && strategy.delay == 1) {
+  if (strategy.type == "multistep" && strategy.Int("delay") == 1) {
     return Invalid("spec.scheduler.type",
                    "priority cannot be combined with spec.strategy.delay 1 (the scheduler "
                    "applies each round before the next forward)");
   }
-  if (strategy.type == "multistep" && !strategy.compression.type.empty() &&
-      strategy.compression.type != "none") {
+  if (strategy.type == "multistep" && strategy.Has("compression.type") &&
+      strategy.String("compression.type") != "none") {
     return Invalid("spec.scheduler.type",
                    "priority cannot be combined with spec.strategy.compression (the scheduler's "
                    "chunks travel uncompressed), got compression type ",
-                   strategy.compression.type);
+                   strategy.String("compression.type"));
   }
   return absl::OkStatus();
 }
@@ -597,23 +404,24 @@ absl::Status ValidateTesting(const TestingSpec& testing, int world) {
 }  // namespace
 
 const std::vector<std::string>& StrategyTypes() {
+  // Descriptors registered later (tests) are not in this list; StrategyParameters and
+  // validation read the descriptors themselves.
   static const auto* types = [] {
     auto* list = new std::vector<std::string>;
-    for (const auto& entry : StrategyTable()) list->push_back(entry.first);
+    for (const sync::StrategyDescriptor& d : sync::StrategyDescriptors()) list->push_back(d.name);
     return list;
   }();
   return *types;
 }
 
 std::vector<std::string> StrategyParameters(absl::string_view type) {
-  for (const auto& entry : StrategyTable()) {
-    if (entry.first == type) return entry.second;
-  }
-  return {};
+  const sync::StrategyDescriptor* d = sync::FindStrategyDescriptor(type);
+  return d == nullptr ? std::vector<std::string>{} : d->ParamNames();
 }
 
 bool UsesParameterServer(absl::string_view type) {
-  return type == "ps" || type == "hps" || type == "mp2";
+  const sync::StrategyDescriptor* d = sync::FindStrategyDescriptor(type);
+  return d != nullptr && d->traits.uses_parameter_server;
 }
 
 int PsShardCount(const JobSpec& spec) {

@@ -30,9 +30,10 @@
 //     on the device (ExchangesOnDevice()) and without spec.communicator.hierarchical (what a
 //     worker learns at start, its GPU and the build, ResolveDevice() and ResolveBackend() check).
 //
-// A parameter counts as "set" when it differs from its unset value in job_spec.h (0, empty,
-// nullopt, -1 for staleness, or the documented default for the optimizer and schedule fields);
-// an integer interval also counts when interval_set says the document wrote it.
+// spec.strategy is checked against its strategy's descriptor (runtime/sync/strategy_descriptor.h,
+// sync::CheckStrategyOptions): a parameter is set when the job file (or code) gave it a value,
+// whatever the value, so `density: 0` is out of range rather than "unset". The other sections
+// count a field as set when it differs from its documented default.
 #ifndef HPTRAIN_RUNTIME_JOB_JOB_VALIDATE_H_
 #define HPTRAIN_RUNTIME_JOB_JOB_VALIDATE_H_
 
@@ -50,7 +51,8 @@ namespace hptrain::job {
 // adds it. Pure; thread-safe.
 absl::Status ValidateJob(const JobSpec& spec);
 
-// The strategy types spec.strategy.type accepts, in documentation order (ssgd first).
+// The built-in strategy types spec.strategy.type accepts, in documentation order (ssgd first):
+// the descriptors' names.
 const std::vector<std::string>& StrategyTypes();
 
 // The YAML names of the spec.strategy parameters that strategy `type` takes, e.g. topk ->

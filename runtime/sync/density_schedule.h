@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/job/job_spec.h"
+#include "runtime/sync/strategy_options.h"
 
 namespace hptrain::sync {
 
@@ -25,12 +25,22 @@ inline double WarmupDensity(double final_density, double warmup_epochs, double c
 // (index, value) pairs, and density 1 is then exactly ssgd.
 inline constexpr double kDenseAboveDensity = 0.5;
 
-// The sparsifying strategies need a density in (0, 1]; InvalidArgument naming the field otherwise.
-inline absl::Status CheckDensity(const job::JobSpec& spec) {
-  const double density = spec.strategy.density;
-  if (density > 0 && density <= 1) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("spec.strategy.density: ", spec.strategy.type,
-                                                 " needs a density in (0, 1], got ", density));
+// The options topk and dgc share, from their descriptor-backed values (strategy_descriptors.cc).
+struct SparseOptions {
+  double density = 0;        // in (0, 1] once set (validation checks the range)
+  double warmup_epochs = 0;  // >= 0
+};
+
+inline SparseOptions SparseOptionsOf(const StrategyOptions& options) {
+  return {options.Number("density"), options.Number("warmupEpochs")};
+}
+
+// The sparsifying strategies need a density, which has no default: InvalidArgument naming the
+// field when the job leaves it out (validation checks the range of one that is set).
+inline absl::Status CheckDensity(const StrategyOptions& options) {
+  if (options.Has("density")) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("spec.strategy.density: ", options.type,
+                                                 " needs a density in (0, 1], got 0"));
 }
 
 }  // namespace hptrain::sync

@@ -55,16 +55,34 @@
 namespace hptrain::sync {
 namespace {
 
+// dgc's parameters (strategy_descriptors.cc), as validated.
+struct DgcOptions {
+  SparseOptions sparse;
+  double clip_norm = 0;  // 0: no clipping
+  bool momentum_masking = true;
+  SparseWire wire = SparseWire::kPairs;
+};
+
+DgcOptions DgcOptionsOf(const StrategyOptions& options) {
+  DgcOptions dgc;
+  dgc.sparse = SparseOptionsOf(options);
+  dgc.clip_norm = options.Number("clipNorm");
+  dgc.momentum_masking = options.Bool("momentumMasking");
+  dgc.wire = SparseWireOf(options);
+  return dgc;
+}
+
 class Dgc : public Strategy {
  public:
   // With a device communicator and the SPARSE encoding, the buckets are device buffers.
-  Dgc(const StrategyContext& context, SparseWire wire)
+  Dgc(const StrategyContext& context, const DgcOptions& options)
       : spec_(*context.job),
+        options_(options),
         comm_(context.comm),
-        device_comm_(wire == SparseWire::kPairs ? context.device_comm : nullptr),
-        wire_(wire),
+        device_comm_(options.wire == SparseWire::kPairs ? context.device_comm : nullptr),
+        wire_(options.wire),
         momentum_(static_cast<float>(context.job->optimizer.momentum)),
-        masking_(context.job->strategy.momentum_masking.value_or(true)) {}
+        masking_(options.momentum_masking) {}
   std::string name() const override { return "dgc"; }
   bool exchanges_parameters() const override { return false; }
   bool applies_momentum() const override { return true; }
@@ -76,7 +94,7 @@ class Dgc : public Strategy {
       options.dgc = true;
       options.momentum = momentum_;
       options.masking = masking_;
-      options.clip_norm = spec_.strategy.clip_norm;
+      options.clip_norm = options_.clip_norm;
       options.seed = spec_.seed;
       HPTRAIN_ASSIGN_OR_RETURN(device_, DeviceSparseReducer::Create(layout, device_comm_, options));
       return absl::OkStatus();
@@ -99,7 +117,7 @@ class Dgc : public Strategy {
   absl::Status ReduceGradients(const StepInfo& step, int bucket,
                                absl::Span<float> gradients) override {
     const double density =
-        WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch_clock);
+        WarmupDensity(options_.sparse.density, options_.sparse.warmup_epochs, step.epoch_clock);
     if (device_ != nullptr) return device_->Reduce(step, bucket, gradients, density, &tally_);
     Clip(step, gradients);
     small_.Split(bucket, gradients);
@@ -155,7 +173,7 @@ class Dgc : public Strategy {
   // Local clipping of one bucket of summed gradients (see the top of the file); off when
   // clipNorm is 0 or the worker has no samples this step.
   void Clip(const StepInfo& step, absl::Span<float> gradients) const {
-    const double bound = spec_.strategy.clip_norm;
+    const double bound = options_.clip_norm;
     if (bound <= 0 || step.local_batch <= 0 || gradients.empty() || model_elements_ == 0) return;
     const double share = std::sqrt(static_cast<double>(gradients.size()) / model_elements_);
     const double max_norm = step.local_batch *
@@ -166,6 +184,7 @@ class Dgc : public Strategy {
   }
 
   const job::JobSpec& spec_;
+  const DgcOptions options_;
   comm::Communicator* comm_;
   comm::Communicator* device_comm_;  // null: host buffers (no NCCL, or the compact encoding)
   SparseWire wire_;
@@ -186,9 +205,9 @@ class Dgc : public Strategy {
 
 bool dgc_registered = RegisterStrategy(
     "dgc", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      HPTRAIN_RETURN_IF_ERROR(CheckDensity(*context.job));
-      HPTRAIN_ASSIGN_OR_RETURN(SparseWire wire, SparseWireOf(*context.job));
-      return std::make_unique<Dgc>(context, wire);
+      const StrategyOptions& options = context.job->strategy;
+      HPTRAIN_RETURN_IF_ERROR(CheckDensity(options));
+      return std::make_unique<Dgc>(context, DgcOptionsOf(options));
     });
 
 }  // namespace hptrain::sync

@@ -62,8 +62,9 @@ class Fp16 : public Strategy {
 
 bool fp16_registered = RegisterStrategy(
     "fp16", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
+      // fp16's parameters (strategy_descriptors.cc): errorFeedback.
       return std::make_unique<Fp16>(context.comm, context.device_comm,
-                                    context.job->strategy.error_feedback.value_or(true));
+                                    context.job->strategy.Bool("errorFeedback"));
     });
 
 }  // namespace hptrain::sync

@@ -16,10 +16,6 @@
 namespace hptrain::sync {
 namespace {
 
-constexpr double kDefaultThreshold = 0.01;
-constexpr int kDefaultMaxInterval = 64;
-constexpr int kDefaultMinInterval = 1;
-
 uint64_t RankSeed(uint64_t seed, int rank) {
   return seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL * static_cast<uint64_t>(rank + 1);
 }
@@ -27,17 +23,18 @@ uint64_t RankSeed(uint64_t seed, int rank) {
 }  // namespace
 
 GossipOptions GossipOptionsFor(const job::JobSpec& job) {
-  const job::StrategySpec& s = job.strategy;
+  // gossip's parameters (strategy_descriptors.cc), as validated.
+  const StrategyOptions& s = job.strategy;
   GossipOptions options;
-  options.trigger.threshold = s.threshold.value_or(kDefaultThreshold);
-  options.trigger.max_interval = s.max_interval.value_or(kDefaultMaxInterval);
-  options.trigger.min_interval = s.min_interval.value_or(kDefaultMinInterval);
-  options.trigger.period = s.period;
-  options.trigger.calibrate = s.calibrate.value_or(false);  // θ = 4·median δ of the first steps
-  if (s.variant == "push") options.variant = GossipVariant::kPush;
-  if (s.variant == "easgd") options.variant = GossipVariant::kEasgd;
+  options.trigger.threshold = s.Number("threshold");
+  options.trigger.max_interval = static_cast<int>(s.Int("maxInterval"));
+  options.trigger.min_interval = static_cast<int>(s.Int("minInterval"));
+  options.trigger.period = static_cast<int>(s.Int("period"));  // unset: 0, adaptive
+  options.trigger.calibrate = s.Bool("calibrate");  // θ = 4·median δ of the first steps
+  if (s.String("variant") == "push") options.variant = GossipVariant::kPush;
+  if (s.String("variant") == "easgd") options.variant = GossipVariant::kEasgd;
   options.seed = job.seed;
-  options.lockstep = s.lockstep.value_or(false);
+  options.lockstep = s.Bool("lockstep");
   return options;
 }
 

@@ -202,10 +202,13 @@ bool hierarchical_registered = RegisterStrategy(
             "spec.strategy.type: strategy hierarchical needs the workers' nodes: set "
             "spec.topology (workersPerNode or nodes), or $HPTRAIN_NODE_NAME in every worker");
       }
-      const int interval = context.job->strategy.interval;
-      const std::optional<int> warmup = context.job->strategy.warmup_steps;
+      // hierarchical's parameters (strategy_descriptors.cc): interval (-1: once per epoch) and
+      // warmupSteps (left out: -1, the schedule's warm-up).
+      const StrategyOptions& options = context.job->strategy;
+      const int interval = static_cast<int>(options.Int("interval"));
+      const int warmup = options.Has("warmupSteps") ? static_cast<int>(options.Int("warmupSteps")) : -1;
       return std::make_unique<Hierarchical>(
-          context.comm, node, interval != 0 ? interval : -1, warmup.has_value() ? *warmup : -1,
+          context.comm, node, interval, warmup,
           std::max(context.job->optimizer.schedule.warmup_epochs, kDefaultWarmupEpochs));
     });
 

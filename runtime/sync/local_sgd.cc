@@ -26,8 +26,6 @@
 namespace hptrain::sync {
 namespace {
 
-constexpr int kDefaultInterval = 8;
-
 class LocalSgd : public Strategy {
  public:
   LocalSgd(comm::Communicator* comm, int interval) : comm_(comm), interval_(interval) {}
@@ -92,8 +90,9 @@ class LocalSgd : public Strategy {
 
 bool local_sgd_registered = RegisterStrategy(
     "localsgd", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      const int interval = context.job->strategy.interval;
-      return std::make_unique<LocalSgd>(context.comm, interval > 0 ? interval : kDefaultInterval);
+      // localsgd's parameter (strategy_descriptors.cc): interval.
+      return std::make_unique<LocalSgd>(context.comm,
+                                        static_cast<int>(context.job->strategy.Int("interval")));
     });
 
 }  // namespace hptrain::sync

@@ -80,12 +80,22 @@ namespace {
 
 constexpr double kLossEma = 0.9;
 // The quantized strategy's defaults, so that a compressed warm-up step is its step.
-constexpr int kDefaultCompressionBits = 8;
 constexpr int64_t kQuantizationBucket = 512;
 
 // How the round all-reduce travels: 32 = fp32, 16 = fp16, 1..8 = quantized.
 struct Compression {
   int bits = 32;
+};
+
+struct MultistepOptions {
+  bool adaptive = true;    // interval: adaptive (AdaComm)
+  int interval = 0;        // the fixed interval when not adaptive
+  int h_min = 1;           // bounds of the adaptive interval
+  int h_max = 32;
+  double warmup_epochs = 0;
+  double mu = 0;           // proximal correction
+  int delay = 0;           // 0 or 1
+  Compression compression;
 };
 
 // One round of local steps, and what its global step needs once A is all-reduced.
@@ -102,13 +112,13 @@ struct Round {
 
 class Multistep : public Strategy {
  public:
-  Multistep(const StrategyContext& context, Compression compression)
-      : comm_(context.comm), spec_(*context.job), compression_(compression) {
-    const job::StrategySpec& s = spec_.strategy;
-    adaptive_ = s.interval == 0;
-    h_min_ = s.h_min > 0 ? s.h_min : job::kMultistepHMin;
-    h_max_ = s.h_max > 0 ? s.h_max : job::kMultistepHMax;
-    interval_ = adaptive_ ? std::clamp(job::kMultistepH0, h_min_, h_max_) : s.interval;
+  Multistep(const StrategyContext& context, const MultistepOptions& options)
+      : comm_(context.comm), spec_(*context.job), options_(options),
+        compression_(options.compression) {
+    adaptive_ = options.adaptive;
+    h_min_ = options.h_min;
+    h_max_ = options.h_max;
+    interval_ = adaptive_ ? std::clamp(job::kMultistepH0, h_min_, h_max_) : options.interval;
     h0_ = interval_;
   }
 
@@ -139,7 +149,7 @@ class Multistep : public Strategy {
     local_optimizer_->set_steps(1);
     global_momentum_ = global_optimizer_->StateVector("momentum");
     local_momentum_ = local_optimizer_->StateVector("momentum");
-    if (spec_.strategy.delay == 1) {
+    if (options_.delay == 1) {
       pending_accumulator_.assign(n, 0.0f);
       round_start_.assign(n, 0.0f);
     }
@@ -228,7 +238,7 @@ class Multistep : public Strategy {
   // a local step updates each layer as soon as backward has produced it. Every update is
   // element-wise, so a round gives what the bucketed path gives from the same sums.
   bool supports_scheduler() const override {
-    return spec_.strategy.delay == 0 && compression_.bits == 32;
+    return options_.delay == 0 && compression_.bits == 32;
   }
 
   float* PlanScheduledStep(const StepInfo& step, float*) override {
@@ -294,7 +304,7 @@ class Multistep : public Strategy {
   }
 
   absl::Status OnEpochEnd(const EpochTiming& timing) override {
-    if (!adaptive_ || timing.epoch + 1 < spec_.strategy.warmup_epochs) return absl::OkStatus();
+    if (!adaptive_ || timing.epoch + 1 < options_.warmup_epochs) return absl::OkStatus();
     // EpochTiming::train_loss is the mean over all ranks, the same on each: every rank takes
     // the same decision without a collective of its own.
     const double loss = timing.train_loss;
@@ -335,9 +345,9 @@ class Multistep : public Strategy {
   void StartRound(const StepInfo& step) {
     round_.index = rounds_started_++;
     round_.first_step = step.step;
-    round_.warmup = step.epoch_clock < spec_.strategy.warmup_epochs;
+    round_.warmup = step.epoch_clock < options_.warmup_epochs;
     round_.length = round_.warmup ? 1 : interval_;
-    round_.delayed = !round_.warmup && spec_.strategy.delay == 1;
+    round_.delayed = !round_.warmup && options_.delay == 1;
     round_.lr = step.lr;
   }
 
@@ -347,7 +357,7 @@ class Multistep : public Strategy {
   void LocalStep(const float* g, int local_batch, double lr, absl::Span<float> x, size_t begin,
                  size_t end) {
     const float inv = local_batch > 0 ? 1.0f / static_cast<float>(local_batch) : 0.0f;
-    const float mu = static_cast<float>(spec_.strategy.mu);
+    const float mu = static_cast<float>(options_.mu);
     for (size_t i = begin; i < end; ++i) {
       gradient_[i] = g[i] * inv;
       if (mu != 0.0f) gradient_[i] += mu * (x[i] - global_[i]);
@@ -453,6 +463,7 @@ class Multistep : public Strategy {
 
   comm::Communicator* comm_;
   const job::JobSpec& spec_;
+  const MultistepOptions options_;
   const Compression compression_;
   bool adaptive_ = false;
   int h_min_ = 1;
@@ -503,22 +514,20 @@ class Multistep : public Strategy {
   double loss_ema_ = 0;
 };
 
-absl::StatusOr<Compression> CompressionOf(const job::StrategyCompressionSpec& spec) {
-  Compression c;
-  if (spec.type.empty() || spec.type == "none") return c;
-  if (spec.type == "fp16") {
-    c.bits = 16;
-    return c;
-  }
-  if (spec.type == "quantized") {
-    c.bits = spec.bits != 0 ? spec.bits : kDefaultCompressionBits;
-    if (c.bits == 1 || c.bits == 2 || c.bits == 4 || c.bits == 8) return c;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.strategy.compression.bits: must be 1, 2, 4 or 8, got ", spec.bits));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("spec.strategy.compression.type: unknown compression \"", spec.type,
-                   "\" (expected one of none, quantized, fp16)"));
+// multistep's parameters (strategy_descriptors.cc), as validated.
+MultistepOptions MultistepOptionsOf(const StrategyOptions& options) {
+  MultistepOptions m;
+  m.adaptive = options.String("interval") == "adaptive";
+  m.interval = m.adaptive ? 0 : static_cast<int>(options.Int("interval"));
+  m.h_min = static_cast<int>(options.Int("hMin"));
+  m.h_max = static_cast<int>(options.Int("hMax"));
+  m.warmup_epochs = options.Number("warmupEpochs");
+  m.mu = options.Number("mu");
+  m.delay = static_cast<int>(options.Int("delay"));
+  const std::string type = options.String("compression.type");
+  if (type == "fp16") m.compression.bits = 16;
+  if (type == "quantized") m.compression.bits = static_cast<int>(options.Int("compression.bits"));
+  return m;
 }
 
 }  // namespace
@@ -531,13 +540,7 @@ bool multistep_registered = RegisterStrategy(
             "spec.optimizer.type: strategy multistep takes optimizer sgd, got ",
             spec.optimizer.type));
       }
-      if (spec.strategy.delay != 0 && spec.strategy.delay != 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("spec.strategy.delay: must be 0 or 1, got ", spec.strategy.delay));
-      }
-      HPTRAIN_ASSIGN_OR_RETURN(Compression compression,
-                               CompressionOf(spec.strategy.compression));
-      return std::make_unique<Multistep>(context, compression);
+      return std::make_unique<Multistep>(context, MultistepOptionsOf(spec.strategy));
     });
 
 }  // namespace hptrain::sync

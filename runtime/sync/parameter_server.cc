@@ -647,26 +647,13 @@ bool ps_registered = RegisterStrategy(
 
 bool hps_registered = RegisterStrategy(
     "hps", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      const job::StrategySpec& spec = context.job->strategy;
+      // hps's parameters (strategy_descriptors.cc), as validated: bits and staleness.
+      const StrategyOptions& spec = context.job->strategy;
       PsOptions options;
       options.name = "hps";
-      options.staleness = spec.staleness < 0 ? 1 : spec.staleness;
-      if (spec.bits.empty()) {
-        options.bits = 8;
-      } else if (spec.bits == "dynamic") {
-        options.bits = 8;
-        options.dynamic_bits = true;
-      } else {
-        options.bits = std::atoi(spec.bits.c_str());
-      }
-      if (!ps::ValidPsBits(options.bits)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "spec.strategy.bits: hps takes 2, 4, 8, 16, 32 or dynamic, got ", spec.bits));
-      }
-      if (options.staleness != 0 && options.staleness != 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("spec.strategy.staleness: must be 0 or 1, got ", options.staleness));
-      }
+      options.staleness = static_cast<int>(spec.Int("staleness"));
+      options.dynamic_bits = spec.String("bits") == "dynamic";
+      options.bits = options.dynamic_bits ? 8 : static_cast<int>(spec.Int("bits"));
       return Create(context, options);
     });
 
@@ -676,7 +663,7 @@ bool mp2_registered = RegisterStrategy(
       PsOptions options;
       options.name = "mp2";
       options.mp2 = true;
-      options.mode_b = spec.strategy.mode == "B";
+      options.mode_b = spec.strategy.String("mode") == "B";
       options.prediction = ps::mp2::PredictionOptionsFor(spec);
       if (options.mode_b) {
         // Mode B predicts on every worker, with the PS's predictor.

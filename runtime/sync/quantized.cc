@@ -35,15 +35,33 @@
 namespace hptrain::sync {
 namespace {
 
+// quantized's parameters (strategy_descriptors.cc), as validated.
+struct QuantizedOptions {
+  int bits = 8;          // 1, 2, 4, 8, 16 or 32; dynamic starts at 8
+  bool dynamic = false;  // bits: dynamic
+  int64_t bucket_size = 512;
+  bool error_feedback = true;
+};
+
+QuantizedOptions QuantizedOptionsOf(const StrategyOptions& options) {
+  QuantizedOptions quantized;
+  quantized.dynamic = options.String("bits") == "dynamic";
+  quantized.bits = quantized.dynamic ? 8 : static_cast<int>(options.Int("bits"));
+  quantized.bucket_size = options.Int("bucketSize");
+  quantized.error_feedback = options.Bool("errorFeedback");
+  return quantized;
+}
+
 class Quantized : public Strategy {
  public:
   // With a device communicator the buckets are device buffers.
-  Quantized(const StrategyContext& context, int bits, bool dynamic)
+  Quantized(const StrategyContext& context, const QuantizedOptions& options)
       : spec_(*context.job),
+        options_(options),
         comm_(context.comm),
         device_comm_(context.device_comm),
-        bits_(bits),
-        dynamic_(dynamic) {}
+        bits_(options.bits),
+        dynamic_(options.dynamic) {}
 
   std::string name() const override { return "quantized"; }
   bool exchanges_parameters() const override { return false; }
@@ -51,8 +69,8 @@ class Quantized : public Strategy {
 
   absl::Status Init(const GradientLayout& layout) override {
     split_ = TensorSplit(layout, dynamic_ ? kSmallTensorElements : 0);
-    const bool feedback = spec_.strategy.error_feedback.value_or(true);
-    const int64_t bucket = spec_.strategy.bucket_size > 0 ? spec_.strategy.bucket_size : 512;
+    const bool feedback = options_.error_feedback;
+    const int64_t bucket = options_.bucket_size;
     if (device_comm_ != nullptr) return InitDevice(layout, feedback, bucket);
     for (size_t k = 0; k < layout.buckets.size(); ++k) {
       const size_t large = split_.large_count(static_cast<int>(k));
@@ -229,6 +247,7 @@ class Quantized : public Strategy {
   }
 
   const job::JobSpec& spec_;
+  const QuantizedOptions options_;
   comm::Communicator* comm_;
   comm::Communicator* device_comm_;  // null: host buffers (no NCCL)
   int bits_;
@@ -249,17 +268,7 @@ class Quantized : public Strategy {
 bool quantized_registered = RegisterStrategy(
     "quantized",
     [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      const std::string& bits = context.job->strategy.bits;
-      if (bits.empty() || bits == "dynamic") {
-        return std::make_unique<Quantized>(context, 8, !bits.empty());
-      }
-      int b = 0;
-      if (!absl::SimpleAtoi(bits, &b) || (b != 1 && b != 2 && b != 4 && b != 8 && b != 16 &&
-                                          b != 32)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "spec.strategy.bits: \"", bits, "\" (expected 1, 2, 4, 8, 16, 32 or dynamic)"));
-      }
-      return std::make_unique<Quantized>(context, b, false);
+      return std::make_unique<Quantized>(context, QuantizedOptionsOf(context.job->strategy));
     });
 
 }  // namespace hptrain::sync

@@ -66,12 +66,8 @@ void Accumulate(const comm::EncodedView& view, Scratch* scratch, float* dense) {
 
 }  // namespace
 
-absl::StatusOr<SparseWire> SparseWireOf(const job::JobSpec& spec) {
-  const std::string& name = spec.strategy.sparse_encoding;
-  if (name.empty() || name == "pairs") return SparseWire::kPairs;
-  if (name == "compact") return SparseWire::kCompact;
-  return absl::InvalidArgumentError(
-      absl::StrCat("spec.strategy.sparseEncoding: must be pairs or compact, got \"", name, "\""));
+SparseWire SparseWireOf(const StrategyOptions& options) {
+  return options.String("sparseEncoding") == "compact" ? SparseWire::kCompact : SparseWire::kPairs;
 }
 
 void RoundForWire(SparseWire wire, std::vector<float>* values, std::vector<float>* rests) {

@@ -21,14 +21,15 @@
 #include "absl/status/statusor.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/job/job_spec.h"
+#include "runtime/sync/strategy_options.h"
 
 namespace hptrain::sync {
 
 enum class SparseWire { kPairs, kCompact };
 
-// spec.strategy.sparseEncoding: "pairs" (or unset) is kPairs, "compact" kCompact; InvalidArgument
-// naming the field otherwise.
-absl::StatusOr<SparseWire> SparseWireOf(const job::JobSpec& spec);
+// spec.strategy.sparseEncoding, which validation has checked: "compact" is kCompact, "pairs" (the
+// default) kPairs.
+SparseWire SparseWireOf(const StrategyOptions& options);
 
 // Rounds `values` in place to what `wire` carries and sets rests[j] to what the rounding took off
 // values[j] (before − after), for the caller to keep in its residual: kPairs leaves the values and

@@ -33,20 +33,36 @@
 namespace hptrain::sync {
 namespace {
 
+// topk's parameters (strategy_descriptors.cc), as validated.
+struct TopkOptions {
+  SparseOptions sparse;
+  bool error_feedback = true;
+  SparseWire wire = SparseWire::kPairs;
+};
+
+TopkOptions TopkOptionsOf(const StrategyOptions& options) {
+  TopkOptions topk;
+  topk.sparse = SparseOptionsOf(options);
+  topk.error_feedback = options.Bool("errorFeedback");
+  topk.wire = SparseWireOf(options);
+  return topk;
+}
+
 class TopK : public Strategy {
  public:
   // With a device communicator and the SPARSE encoding, the buckets are device buffers.
-  TopK(const StrategyContext& context, SparseWire wire)
+  TopK(const StrategyContext& context, const TopkOptions& options)
       : spec_(*context.job),
+        options_(options),
         comm_(context.comm),
-        device_comm_(wire == SparseWire::kPairs ? context.device_comm : nullptr),
-        wire_(wire) {}
+        device_comm_(options.wire == SparseWire::kPairs ? context.device_comm : nullptr),
+        wire_(options.wire) {}
   std::string name() const override { return "topk"; }
   bool exchanges_parameters() const override { return false; }
   bool reduces_on_device() const override { return device_comm_ != nullptr; }
 
   absl::Status Init(const GradientLayout& layout) override {
-    feedback_ = spec_.strategy.error_feedback.value_or(true);
+    feedback_ = options_.error_feedback;
     if (device_comm_ != nullptr) {
       DeviceSparseReducer::Options options;
       options.error_feedback = feedback_;
@@ -65,7 +81,7 @@ class TopK : public Strategy {
   absl::Status ReduceGradients(const StepInfo& step, int bucket,
                                absl::Span<float> gradients) override {
     const double density =
-        WarmupDensity(spec_.strategy.density, spec_.strategy.warmup_epochs, step.epoch_clock);
+        WarmupDensity(options_.sparse.density, options_.sparse.warmup_epochs, step.epoch_clock);
     if (device_ != nullptr) return device_->Reduce(step, bucket, gradients, density, &tally_);
     small_.Split(bucket, gradients);
     if (density >= kDenseAboveDensity) {
@@ -104,6 +120,7 @@ class TopK : public Strategy {
   }
 
   const job::JobSpec& spec_;
+  const TopkOptions options_;
   comm::Communicator* comm_;
   comm::Communicator* device_comm_;  // null: host buffers (no NCCL, or the compact encoding)
   SparseWire wire_;
@@ -121,9 +138,9 @@ class TopK : public Strategy {
 
 bool topk_registered = RegisterStrategy(
     "topk", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      HPTRAIN_RETURN_IF_ERROR(CheckDensity(*context.job));
-      HPTRAIN_ASSIGN_OR_RETURN(SparseWire wire, SparseWireOf(*context.job));
-      return std::make_unique<TopK>(context, wire);
+      const StrategyOptions& options = context.job->strategy;
+      HPTRAIN_RETURN_IF_ERROR(CheckDensity(options));
+      return std::make_unique<TopK>(context, TopkOptionsOf(options));
     });
 
 }  // namespace hptrain::sync

@@ -692,7 +692,7 @@ absl::Status Trainer::Impl::AfterOptimizerStep() {
 }
 
 absl::Status Trainer::Impl::AverageOptimizerStateIfAsked() {
-  if (!spec_.strategy.average_optimizer_state.value_or(false) || comm_->size() == 1) {
+  if (!spec_.strategy.Bool("averageOptimizerState") || comm_->size() == 1) {
     return absl::OkStatus();
   }
   const float inv = 1.0f / static_cast<float>(comm_->size());

@@ -6,18 +6,19 @@
 namespace hptrain::ps::mp2 {
 
 PredictionOptions PredictionOptionsFor(const job::JobSpec& spec) {
+  // mp2's parameters (runtime/sync/strategy_descriptors.cc), as validated.
   const job::StrategySpec& s = spec.strategy;
   PredictionOptions options;
-  options.push_ratio = s.push_ratio > 0 ? s.push_ratio : job::kMp2PushRatio;
-  options.history = s.history > 0 ? s.history : job::kMp2History;
-  options.calibration = s.calibration.value_or(false);
-  options.damping = s.damping > 0 ? s.damping : job::kMp2Damping;
+  options.push_ratio = s.Number("pushRatio");
+  options.history = static_cast<int>(s.Int("history"));
+  options.calibration = s.Bool("calibration");
+  options.damping = s.Number("damping");
   options.seed = spec.seed;
   return options;
 }
 
 absl::StatusOr<std::shared_ptr<const PredictorRunner>> OpenPredictor(const job::JobSpec& spec) {
-  const std::string& path = spec.strategy.predictor;
+  const std::string path = spec.strategy.String("predictor");
   if (path.empty() || path == "zero") return std::shared_ptr<const PredictorRunner>();
   absl::StatusOr<Predictor> predictor = LoadPredictor(path);
   if (!predictor.ok()) {

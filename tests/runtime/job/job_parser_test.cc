@@ -124,14 +124,15 @@ TEST(JobParserTest, TorchScriptExample) {
   EXPECT_EQ(spec->model.name, "");
   EXPECT_EQ(spec->model.torchscript, "examples/lenet5.pt");
   EXPECT_EQ(spec->strategy.type, "topk");
-  EXPECT_EQ(spec->strategy.error_feedback, true);
+  ASSERT_TRUE(spec->strategy.Has("errorFeedback"));
+  EXPECT_TRUE(spec->strategy.Bool("errorFeedback"));
 }
 
 TEST(JobParserTest, DefaultsOfAMinimalJob) {
   absl::StatusOr<JobSpec> spec = Parse(kMinimal);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->strategy.type, "ssgd");
-  EXPECT_FALSE(spec->strategy.error_feedback.has_value());
+  EXPECT_FALSE(spec->strategy.Has("errorFeedback"));
   EXPECT_EQ(spec->epochs, 1);
   // auto: cuda where a worker sees a GPU, else cpu (ResolveDevice); nothing is resolved here.
   EXPECT_EQ(spec->device, "auto");
@@ -206,18 +207,19 @@ TEST(JobParserTest, DgcClippingAndWarmup) {
       Parse(kMinimal, {"spec.strategy.type=dgc", "spec.strategy.density=0.01",
                        "spec.strategy.warmupEpochs=0.5", "spec.strategy.clipNorm=5"});
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_DOUBLE_EQ(spec->strategy.density, 0.01);
-  EXPECT_DOUBLE_EQ(spec->strategy.warmup_epochs, 0.5);
-  EXPECT_DOUBLE_EQ(spec->strategy.clip_norm, 5);
+  EXPECT_DOUBLE_EQ(spec->strategy.Number("density"), 0.01);
+  EXPECT_DOUBLE_EQ(spec->strategy.Number("warmupEpochs"), 0.5);
+  EXPECT_DOUBLE_EQ(spec->strategy.Number("clipNorm"), 5);
   EXPECT_EQ(SetError({"spec.strategy.type=dgc", "spec.strategy.clipNorm=x"}),
             "job.yaml: spec.strategy.clipNorm: must be a number, got \"x\"");
   EXPECT_THAT(SetError({"spec.strategy.type=topk", "spec.strategy.clipNorm=5"}),
               HasSubstr("spec.strategy.clipNorm: does not apply to strategy topk"));
-  EXPECT_FALSE(spec->strategy.momentum_masking.has_value());  // unset: DGC's masking
+  EXPECT_FALSE(spec->strategy.Has("momentumMasking"));  // unset: DGC's masking
   absl::StatusOr<JobSpec> unmasked =
       Parse(kMinimal, {"spec.strategy.type=dgc", "spec.strategy.momentumMasking=false"});
   ASSERT_TRUE(unmasked.ok()) << unmasked.status();
-  EXPECT_EQ(unmasked->strategy.momentum_masking, std::optional<bool>(false));
+  ASSERT_TRUE(unmasked->strategy.Has("momentumMasking"));
+  EXPECT_FALSE(unmasked->strategy.Bool("momentumMasking"));
   EXPECT_THAT(SetError({"spec.strategy.type=topk", "spec.strategy.momentumMasking=false"}),
               HasSubstr("spec.strategy.momentumMasking: does not apply to strategy topk"));
 }
@@ -228,16 +230,16 @@ TEST(JobParserTest, MultistepIntervalIsAnIntegerOrAdaptive) {
                        "spec.strategy.hMin=2", "spec.strategy.hMax=16", "spec.strategy.mu=0.01",
                        "spec.strategy.delay=0", "spec.strategy.warmupEpochs=1"});
   ASSERT_TRUE(adaptive.ok()) << adaptive.status();
-  EXPECT_TRUE(adaptive->strategy.adaptive_interval);
-  EXPECT_EQ(adaptive->strategy.interval, 0);
-  EXPECT_EQ(adaptive->strategy.h_min, 2);
-  EXPECT_EQ(adaptive->strategy.h_max, 16);
-  EXPECT_DOUBLE_EQ(adaptive->strategy.mu, 0.01);
+  EXPECT_EQ(adaptive->strategy.String("interval"), "adaptive");
+  EXPECT_EQ(adaptive->strategy.Int("interval"), 0);
+  EXPECT_EQ(adaptive->strategy.Int("hMin"), 2);
+  EXPECT_EQ(adaptive->strategy.Int("hMax"), 16);
+  EXPECT_DOUBLE_EQ(adaptive->strategy.Number("mu"), 0.01);
   absl::StatusOr<JobSpec> fixed =
       Parse(kMinimal, {"spec.strategy.type=multistep", "spec.strategy.interval=4"});
   ASSERT_TRUE(fixed.ok()) << fixed.status();
-  EXPECT_FALSE(fixed->strategy.adaptive_interval);
-  EXPECT_EQ(fixed->strategy.interval, 4);
+  EXPECT_NE(fixed->strategy.String("interval"), "adaptive");
+  EXPECT_EQ(fixed->strategy.Int("interval"), 4);
   EXPECT_EQ(SetError({"spec.strategy.type=multistep", "spec.strategy.interval=often"}),
             "job.yaml: spec.strategy.interval: must be an integer, got \"often\"");
   EXPECT_THAT(SetError({"spec.strategy.type=localsgd", "spec.strategy.interval=adaptive"}),
@@ -248,9 +250,9 @@ TEST(JobParserTest, MultistepIntervalIsAnIntegerOrAdaptive) {
   absl::StatusOr<JobSpec> delayed =
       Parse(kMinimal, {"spec.strategy.type=multistep", "spec.strategy.delay=1"});
   ASSERT_TRUE(delayed.ok()) << delayed.status();
-  EXPECT_EQ(delayed->strategy.delay, 1);
-  EXPECT_FALSE(delayed->strategy.interval_set);  // unset: adaptive
-  EXPECT_TRUE(fixed->strategy.interval_set);
+  EXPECT_EQ(delayed->strategy.Int("delay"), 1);
+  EXPECT_FALSE(delayed->strategy.Has("interval"));  // unset: adaptive
+  EXPECT_TRUE(fixed->strategy.Has("interval"));
 }
 
 // A written 0 is not "unset": it used to mean adaptive (multistep) or 8 (localsgd) silently.
@@ -277,8 +279,8 @@ TEST(JobParserTest, MultistepRangesNameTheField) {
 TEST(JobParserTest, MultistepCompression) {
   absl::StatusOr<JobSpec> spec = Parse(kMinimal, {"spec.strategy.type=multistep"});
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_EQ(spec->strategy.compression.type, "");  // unset: none
-  EXPECT_EQ(spec->strategy.compression.bits, 0);
+  EXPECT_FALSE(spec->strategy.Has("compression.type"));  // unset: none
+  EXPECT_FALSE(spec->strategy.Has("compression.bits"));
   spec = Parse(std::string(kMinimal) +
                "  strategy:\n"
                "    type: multistep\n"
@@ -286,12 +288,12 @@ TEST(JobParserTest, MultistepCompression) {
                "    delay: 1\n"
                "    compression: {type: quantized, bits: 4}\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_EQ(spec->strategy.compression.type, "quantized");
-  EXPECT_EQ(spec->strategy.compression.bits, 4);
-  EXPECT_EQ(spec->strategy.delay, 1);
+  EXPECT_EQ(spec->strategy.String("compression.type"), "quantized");
+  EXPECT_EQ(spec->strategy.Int("compression.bits"), 4);
+  EXPECT_EQ(spec->strategy.Int("delay"), 1);
   spec = Parse(kMinimal, {"spec.strategy.type=multistep", "spec.strategy.compression.type=fp16"});
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_EQ(spec->strategy.compression.type, "fp16");
+  EXPECT_EQ(spec->strategy.String("compression.type"), "fp16");
 
   EXPECT_EQ(SetError({"spec.strategy.type=multistep", "spec.strategy.compression.level=3"}),
             "job.yaml: spec.strategy.compression.level: unknown field (expected one of type, "
@@ -367,15 +369,24 @@ TEST(JobParserTest, ExchangeScheduler) {
   EXPECT_EQ(spec->scheduler_name, "volcano");
 }
 
+// Regression: density 0 read as "unset", so it passed validation and every worker then failed at
+// start. A value that is set is checked against the descriptor's range.
+TEST(JobParserTest, TopkDensityZeroFailsValidation) {
+  EXPECT_EQ(SetError({"spec.strategy.type=topk", "spec.strategy.density=0"}),
+            "job.yaml: spec.strategy.density: must be in (0, 1], got 0");
+  EXPECT_EQ(SetError({"spec.strategy.type=dgc", "spec.strategy.density=0"}),
+            "job.yaml: spec.strategy.density: must be in (0, 1], got 0");
+}
+
 TEST(JobParserTest, SparseEncoding) {
   for (const std::string type : {"topk", "dgc"}) {
     absl::StatusOr<JobSpec> spec = Parse(kMinimal, {"spec.strategy.type=" + type});
     ASSERT_TRUE(spec.ok()) << spec.status();
-    EXPECT_EQ(spec->strategy.sparse_encoding, "");  // unset: pairs
+    EXPECT_FALSE(spec->strategy.Has("sparseEncoding"));  // unset: pairs
     absl::StatusOr<JobSpec> compact =
         Parse(kMinimal, {"spec.strategy.type=" + type, "spec.strategy.sparseEncoding=compact"});
     ASSERT_TRUE(compact.ok()) << compact.status();
-    EXPECT_EQ(compact->strategy.sparse_encoding, "compact");
+    EXPECT_EQ(compact->strategy.String("sparseEncoding"), "compact");
   }
   EXPECT_THAT(SetError({"spec.strategy.type=topk", "spec.strategy.sparseEncoding=fp16"}),
               HasSubstr("spec.strategy.sparseEncoding: unknown sparse encoding \"fp16\""));
@@ -387,13 +398,13 @@ TEST(JobParserTest, PsShardsAndStaleness) {
   absl::StatusOr<JobSpec> spec = Parse(kMinimal);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->ps_shards, 1);
-  EXPECT_EQ(spec->strategy.staleness, -1);  // unset: 1
+  EXPECT_FALSE(spec->strategy.Has("staleness"));  // unset: 1
 
   spec =
       Parse(kMinimal, {"spec.strategy.type=hps", "spec.strategy.staleness=0", "spec.ps.shards=4"});
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->ps_shards, 4);
-  EXPECT_EQ(spec->strategy.staleness, 0);
+  EXPECT_EQ(spec->strategy.Int("staleness"), 0);
 
   EXPECT_EQ(SetError({"spec.ps.shards=two"}),
             "job.yaml: spec.ps.shards: must be an integer, got \"two\"");
@@ -453,9 +464,10 @@ status: {phase: Running}
   EXPECT_THAT(spec->dataset.synthetic.shape, ElementsAre(3, 8, 8));
   EXPECT_EQ(spec->dataset.synthetic.classes, 4);
   EXPECT_EQ(spec->dataset.synthetic.test_samples, 10);
-  EXPECT_EQ(spec->strategy.bits, "4");
-  EXPECT_EQ(spec->strategy.bucket_size, 512);
-  EXPECT_EQ(spec->strategy.error_feedback, false);
+  EXPECT_EQ(spec->strategy.String("bits"), "4");
+  EXPECT_EQ(spec->strategy.Int("bucketSize"), 512);
+  ASSERT_TRUE(spec->strategy.Has("errorFeedback"));
+  EXPECT_FALSE(spec->strategy.Bool("errorFeedback"));
   EXPECT_DOUBLE_EQ(spec->optimizer.beta1, 0.8);
   EXPECT_DOUBLE_EQ(spec->optimizer.beta2, 0.99);
   EXPECT_DOUBLE_EQ(spec->optimizer.eps, 1e-6);
@@ -642,8 +654,9 @@ TEST(JobParserOverrideTest, Scalars) {
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->epochs, 3);
   EXPECT_EQ(spec->strategy.type, "topk");
-  EXPECT_DOUBLE_EQ(spec->strategy.density, 0.01);
-  EXPECT_EQ(spec->strategy.error_feedback, true);
+  EXPECT_DOUBLE_EQ(spec->strategy.Number("density"), 0.01);
+  ASSERT_TRUE(spec->strategy.Has("errorFeedback"));
+  EXPECT_TRUE(spec->strategy.Bool("errorFeedback"));
   EXPECT_DOUBLE_EQ(spec->optimizer.lr, 0.2);
 }
 

@@ -108,7 +108,7 @@ TEST(ResolveDeviceTest, AutoStaysOnCpuWithThePriorityScheduler) {
 StrategySpec Strategy(const std::string& type, const std::string& bits = "") {
   StrategySpec s;
   s.type = type;
-  s.bits = bits;
+  if (!bits.empty()) s.Set("bits", bits);
   return s;
 }
 
@@ -117,14 +117,14 @@ TEST(ExchangesOnDeviceTest, GradientCompressorsButNotTheCompactSparseEncoding) {
        {Strategy("ssgd"), Strategy("fp16"), Strategy("quantized"), Strategy("quantized", "4"),
         Strategy("quantized", "32"), Strategy("quantized", "dynamic"), Strategy("topk"),
         Strategy("dgc")}) {
-    EXPECT_TRUE(ExchangesOnDevice(s)) << s.type << " " << s.bits;
+    EXPECT_TRUE(ExchangesOnDevice(s)) << s.type << " " << s.String("bits");
     EXPECT_EQ(HostOnlyReason(s), "") << s.type;
   }
   for (const char* type : {"topk", "dgc"}) {
     StrategySpec s = Strategy(type);
-    s.sparse_encoding = "pairs";
+    s.Set("sparseEncoding", "pairs");
     EXPECT_TRUE(ExchangesOnDevice(s)) << type;
-    s.sparse_encoding = "compact";
+    s.Set("sparseEncoding", "compact");
     EXPECT_FALSE(ExchangesOnDevice(s)) << type;
     EXPECT_EQ(HostOnlyReason(s), " (sparseEncoding: compact)") << type;
   }
@@ -160,13 +160,13 @@ TEST(ResolveBackendTest, AutoPicksNcclOnlyWhenEverythingAllows) {
     EXPECT_EQ(Backend(spec, "cuda"), "nccl") << type;
   }
   spec.strategy.type = "quantized";
-  spec.strategy.bits = "dynamic";
+  spec.strategy.Set("bits", "dynamic");
   EXPECT_EQ(Backend(spec, "cuda"), "nccl");
-  spec.strategy.bits = "";
+  spec.strategy.Clear("bits");
   spec.strategy.type = "topk";
-  spec.strategy.sparse_encoding = "compact";
+  spec.strategy.Set("sparseEncoding", "compact");
   EXPECT_EQ(Backend(spec, "cuda"), "gloo");
-  spec.strategy.sparse_encoding = "";
+  spec.strategy.Clear("sparseEncoding");
   for (const char* type : {"localsgd", "ps", "hps", "gossip"}) {
     spec.strategy.type = type;
     EXPECT_EQ(Backend(spec, "cuda"), "gloo") << type;
@@ -200,7 +200,7 @@ TEST(ResolveBackendTest, ExplicitNcclErrorsNameTheField) {
               StartsWith(prefix + "nccl needs a GPU of its own for every worker, but workers "
                                   "share a GPU"));
   spec.strategy.type = "dgc";
-  spec.strategy.sparse_encoding = "compact";
+  spec.strategy.Set("sparseEncoding", "compact");
   EXPECT_THAT(Backend(spec, "cuda"),
               StartsWith(prefix + "nccl does not carry strategy dgc (sparseEncoding: compact), "
                                   "which exchanges through host memory"));
@@ -208,7 +208,7 @@ TEST(ResolveBackendTest, ExplicitNcclErrorsNameTheField) {
   EXPECT_THAT(Backend(spec, "cuda"),
               StartsWith(prefix + "nccl does not carry strategy localsgd, which exchanges "
                                   "through host memory"));
-  spec.strategy.sparse_encoding = "";
+  spec.strategy.Clear("sparseEncoding");
   spec.strategy.type = "ssgd";
   spec.communicator.hierarchical = true;
   EXPECT_THAT(Backend(spec, "cuda"),

@@ -113,215 +113,214 @@ INSTANTIATE_TEST_SUITE_P(
         Case{
             "UnknownStrategy", [](JobSpec& s) { s.strategy.type = "foo"; },
             "spec.strategy.type: unknown strategy \"foo\" (expected one of ssgd, fp16, quantized,"},
-        Case{"DensityWithSsgd", [](JobSpec& s) { s.strategy.density = 0.1; },
+        Case{"DensityWithSsgd", [](JobSpec& s) { s.strategy.Set("density", 0.1); },
              "spec.strategy.density: does not apply to strategy ssgd (ssgd takes no parameters)"},
         Case{"BitsWithTopk",
              [](JobSpec& s) {
                s.strategy.type = "topk";
-               s.strategy.bits = "4";
+               s.strategy.Set("bits", "4");
              },
              "spec.strategy.bits: does not apply to strategy topk (topk takes density, "
              "errorFeedback, warmupEpochs, sparseEncoding)"},
         Case{"ErrorFeedbackWithDgc",
              [](JobSpec& s) {
                s.strategy.type = "dgc";
-               s.strategy.error_feedback = false;
+               s.strategy.Set("errorFeedback", false);
              },
              "spec.strategy.errorFeedback: does not apply to strategy dgc"},
         Case{"ClipNormWithTopk",
              [](JobSpec& s) {
                s.strategy.type = "topk";
-               s.strategy.clip_norm = 1;
+               s.strategy.Set("clipNorm", 1);
              },
              "spec.strategy.clipNorm: does not apply to strategy topk"},
         Case{"SparseEncodingWithQuantized",
              [](JobSpec& s) {
                s.strategy.type = "quantized";
-               s.strategy.sparse_encoding = "compact";
+               s.strategy.Set("sparseEncoding", "compact");
              },
              "spec.strategy.sparseEncoding: does not apply to strategy quantized"},
         Case{"UnknownSparseEncoding",
              [](JobSpec& s) {
                s.strategy.type = "topk";
-               s.strategy.sparse_encoding = "varint";
+               s.strategy.Set("sparseEncoding", "varint");
              },
              "spec.strategy.sparseEncoding: unknown sparse encoding \"varint\" (expected one of "
              "pairs, compact)"},
         Case{"NegativeClipNorm",
              [](JobSpec& s) {
                s.strategy.type = "dgc";
-               s.strategy.clip_norm = -1;
+               s.strategy.Set("clipNorm", -1);
              },
              "spec.strategy.clipNorm: must be >= 0, got -1"},
         Case{"IntervalWithFp16",
              [](JobSpec& s) {
                s.strategy.type = "fp16";
-               s.strategy.interval = 4;
+               s.strategy.Set("interval", 4);
              },
              "spec.strategy.interval: does not apply to strategy fp16"},
         Case{"PushRatioWithHps",
              [](JobSpec& s) {
                s.strategy.type = "hps";
-               s.strategy.push_ratio = 0.5;
+               s.strategy.Set("pushRatio", 0.5);
              },
              "spec.strategy.pushRatio: does not apply to strategy hps"},
         Case{"BadBits",
              [](JobSpec& s) {
                s.strategy.type = "quantized";
-               s.strategy.bits = "3";
+               s.strategy.Set("bits", "3");
              },
              "spec.strategy.bits: must be one of 1, 2, 4, 8, 16, 32, dynamic, got \"3\""},
         Case{"HpsBitsOne",
              [](JobSpec& s) {
                s.strategy.type = "hps";
-               s.strategy.bits = "1";
+               s.strategy.Set("bits", "1");
              },
              "spec.strategy.bits: strategy hps takes 2, 4, 8, 16, 32 or dynamic, got \"1\""},
-        Case{"StalenessWithSsgd", [](JobSpec& s) { s.strategy.staleness = 0; },
+        Case{"StalenessWithSsgd", [](JobSpec& s) { s.strategy.Set("staleness", 0); },
              "spec.strategy.staleness: does not apply to strategy ssgd (ssgd takes no "
              "parameters)"},
         Case{"StalenessWithPs",
              [](JobSpec& s) {
                s.strategy.type = "ps";
-               s.strategy.staleness = 1;
+               s.strategy.Set("staleness", 1);
              },
              "spec.strategy.staleness: does not apply to strategy ps (ps takes no parameters)"},
         Case{"StalenessTwo",
              [](JobSpec& s) {
                s.strategy.type = "hps";
-               s.strategy.staleness = 2;
+               s.strategy.Set("staleness", 2);
              },
              "spec.strategy.staleness: must be 0 or 1, got 2"},
         Case{"WarmupStepsWithLocalsgd",
              [](JobSpec& s) {
                s.strategy.type = "localsgd";
-               s.strategy.warmup_steps = 100;
+               s.strategy.Set("warmupSteps", 100);
              },
              "spec.strategy.warmupSteps: does not apply to strategy localsgd (localsgd takes "
              "interval)"},
         Case{"NegativeWarmupSteps",
              [](JobSpec& s) {
                s.strategy.type = "hierarchical";
-               s.strategy.warmup_steps = -1;
+               s.strategy.Set("warmupSteps", -1);
              },
              "spec.strategy.warmupSteps: must be >= 0, got -1"},
         Case{"NegativeStaleness",
              [](JobSpec& s) {
                s.strategy.type = "hps";
-               s.strategy.staleness = -2;
+               s.strategy.Set("staleness", -2);
              },
              "spec.strategy.staleness: must be 0 or 1, got -2"},
         Case{"DensityTooHigh",
              [](JobSpec& s) {
                s.strategy.type = "topk";
-               s.strategy.density = 1.5;
+               s.strategy.Set("density", 1.5);
              },
              "spec.strategy.density: must be in (0, 1]"},
         Case{"NegativeBucket",
              [](JobSpec& s) {
                s.strategy.type = "fp16";
-               s.strategy.bucket_size = -1;
+               s.strategy.Set("bucketSize", -1);
              },
              "spec.strategy.bucketSize: must be >= 1"},
         Case{"NegativeInterval",
              [](JobSpec& s) {
                s.strategy.type = "localsgd";
-               s.strategy.interval = -2;
+               s.strategy.Set("interval", -2);
              },
              "spec.strategy.interval: must be >= 1"},
         Case{"AdaptiveIntervalOnLocalSgd",
              [](JobSpec& s) {
                s.strategy.type = "localsgd";
-               s.strategy.adaptive_interval = true;
+               s.strategy.Set("interval", "adaptive");
              },
              "spec.strategy.interval: adaptive applies only to strategy multistep"},
         Case{"HMinAboveHMax",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
-               s.strategy.h_min = 8;
-               s.strategy.h_max = 4;
+               s.strategy.Set("hMin", 8);
+               s.strategy.Set("hMax", 4);
              },
              "spec.strategy.hMin: must be <= spec.strategy.hMax (4), got 8"},
         Case{"HMinAboveDefaultHMax",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
-               s.strategy.h_min = 40;
+               s.strategy.Set("hMin", 40);
              },
              "spec.strategy.hMin: must be <= spec.strategy.hMax (32), got 40"},
         Case{"HMaxWithFixedInterval",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
-               s.strategy.interval = 4;
-               s.strategy.h_max = 8;
+               s.strategy.Set("interval", 4);
+               s.strategy.Set("hMax", 8);
              },
              "spec.strategy.hMax: applies only to an adaptive interval"},
         Case{"HMinZeroOrBelow",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
-               s.strategy.h_min = -1;
+               s.strategy.Set("hMin", -1);
              },
              "spec.strategy.hMin: must be >= 1, got -1"},
         Case{"NegativeMu",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
-               s.strategy.mu = -0.1;
+               s.strategy.Set("mu", -0.1);
              },
              "spec.strategy.mu: must be >= 0, got -0.1"},
         Case{"ExplicitIntervalZero",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
-               s.strategy.interval = 0;
-               s.strategy.interval_set = true;
+               s.strategy.Set("interval", 0);
              },
              "spec.strategy.interval: must be >= 1, got 0"},
         Case{"ExplicitIntervalZeroOnLocalSgd",
              [](JobSpec& s) {
                s.strategy.type = "localsgd";
-               s.strategy.interval_set = true;
+               s.strategy.Set("interval", 0);
              },
              "spec.strategy.interval: must be >= 1, got 0"},
-        Case{"ExplicitIntervalZeroOnSsgd", [](JobSpec& s) { s.strategy.interval_set = true; },
+        Case{"ExplicitIntervalZeroOnSsgd", [](JobSpec& s) { s.strategy.Set("interval", 0); },
              "spec.strategy.interval: does not apply to strategy ssgd"},
         Case{"DelayNegative",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
-               s.strategy.delay = -1;
+               s.strategy.Set("delay", -1);
              },
              "spec.strategy.delay: must be 0 or 1, got -1"},
         Case{"CompressionOnQuantized",
              [](JobSpec& s) {
                s.strategy.type = "quantized";
-               s.strategy.compression.type = "quantized";
+               s.strategy.Set("compression.type", "quantized");
              },
              "spec.strategy.compression: does not apply to strategy quantized (quantized takes "
              "bits, bucketSize, errorFeedback)"},
-        Case{"CompressionOnDefaultSsgd", [](JobSpec& s) { s.strategy.compression.bits = 8; },
+        Case{"CompressionOnDefaultSsgd", [](JobSpec& s) { s.strategy.Set("compression.bits", 8); },
              "spec.strategy.compression: does not apply to strategy ssgd"},
         Case{"CompressionUnknownType",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
-               s.strategy.compression.type = "zip";
+               s.strategy.Set("compression.type", "zip");
              },
              "spec.strategy.compression.type: unknown compression \"zip\" (expected one of none, "
              "quantized, fp16)"},
         Case{"CompressionBitsWithoutType",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
-               s.strategy.compression.bits = 4;
+               s.strategy.Set("compression.bits", 4);
              },
              "spec.strategy.compression.type: required (one of none, quantized, fp16)"},
         Case{"CompressionBitsThree",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
-               s.strategy.compression.type = "quantized";
-               s.strategy.compression.bits = 3;
+               s.strategy.Set("compression.type", "quantized");
+               s.strategy.Set("compression.bits", 3);
              },
              "spec.strategy.compression.bits: must be 1, 2, 4 or 8, got 3"},
         Case{"CompressionBitsWithFp16",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
-               s.strategy.compression.type = "fp16";
-               s.strategy.compression.bits = 8;
+               s.strategy.Set("compression.type", "fp16");
+               s.strategy.Set("compression.bits", 8);
              },
              "spec.strategy.compression.bits: applies only to compression type quantized, got "
              "type fp16"},
@@ -385,14 +384,14 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"PriorityWithDelayOne",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
-               s.strategy.delay = 1;
+               s.strategy.Set("delay", 1);
                s.scheduler.type = "priority";
              },
              "spec.scheduler.type: priority cannot be combined with spec.strategy.delay 1"},
         Case{"PriorityWithCompression",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
-               s.strategy.compression.type = "quantized";
+               s.strategy.Set("compression.type", "quantized");
                s.scheduler.type = "priority";
              },
              "spec.scheduler.type: priority cannot be combined with spec.strategy.compression "
@@ -400,13 +399,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"DelayTwo",
              [](JobSpec& s) {
                s.strategy.type = "multistep";
-               s.strategy.delay = 2;
+               s.strategy.Set("delay", 2);
              },
              "spec.strategy.delay: must be 0 or 1, got 2"},
         Case{"MuOnLocalSgd",
              [](JobSpec& s) {
                s.strategy.type = "localsgd";
-               s.strategy.mu = 0.01;
+               s.strategy.Set("mu", 0.01);
              },
              "spec.strategy.mu: does not apply to strategy localsgd (localsgd takes interval)"},
         Case{"MultistepWithAdam",
@@ -418,31 +417,31 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"NegativeThreshold",
              [](JobSpec& s) {
                s.strategy.type = "gossip";
-               s.strategy.threshold = -1;
+               s.strategy.Set("threshold", -1);
              },
              "spec.strategy.threshold: must be >= 0"},
         Case{"CalibrateWithThreshold",
              [](JobSpec& s) {
                s.strategy.type = "gossip";
-               s.strategy.calibrate = true;
-               s.strategy.threshold = 0.02;
+               s.strategy.Set("calibrate", true);
+               s.strategy.Set("threshold", 0.02);
              },
              "spec.strategy.threshold: cannot be set with spec.strategy.calibrate: true "
              "(calibration sets the threshold)"},
         Case{"CalibrateWithPeriod",
              [](JobSpec& s) {
                s.strategy.type = "gossip";
-               s.strategy.calibrate = true;
-               s.strategy.period = 4;
+               s.strategy.Set("calibrate", true);
+               s.strategy.Set("period", 4);
              },
              "spec.strategy.calibrate: applies only to the adaptive trigger, but "
              "spec.strategy.period is 4 (fixed-period gossip)"},
-        Case{"CalibrateOnSsgd", [](JobSpec& s) { s.strategy.calibrate = false; },
+        Case{"CalibrateOnSsgd", [](JobSpec& s) { s.strategy.Set("calibrate", false); },
              "spec.strategy.calibrate"},
         Case{"PushRatioRange",
              [](JobSpec& s) {
                s.strategy.type = "mp2";
-               s.strategy.push_ratio = 2;
+               s.strategy.Set("pushRatio", 2);
              },
              "spec.strategy.pushRatio: must be in (0, 1]"},
         Case{"Mp2WithoutPredictor", [](JobSpec& s) { s.strategy.type = "mp2"; },
@@ -450,22 +449,22 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"Mp2HistoryRange",
              [](JobSpec& s) {
                s.strategy.type = "mp2";
-               s.strategy.predictor = "zero";
-               s.strategy.history = 1;
+               s.strategy.Set("predictor", "zero");
+               s.strategy.Set("history", 1);
              },
              "spec.strategy.history: must be between 2 and 64, got 1"},
         Case{"Mp2Mode",
              [](JobSpec& s) {
                s.strategy.type = "mp2";
-               s.strategy.predictor = "zero";
-               s.strategy.mode = "C";
+               s.strategy.Set("predictor", "zero");
+               s.strategy.Set("mode", "C");
              },
              "spec.strategy.mode"},
         Case{"Mp2DampingRange",
              [](JobSpec& s) {
                s.strategy.type = "mp2";
-               s.strategy.predictor = "zero";
-               s.strategy.damping = 1.5;
+               s.strategy.Set("predictor", "zero");
+               s.strategy.Set("damping", 1.5);
              },
              "spec.strategy.damping: must be in (0, 1]"},
         Case{"CollectEvery", [](JobSpec& s) { s.collect.every = 0; },
@@ -662,34 +661,36 @@ JobSpec WithOwnParameters(const std::string& type) {
   JobSpec spec = ValidSpec();
   spec.strategy.type = type;
   for (const std::string& key : StrategyParameters(type)) {
-    if (key == "bits") spec.strategy.bits = "dynamic";
-    if (key == "bucketSize") spec.strategy.bucket_size = 512;
-    if (key == "density") spec.strategy.density = 0.01;
-    if (key == "errorFeedback") spec.strategy.error_feedback = true;
-    if (key == "interval") spec.strategy.interval = 4;
-    if (key == "warmupEpochs") spec.strategy.warmup_epochs = 1;
-    if (key == "threshold") spec.strategy.threshold = 0.5;
-    if (key == "pushRatio") spec.strategy.push_ratio = 0.25;
-    if (key == "clipNorm") spec.strategy.clip_norm = 5;
-    if (key == "momentumMasking") spec.strategy.momentum_masking = false;
-    if (key == "sparseEncoding") spec.strategy.sparse_encoding = "compact";
-    if (key == "staleness") spec.strategy.staleness = 0;
-    if (key == "warmupSteps") spec.strategy.warmup_steps = 200;
+    if (key == "bits") spec.strategy.Set("bits", "dynamic");
+    if (key == "bucketSize") spec.strategy.Set("bucketSize", 512);
+    if (key == "density") spec.strategy.Set("density", 0.01);
+    if (key == "errorFeedback") spec.strategy.Set("errorFeedback", true);
+    if (key == "interval") spec.strategy.Set("interval", 4);
+    if (key == "warmupEpochs") spec.strategy.Set("warmupEpochs", 1);
+    if (key == "threshold") spec.strategy.Set("threshold", 0.5);
+    if (key == "pushRatio") spec.strategy.Set("pushRatio", 0.25);
+    if (key == "clipNorm") spec.strategy.Set("clipNorm", 5);
+    if (key == "momentumMasking") spec.strategy.Set("momentumMasking", false);
+    if (key == "sparseEncoding") spec.strategy.Set("sparseEncoding", "compact");
+    if (key == "staleness") spec.strategy.Set("staleness", 0);
+    if (key == "warmupSteps") spec.strategy.Set("warmupSteps", 200);
     if (key == "hMin") {  // bounds an adaptive interval only
-      spec.strategy.interval = 0;
-      spec.strategy.adaptive_interval = true;
-      spec.strategy.h_min = 2;
+      spec.strategy.Set("interval", "adaptive");
+      spec.strategy.Set("hMin", 2);
     }
-    if (key == "hMax") spec.strategy.h_max = 16;
-    if (key == "mu") spec.strategy.mu = 0.01;
-    if (key == "pushRatio") spec.strategy.push_ratio = 0.2;
-    if (key == "history") spec.strategy.history = 4;
-    if (key == "mode") spec.strategy.mode = "B";
-    if (key == "predictor") spec.strategy.predictor = "zero";
-    if (key == "calibration") spec.strategy.calibration = true;
-    if (key == "damping") spec.strategy.damping = 0.5;
-    if (key == "delay") spec.strategy.delay = 1;
-    if (key == "compression") spec.strategy.compression = {"quantized", 4};
+    if (key == "hMax") spec.strategy.Set("hMax", 16);
+    if (key == "mu") spec.strategy.Set("mu", 0.01);
+    if (key == "pushRatio") spec.strategy.Set("pushRatio", 0.2);
+    if (key == "history") spec.strategy.Set("history", 4);
+    if (key == "mode") spec.strategy.Set("mode", "B");
+    if (key == "predictor") spec.strategy.Set("predictor", "zero");
+    if (key == "calibration") spec.strategy.Set("calibration", true);
+    if (key == "damping") spec.strategy.Set("damping", 0.5);
+    if (key == "delay") spec.strategy.Set("delay", 1);
+    if (key == "compression") {
+      spec.strategy.Set("compression.type", "quantized");
+      spec.strategy.Set("compression.bits", 4);
+    }
   }
   return spec;
 }
@@ -723,17 +724,17 @@ TEST(ValidateJobTest, HpsBitsAndStaleness) {
   JobSpec spec = ValidSpec();
   spec.strategy.type = "hps";
   for (const char* bits : {"2", "4", "8", "16", "32", "dynamic"}) {
-    spec.strategy.bits = bits;
+    spec.strategy.Set("bits", bits);
     EXPECT_TRUE(ValidateJob(spec).ok()) << bits << ": " << ValidateJob(spec);
   }
   for (int staleness : {0, 1}) {
-    spec.strategy.staleness = staleness;
+    spec.strategy.Set("staleness", staleness);
     EXPECT_TRUE(ValidateJob(spec).ok()) << staleness << ": " << ValidateJob(spec);
   }
   // 1 bit stays valid for the quantized strategy.
   spec = ValidSpec();
   spec.strategy.type = "quantized";
-  spec.strategy.bits = "1";
+  spec.strategy.Set("bits", "1");
   EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
 }
 
@@ -741,7 +742,7 @@ TEST(ValidateJobTest, PsShardsWithParameterServerStrategies) {
   for (const char* type : {"ps", "hps", "mp2"}) {
     JobSpec spec = ValidSpec();
     spec.strategy.type = type;
-    if (spec.strategy.type == "mp2") spec.strategy.predictor = "zero";
+    if (spec.strategy.type == "mp2") spec.strategy.Set("predictor", "zero");
     for (int shards : {1, 2, 64}) {
       spec.ps_shards = shards;
       EXPECT_TRUE(ValidateJob(spec).ok()) << type << " x" << shards << ": " << ValidateJob(spec);
@@ -761,26 +762,30 @@ TEST(ValidateJobTest, PsShardsWithParameterServerStrategies) {
 TEST(ValidateJobTest, MultistepDelayAndCompression) {
   JobSpec spec = ValidSpec();
   spec.strategy.type = "multistep";
-  spec.strategy.interval = 4;
-  spec.strategy.interval_set = true;
+  spec.strategy.Set("interval", 4);
+  // {compression.type, compression.bits}; "" and 0: not set.
+  struct Compression {
+    std::string type;
+    int bits;
+  };
   for (int delay : {0, 1}) {
-    spec.strategy.delay = delay;
-    for (const StrategyCompressionSpec& c :
-         std::vector<StrategyCompressionSpec>{{"", 0},
-                                              {"none", 0},
-                                              {"fp16", 0},
-                                              {"quantized", 0},
-                                              {"quantized", 1},
-                                              {"quantized", 2},
-                                              {"quantized", 8}}) {
-      spec.strategy.compression = c;
+    spec.strategy.Set("delay", delay);
+    for (const Compression& c : std::vector<Compression>{{"", 0},
+                                                         {"none", 0},
+                                                         {"fp16", 0},
+                                                         {"quantized", 0},
+                                                         {"quantized", 1},
+                                                         {"quantized", 2},
+                                                         {"quantized", 8}}) {
+      spec.strategy.Clear("compression");
+      if (!c.type.empty()) spec.strategy.Set("compression.type", c.type);
+      if (c.bits != 0) spec.strategy.Set("compression.bits", c.bits);
       EXPECT_TRUE(ValidateJob(spec).ok())
           << "delay " << delay << " " << c.type << " " << c.bits << ": " << ValidateJob(spec);
     }
   }
   // An integer interval of 0 is an error only once written: unset, multistep is adaptive.
-  spec.strategy.interval = 0;
-  spec.strategy.interval_set = false;
+  spec.strategy.Clear("interval");
   EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
 }
 
@@ -794,7 +799,7 @@ TEST(ValidateJobTest, PrioritySchedulerWithSsgdAndMultistep) {
   spec.scheduler.credit_elements = 0;  // the default credit (16 Mi) above the partition
   EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
   spec.strategy.type = "multistep";
-  spec.strategy.compression.type = "none";  // no compression is no conflict
+  spec.strategy.Set("compression.type", "none");  // no compression is no conflict
   EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
   spec = ValidSpec();
   spec.scheduler.type = "none";

@@ -36,8 +36,8 @@ void ExpectBitwiseEqual(const SimResult& a, const SimResult& b) {
 
 job::JobSpec With(const std::string& type, const std::string& bits = "", double density = 0) {
   job::JobSpec spec = HarnessJob(type);
-  spec.strategy.bits = bits;
-  spec.strategy.density = density;
+  if (!bits.empty()) spec.strategy.Set("bits", bits);
+  if (density != 0) spec.strategy.Set("density", density);
   return spec;
 }
 
@@ -72,7 +72,7 @@ TEST(Degenerate, DgcAtDensityOneIsMomentumSgdWithoutMaskingAndPlainSgdWithIt) {
   job::JobSpec masked = With("dgc", "", 1.0);
   masked.optimizer.weight_decay = 0;
   job::JobSpec unmasked = masked;
-  unmasked.strategy.momentum_masking = false;
+  unmasked.strategy.Set("momentumMasking", false);
   const SimResult m = Simulate(momentum_sgd, o), p = Simulate(plain_sgd, o);
   const SimResult with = Simulate(masked, o), without = Simulate(unmasked, o);
   ASSERT_TRUE(m.ok && p.ok && with.ok && without.ok)
@@ -130,7 +130,7 @@ TEST_P(Bytes, WithinTheFractionOfSsgd) {
   SimOptions o;
   SimResult ssgd = Simulate(HarnessJob("ssgd"), o);
   job::JobSpec spec = With(c.type, c.bits, c.density);
-  spec.strategy.sparse_encoding = c.sparse_encoding;
+  if (!c.sparse_encoding.empty()) spec.strategy.Set("sparseEncoding", c.sparse_encoding);
   SimResult r = Simulate(spec, o);
   ASSERT_TRUE(ssgd.ok && r.ok) << ssgd.error << r.error;
   ExpectIdenticalRanks(r);
@@ -174,7 +174,7 @@ TEST(CompactSparse, TopkOnFp16ExactValuesTrainsAsPairsWithHalfTheBytesPerPair) {
   };
   job::JobSpec pairs = With("topk", "", 0.01);
   job::JobSpec compact = pairs;
-  compact.strategy.sparse_encoding = "compact";
+  compact.strategy.Set("sparseEncoding", "compact");
   const SimResult a = Simulate(pairs, o);
   const SimResult b = Simulate(compact, o);
   ASSERT_TRUE(a.ok && b.ok) << a.error << b.error;
@@ -203,7 +203,7 @@ TEST(CompactSparse, KeepsTheRoundingForLaterSteps) {
   for (const std::string type : {"topk", "dgc"}) {
     SCOPED_TRACE(type);
     job::JobSpec spec = With(type, "", 0.25);
-    spec.strategy.sparse_encoding = "compact";
+    spec.strategy.Set("sparseEncoding", "compact");
     spec.optimizer.momentum = 0;
     spec.optimizer.weight_decay = 0;
     const SimResult r = Simulate(spec, o);
@@ -284,9 +284,9 @@ TEST(Warmup, TopkDensityFollowsTheExponentialSchedule) {
   SimOptions o;
   o.steps = 2;
   job::JobSpec spec = With("topk", "", 0.01);
-  spec.strategy.warmup_epochs = 2;
+  spec.strategy.Set("warmupEpochs", 2);
   SimResult warm = Simulate(spec, o);
-  spec.strategy.warmup_epochs = 0;
+  spec.strategy.Set("warmupEpochs", 0);
   SimResult cold = Simulate(spec, o);
   ASSERT_TRUE(warm.ok && cold.ok);
   EXPECT_GT(warm.bytes_sent[0], 10 * cold.bytes_sent[0]);
@@ -319,7 +319,7 @@ TEST(Dgc, LocalClippingScalesEachWorkersMeanGradientToTheBound) {
     for (int step = 0; step < o.steps; ++step) scales[rank][step] = scale(rank, step);
   }
   job::JobSpec spec = With("dgc", "", 1.0);  // dense exchange: no selection to tip over
-  spec.strategy.clip_norm = clip;
+  spec.strategy.Set("clipNorm", clip);
   o.gradient = raw;
   const SimResult clipped = Simulate(spec, o);
   const SimResult unclipped = Simulate(With("dgc", "", 1.0), o);
@@ -388,11 +388,11 @@ TEST(DeviceRoute, ReducesOnDeviceAgreesWithTheJobRule) {
                                          {"localsgd", ""}, {"multistep", ""}}) {
     job::JobSpec spec = HarnessJob(c.type);
     if (c.bits == "compact") {
-      spec.strategy.sparse_encoding = "compact";
+      spec.strategy.Set("sparseEncoding", "compact");
     } else {
-      spec.strategy.bits = c.bits;
+      if (!c.bits.empty()) spec.strategy.Set("bits", c.bits);
     }
-    spec.strategy.density = 0.1;  // topk and dgc need one
+    spec.strategy.Set("density", 0.1);  // topk and dgc need one
     StrategyContext context{&spec, &host, nullptr};
     context.device_comm = &device;
     auto strategy = CreateStrategy(context);

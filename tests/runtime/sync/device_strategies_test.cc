@@ -152,30 +152,30 @@ std::vector<Case> Cases() {
   return {
       {"quantized bits dynamic", [](job::JobSpec* s) {
          s->strategy.type = "quantized";
-         s->strategy.bits = "dynamic";
+         s->strategy.Set("bits", "dynamic");
        }},
       {"topk density 0.05", [](job::JobSpec* s) {
          s->strategy.type = "topk";
-         s->strategy.density = 0.05;
+         s->strategy.Set("density", 0.05);
        }},
       {"topk density 0.05 without error feedback", [](job::JobSpec* s) {
          s->strategy.type = "topk";
-         s->strategy.density = 0.05;
-         s->strategy.error_feedback = false;
+         s->strategy.Set("density", 0.05);
+         s->strategy.Set("errorFeedback", false);
        }},
       {"topk density 1.0", [](job::JobSpec* s) {
          s->strategy.type = "topk";
-         s->strategy.density = 1.0;
+         s->strategy.Set("density", 1.0);
        }},
       {"dgc density 0.02", [](job::JobSpec* s) {
          s->strategy.type = "dgc";
-         s->strategy.density = 0.02;
+         s->strategy.Set("density", 0.02);
        }},
       {"dgc density 0.02 warm-up, no masking", [](job::JobSpec* s) {
          s->strategy.type = "dgc";
-         s->strategy.density = 0.02;
-         s->strategy.warmup_epochs = 2;
-         s->strategy.momentum_masking = false;
+         s->strategy.Set("density", 0.02);
+         s->strategy.Set("warmupEpochs", 2);
+         s->strategy.Set("momentumMasking", false);
        }},
   };
 }

@@ -260,7 +260,7 @@ TEST(GossipProtocol, CyclicRequestsWithRandomDelaysFinish1000Times) {
 // The handshake in lock step: the same pairs on every run, step by step.
 job::JobSpec GossipJob() {
   job::JobSpec spec = testing::HarnessJob("gossip");
-  spec.strategy.lockstep = true;
+  spec.strategy.Set("lockstep", true);
   return spec;
 }
 
@@ -322,7 +322,7 @@ Trace Drive(const job::JobSpec& spec, int world, int steps, size_t n,
 // exchanges).
 TEST(Gossip, PartnersEndBitIdenticalAndTheSumIsKept) {
   job::JobSpec spec = GossipJob();
-  spec.strategy.threshold = 0.0;  // every free worker requests at every step
+  spec.strategy.Set("threshold", 0.0);  // every free worker requests at every step
   const int world = 6, steps = 30;
   const size_t n = 257;
   Trace trace = Drive(spec, world, steps, n);
@@ -358,7 +358,7 @@ TEST(Gossip, PartnersEndBitIdenticalAndTheSumIsKept) {
 // words are counted apart (8 bytes per other worker and step).
 TEST(Gossip, PayloadBytesAreTheModelEachWayPerExchange) {
   job::JobSpec spec = GossipJob();
-  spec.strategy.threshold = 0.002;
+  spec.strategy.Set("threshold", 0.002);
   const int world = 4, steps = 40;
   const size_t n = 1000;
   const int64_t s = n * sizeof(float);
@@ -381,8 +381,8 @@ TEST(Gossip, PayloadBytesAreTheModelEachWayPerExchange) {
 // push: the initiator sends S and keeps its model; the target receives S and averages.
 TEST(Gossip, PushMovesTheModelOneWay) {
   job::JobSpec spec = GossipJob();
-  spec.strategy.period = 1;
-  spec.strategy.variant = "push";
+  spec.strategy.Set("period", 1);
+  spec.strategy.Set("variant", "push");
   const int world = 4, steps = 12;
   const size_t n = 64;
   Trace trace = Drive(spec, world, steps, n);
@@ -402,8 +402,8 @@ TEST(Gossip, PushMovesTheModelOneWay) {
 // moves by α(x − x̃) toward the center, α = 0.9 / N.
 TEST(Gossip, ElasticAveragingExchangesWithTheCenter) {
   job::JobSpec spec = GossipJob();
-  spec.strategy.period = 2;
-  spec.strategy.variant = "easgd";
+  spec.strategy.Set("period", 2);
+  spec.strategy.Set("variant", "easgd");
   const int world = 4, steps = 10;
   const size_t n = 128;
   Trace trace = Drive(spec, world, steps, n);
@@ -436,10 +436,10 @@ TEST(Gossip, ZeroThresholdEqualsFixedPeriodOneBitForBit) {
   options.tensor_sizes = {150, 6, 2400, 16, 120, 10};
   options.synchronize_at_end = false;
   job::JobSpec adaptive = GossipJob();
-  adaptive.strategy.threshold = 0.0;
-  adaptive.strategy.max_interval = 1;
+  adaptive.strategy.Set("threshold", 0.0);
+  adaptive.strategy.Set("maxInterval", 1);
   job::JobSpec fixed = GossipJob();
-  fixed.strategy.period = 1;
+  fixed.strategy.Set("period", 1);
   testing::SimResult a = Simulate(adaptive, options);
   testing::SimResult f = Simulate(fixed, options);
   ASSERT_TRUE(a.ok) << a.error;
@@ -463,8 +463,8 @@ TEST(Gossip, InfiniteThresholdIsIndependentRunsWithZeroBytes) {
   options.tensor_sizes = {150, 6, 2400, 16, 120, 10};
   options.synchronize_at_end = false;
   job::JobSpec spec = GossipJob();
-  spec.strategy.threshold = kInf;
-  spec.strategy.max_interval = 0;
+  spec.strategy.Set("threshold", kInf);
+  spec.strategy.Set("maxInterval", 0);
   testing::SimResult result = Simulate(spec, options);
   ASSERT_TRUE(result.ok) << result.error;
   const size_t p = testing::Parameters(options);
@@ -494,7 +494,7 @@ TEST(Gossip, SynchronizeGivesEveryWorkerTheAverageModel) {
   options.steps = 10;
   options.tensor_sizes = {150, 6, 120, 10};
   job::JobSpec spec = GossipJob();
-  spec.strategy.threshold = 0.05;
+  spec.strategy.Set("threshold", 0.05);
   testing::SimResult result = Simulate(spec, options);
   ASSERT_TRUE(result.ok) << result.error;
   for (int r = 1; r < options.world; ++r) EXPECT_TRUE(SameBits(result.params[0], result.params[r]));
@@ -505,7 +505,7 @@ TEST(Gossip, SynchronizeGivesEveryWorkerTheAverageModel) {
 // the peer it was waiting on); nobody hangs.
 TEST(Gossip, SilentPartnerFailsItsPeersNamingIt) {
   job::JobSpec spec = GossipJob();
-  spec.strategy.threshold = 0.0;
+  spec.strategy.Set("threshold", 0.0);
   Trace trace = Drive(spec, 4, 20, 64, std::chrono::milliseconds(300), /*stop_rank=*/1,
                       /*stop_after=*/5);
   // Rank 0 exchanges its request words with rank 1 first.

@@ -58,9 +58,10 @@ TEST(HierarchicalJobTest, ParsesTopologyCommunicatorAndStrategy) {
     nodes: [1, 3]
 )"));
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_EQ(spec->strategy.interval, -1);
-  EXPECT_EQ(spec->strategy.warmup_steps, 0);  // written: no ramp-up (left out: the default)
-  EXPECT_TRUE(spec->strategy.average_optimizer_state.value_or(false));
+  EXPECT_EQ(spec->strategy.Int("interval"), -1);
+  ASSERT_TRUE(spec->strategy.Has("warmupSteps"));
+  EXPECT_EQ(spec->strategy.Int("warmupSteps"), 0);  // written: no ramp-up (left out: the default)
+  EXPECT_TRUE(spec->strategy.Bool("averageOptimizerState"));
   EXPECT_EQ(spec->topology.NodeSizes(4), (std::vector<int>{1, 3}));
 
   auto ssgd = job::ParseJobText(Job(R"(  strategy:

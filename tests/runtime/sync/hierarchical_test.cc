@@ -20,10 +20,9 @@ job::JobSpec Job(const std::string& strategy, std::vector<int> nodes, int interv
   job::JobSpec spec = HarnessJob(strategy);
   spec.topology.node_sizes = std::move(nodes);
   if (interval != 0) {
-    spec.strategy.interval = interval;
-    spec.strategy.interval_set = true;
+    spec.strategy.Set("interval", interval);
   }
-  if (warmup_steps >= 0) spec.strategy.warmup_steps = warmup_steps;
+  if (warmup_steps >= 0) spec.strategy.Set("warmupSteps", warmup_steps);
   return spec;
 }
 
@@ -329,7 +328,7 @@ TEST(Hierarchical, QuantizedOverTheHierarchicalAllReduceEncodesBetweenNodes) {
   job::JobSpec fp32 = Job("ssgd", {2, 2});
   fp32.communicator.hierarchical = true;
   job::JobSpec quantized = Job("quantized", {2, 2});
-  quantized.strategy.bits = "8";
+  quantized.strategy.Set("bits", "8");
   quantized.communicator.hierarchical = true;
   quantized.communicator.compress_inter_node_only = true;
   SimResult a = Simulate(fp32, options);

@@ -26,7 +26,7 @@ job::JobSpec PlainSgd(const std::string& strategy) {
 TEST(LocalSgd, IntervalOneWithPlainSgdIsSsgd) {
   SimOptions options;
   job::JobSpec spec = PlainSgd("localsgd");
-  spec.strategy.interval = 1;
+  spec.strategy.Set("interval", 1);
   SimResult local = Simulate(spec, options);
   SimResult ssgd = Simulate(PlainSgd("ssgd"), options);
   ASSERT_TRUE(local.ok) << local.error;
@@ -43,7 +43,7 @@ TEST(LocalSgd, IntervalOneWithMomentumAndWeightDecayIsSsgd) {
   // Momentum and weight decay are linear: the weighted mean of the local momenta is ssgd's.
   SimOptions options;
   job::JobSpec spec = HarnessJob("localsgd");
-  spec.strategy.interval = 1;
+  spec.strategy.Set("interval", 1);
   SimResult local = Simulate(spec, options);
   SimResult ssgd = Simulate(HarnessJob("ssgd"), options);
   ASSERT_TRUE(local.ok) << local.error;
@@ -55,7 +55,7 @@ TEST(LocalSgd, UnequalBatchesAreWeightedLikeSsgd) {
   SimOptions options;
   options.local_batches = {8, 16, 24, 16};
   job::JobSpec spec = PlainSgd("localsgd");
-  spec.strategy.interval = 1;
+  spec.strategy.Set("interval", 1);
   SimResult local = Simulate(spec, options);
   SimResult ssgd = Simulate(PlainSgd("ssgd"), options);
   ASSERT_TRUE(local.ok) << local.error;
@@ -73,7 +73,7 @@ TEST(LocalSgd, LongerIntervalAveragesEveryIntervalSteps) {
     if (step == 11) at_average[rank] = params;
   };
   job::JobSpec spec = PlainSgd("localsgd");
-  spec.strategy.interval = 4;
+  spec.strategy.Set("interval", 4);
   SimResult local = Simulate(spec, options);
   ASSERT_TRUE(local.ok) << local.error;
   for (int rank = 1; rank < options.world; ++rank) {

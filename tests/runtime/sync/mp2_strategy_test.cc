@@ -46,9 +46,9 @@ class PredictorFile {
 
 job::JobSpec Mp2Job(double push_ratio, const std::string& mode, const std::string& predictor) {
   job::JobSpec spec = HarnessJob("mp2");
-  spec.strategy.push_ratio = push_ratio;
-  spec.strategy.mode = mode;
-  spec.strategy.predictor = predictor;
+  spec.strategy.Set("pushRatio", push_ratio);
+  spec.strategy.Set("mode", mode);
+  spec.strategy.Set("predictor", predictor);
   return spec;
 }
 

@@ -11,6 +11,7 @@
 #include "runtime/comm/collectives.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/base/status.h"
+#include "runtime/sync/strategy_options_check.h"
 #include "runtime/comm/bucketed_reducer.h"
 #include "runtime/comm/loopback_transport.h"
 #include "runtime/sync/codecs/quantize_codec.h"
@@ -26,13 +27,13 @@ bool Identical(const std::vector<float>& a, const std::vector<float>& b) {
 
 job::JobSpec Multistep(int interval) {
   job::JobSpec spec = HarnessJob("multistep");
-  spec.strategy.interval = interval;
+  if (interval != 0) spec.strategy.Set("interval", interval);  // 0: adaptive
   return spec;
 }
 
 job::JobSpec Delayed(int interval) {
   job::JobSpec spec = Multistep(interval);
-  spec.strategy.delay = 1;
+  spec.strategy.Set("delay", 1);
   return spec;
 }
 
@@ -43,16 +44,16 @@ TEST(Multistep, IntervalOneIsSsgdWithMomentumBitForBit) {
   SimResult ssgd = Simulate(HarnessJob("ssgd"), options);
   ASSERT_TRUE(ssgd.ok) << ssgd.error;
   job::JobSpec adaptive_capped = HarnessJob("multistep");
-  adaptive_capped.strategy.h_max = 1;
+  adaptive_capped.strategy.Set("hMax", 1);
   job::JobSpec warmup = Multistep(8);
-  warmup.strategy.warmup_epochs = 100;
+  warmup.strategy.Set("warmupEpochs", 100);
   for (const job::JobSpec& spec : {Multistep(1), adaptive_capped, warmup}) {
     SimResult r = Simulate(spec, options);
     ASSERT_TRUE(r.ok) << r.error;
     for (int rank = 0; rank < options.world; ++rank) {
       EXPECT_TRUE(Identical(r.params[rank], ssgd.params[0]))
-          << "interval " << spec.strategy.interval << " hMax " << spec.strategy.h_max
-          << " warm-up " << spec.strategy.warmup_epochs << ", rank " << rank;
+          << "interval " << spec.strategy.String("interval") << " hMax " << spec.strategy.Int("hMax")
+          << " warm-up " << spec.strategy.Number("warmupEpochs") << ", rank " << rank;
     }
   }
 }
@@ -111,7 +112,7 @@ SimResult ExpectRanksAgreeAtRoundEnds(const job::JobSpec& spec, SimOptions optio
 TEST(Multistep, RanksAgreeOnTheGlobalModelAfterEveryRound) {
   constexpr int kInterval = 4;
   job::JobSpec spec = Multistep(kInterval);
-  spec.strategy.mu = 0.01;
+  spec.strategy.Set("mu", 0.01);
   std::vector<std::vector<std::vector<float>>> rounds;
   SimResult r = ExpectRanksAgreeAtRoundEnds(spec, SimOptions(), kInterval, "uncompressed", &rounds);
   ASSERT_TRUE(r.ok) << r.error;
@@ -188,8 +189,8 @@ SimResult AdaptiveRun(job::JobSpec spec, std::function<double(int epoch)> loss, 
 
 TEST(Multistep, ConstantLossKeepsTheInitialInterval) {
   job::JobSpec spec = HarnessJob("multistep");
-  spec.strategy.adaptive_interval = true;
-  spec.strategy.warmup_epochs = 1;
+  spec.strategy.Set("interval", "adaptive");
+  spec.strategy.Set("warmupEpochs", 1);
   SimResult r = AdaptiveRun(spec, [](int) { return 2.3; }, 6);
   ASSERT_TRUE(r.ok) << r.error;
   // Epoch 0 is warm-up (SSGD, interval 1) and gives F_0; then H_0 = 8 throughout.
@@ -198,8 +199,8 @@ TEST(Multistep, ConstantLossKeepsTheInitialInterval) {
 
 TEST(Multistep, IntervalFollowsTheLossWithinItsBounds) {
   job::JobSpec spec = HarnessJob("multistep");
-  spec.strategy.h_min = 2;
-  spec.strategy.h_max = 12;
+  spec.strategy.Set("hMin", 2);
+  spec.strategy.Set("hMax", 12);
   // Falling loss: sqrt(F/F_0) shrinks, so does H, never below hMin.
   SimResult falling = AdaptiveRun(spec, [](int e) { return 2.0 * std::pow(0.3, e); }, 30);
   ASSERT_TRUE(falling.ok) << falling.error;
@@ -218,7 +219,7 @@ TEST(Multistep, IntervalFollowsTheLossWithinItsBounds) {
   for (int h : rising.intervals) EXPECT_LE(h, 12);
   EXPECT_EQ(rising.intervals.back(), 12);
   // H_0 outside the bounds is clamped.
-  spec.strategy.h_max = 4;
+  spec.strategy.Set("hMax", 4);
   SimResult capped = AdaptiveRun(spec, [](int) { return 1.0; }, 3);
   ASSERT_TRUE(capped.ok) << capped.error;
   EXPECT_EQ(capped.intervals, (std::vector<int>{4, 4, 4}));
@@ -236,7 +237,8 @@ TEST(Multistep, RejectsAdam) {
 
 job::JobSpec Compressed(int interval, const std::string& type, int bits = 0) {
   job::JobSpec spec = Multistep(interval);
-  spec.strategy.compression = {type, bits};
+  if (!type.empty()) spec.strategy.Set("compression.type", type);
+  if (bits != 0) spec.strategy.Set("compression.bits", bits);
   return spec;
 }
 
@@ -287,7 +289,7 @@ TEST(MultistepCompression, IntervalOneIsTheQuantizedStrategyBitForBit) {
   for (const auto& [type, bits] : std::vector<std::pair<std::string, int>>{
            {"quantized", 8}, {"quantized", 4}, {"quantized", 0}, {"fp16", 0}}) {
     job::JobSpec reference = HarnessJob(type);
-    if (type == "quantized") reference.strategy.bits = std::to_string(bits != 0 ? bits : 8);
+    if (type == "quantized") reference.strategy.Set("bits", std::to_string(bits != 0 ? bits : 8));
     SimResult expected = Simulate(reference, options);
     ASSERT_TRUE(expected.ok) << expected.error;
     SimResult r = Simulate(Compressed(1, type, bits), options);
@@ -307,7 +309,7 @@ TEST(MultistepCompression, RanksAgreeAfterEveryRound) {
   options.bucket_bytes = 64u << 10;
   for (const std::string& type : {"quantized", "fp16"}) {
     job::JobSpec spec = Compressed(kInterval, type, type == "quantized" ? 2 : 0);
-    spec.strategy.mu = 0.01;
+    spec.strategy.Set("mu", 0.01);
     std::vector<std::vector<std::vector<float>>> rounds;
     SimResult r = ExpectRanksAgreeAtRoundEnds(spec, options, kInterval, type, &rounds);
     ASSERT_TRUE(r.ok) << r.error;
@@ -365,7 +367,7 @@ TEST(MultistepCompression, BytesPerRoundAreTheEncodingsOfTheBuckets) {
     // And the quantized strategy sends the same per step as multistep per round (its test
     // bounds that by 30 % of ssgd's at 8 bits).
     job::JobSpec quantized = HarnessJob("quantized");
-    quantized.strategy.bits = std::to_string(bits);
+    quantized.strategy.Set("bits", std::to_string(bits));
     SimOptions one_round_per_step = options;
     one_round_per_step.steps = 6;
     SimResult q = Simulate(quantized, one_round_per_step);
@@ -382,9 +384,9 @@ TEST(MultistepCompression, TrainingStillDecreasesTheLoss) {
     Quadratic quadratic(&options);
     SimResult r = Simulate(spec, options);
     ASSERT_TRUE(r.ok) << r.error;
-    ExpectIdenticalRanks(r, spec.strategy.compression.type);
+    ExpectIdenticalRanks(r, spec.strategy.String("compression.type"));
     EXPECT_LT(quadratic.Loss(r.params[0]), 0.05 * quadratic.InitialLoss())
-        << spec.strategy.compression.type << " " << spec.strategy.compression.bits;
+        << spec.strategy.String("compression.type") << " " << spec.strategy.Int("compression.bits");
   }
 }
 
@@ -407,7 +409,7 @@ TEST(MultistepDelay, RanksAgreeOnTheGlobalModelAtEveryRebase) {
     steps[rank].push_back(params);
   };
   job::JobSpec spec = Delayed(kInterval);
-  spec.strategy.mu = 0.01;
+  spec.strategy.Set("mu", 0.01);
   SimResult r = Simulate(spec, options);
   ASSERT_TRUE(r.ok) << r.error;
   for (int rank = 1; rank < options.world; ++rank) {
@@ -440,7 +442,7 @@ TEST(MultistepDelay, RanksAgreeAfterSynchronize) {
     options.steps = steps;
     options.save_state = true;
     job::JobSpec spec = Delayed(4);
-    spec.strategy.mu = 0.01;
+    spec.strategy.Set("mu", 0.01);
     SimResult r = Simulate(spec, options);
     ASSERT_TRUE(r.ok) << r.error;
     ExpectIdenticalRanks(r, "steps " + std::to_string(steps));
@@ -497,7 +499,8 @@ TEST(MultistepDelay, SendsWhatDelayZeroSends) {
     EXPECT_EQ(delayed.bytes_sent, sync.bytes_sent) << "interval " << interval;
   }
   job::JobSpec compressed = Delayed(4);
-  compressed.strategy.compression = {"quantized", 4};
+  compressed.strategy.Set("compression.type", "quantized");
+  compressed.strategy.Set("compression.bits", 4);
   SimResult delayed = Simulate(compressed, options);
   SimResult sync = Simulate(Compressed(4, "quantized", 4), options);
   ASSERT_TRUE(delayed.ok && sync.ok) << delayed.error << sync.error;
@@ -511,7 +514,7 @@ TEST(MultistepDelay, WarmupIsSsgdBitForBit) {
   options.steps = 8;
   options.steps_per_epoch = 8;
   job::JobSpec spec = Delayed(4);
-  spec.strategy.warmup_epochs = 1;
+  spec.strategy.Set("warmupEpochs", 1);
   SimResult ssgd = Simulate(HarnessJob("ssgd"), options);
   SimResult r = Simulate(spec, options);
   ASSERT_TRUE(ssgd.ok && r.ok) << ssgd.error << r.error;
@@ -522,7 +525,8 @@ TEST(MultistepDelay, WarmupIsSsgdBitForBit) {
 
 TEST(MultistepDelay, TrainingStillDecreasesTheLoss) {
   job::JobSpec compressed = Delayed(4);
-  compressed.strategy.compression = {"quantized", 8};
+  compressed.strategy.Set("compression.type", "quantized");
+  compressed.strategy.Set("compression.bits", 8);
   // lr 0.05, not the harness's 0.1: a gradient one round late with momentum β is stable only
   // for η·curvature < 1 − β at H = 1 (the delayed heavy ball, z² − (1 + β)·z + β + η = 0), and
   // this quadratic's curvature is 1.
@@ -533,9 +537,9 @@ TEST(MultistepDelay, TrainingStillDecreasesTheLoss) {
     Quadratic quadratic(&options);
     SimResult r = Simulate(spec, options);
     ASSERT_TRUE(r.ok) << r.error;
-    ExpectIdenticalRanks(r, "interval " + std::to_string(spec.strategy.interval));
+    ExpectIdenticalRanks(r, "interval " + spec.strategy.String("interval"));
     EXPECT_LT(quadratic.Loss(r.params[0]), 0.05 * quadratic.InitialLoss())
-        << "interval " << spec.strategy.interval << " " << spec.strategy.compression.type;
+        << "interval " << spec.strategy.String("interval") << " " << spec.strategy.String("compression.type");
   }
 }
 
@@ -616,9 +620,9 @@ TEST(MultistepDelay, OneRankFollowsTheHandComputedReference) {
   spec.optimizer.lr = 0.05;
   spec.optimizer.momentum = 0.9;
   spec.optimizer.weight_decay = 0.01;
-  spec.strategy.mu = 0.1;
+  spec.strategy.Set("mu", 0.1);
   const double eta = spec.optimizer.lr, beta = spec.optimizer.momentum;
-  const double lambda = spec.optimizer.weight_decay, mu = spec.strategy.mu;
+  const double lambda = spec.optimizer.weight_decay, mu = spec.strategy.Number("mu");
   const double b = spec.global_batch_size;
 
   auto hub = std::make_shared<comm::LoopbackHub>(1);
@@ -682,7 +686,10 @@ TEST(MultistepDelay, RestartFromACheckpointContinuesTheRun) {
   for (const std::string& compression : {"", "quantized"}) {
     job::JobSpec spec = Delayed(3);
     spec.global_batch_size = 8;
-    spec.strategy.compression = {compression, compression.empty() ? 0 : 4};
+    if (!compression.empty()) {
+      spec.strategy.Set("compression.type", compression);
+      spec.strategy.Set("compression.bits", 4);
+    }
     auto run = [&](bool restart) {
       auto hub = std::make_shared<comm::LoopbackHub>(kWorld);
       std::vector<std::vector<float>> out(kWorld);
@@ -764,7 +771,8 @@ TEST(MultistepCompression, StatsReportTheBitsAndTheRatio) {
            {"quantized", 2, 2048.0 / 136.0}}) {
     job::JobSpec spec = Delayed(2);
     spec.global_batch_size = 4;
-    spec.strategy.compression = {type, type == "quantized" ? bits : 0};
+    if (!type.empty()) spec.strategy.Set("compression.type", type);
+    if (type == "quantized") spec.strategy.Set("compression.bits", bits);
     DirectRank rank(spec, hub, 0, kN, Ramp(kN));
     for (int s = 0; s < 6; ++s) ASSERT_TRUE(rank.Step(s).ok());
     ASSERT_TRUE(rank.Synchronize(6).ok());
@@ -775,21 +783,19 @@ TEST(MultistepCompression, StatsReportTheBitsAndTheRatio) {
   }
 }
 
-TEST(MultistepCompression, UnknownSettingsFailAtCreation) {
+// The factory takes validated options: unknown settings are the descriptor's to refuse
+// (sync::CheckStrategyOptions, which ValidateJob runs), before any strategy is created.
+TEST(MultistepCompression, UnknownSettingsAreRefusedByValidation) {
   job::JobSpec spec = Compressed(4, "zstd");
-  SimResult r = Simulate(spec, SimOptions());
-  EXPECT_FALSE(r.ok);
-  EXPECT_THAT(r.error, ::testing::HasSubstr("spec.strategy.compression.type"));
+  EXPECT_THAT(std::string(CheckStrategyOptions(spec.strategy, "spec.strategy").message()),
+              ::testing::HasSubstr("spec.strategy.compression.type"));
   spec = Compressed(4, "quantized", 3);
-  r = Simulate(spec, SimOptions());
-  EXPECT_FALSE(r.ok);
-  EXPECT_THAT(r.error,
+  EXPECT_THAT(std::string(CheckStrategyOptions(spec.strategy, "spec.strategy").message()),
               ::testing::HasSubstr("spec.strategy.compression.bits: must be 1, 2, 4 or 8"));
   spec = Multistep(4);
-  spec.strategy.delay = 2;
-  r = Simulate(spec, SimOptions());
-  EXPECT_FALSE(r.ok);
-  EXPECT_THAT(r.error, ::testing::HasSubstr("spec.strategy.delay: must be 0 or 1, got 2"));
+  spec.strategy.Set("delay", 2);
+  EXPECT_THAT(std::string(CheckStrategyOptions(spec.strategy, "spec.strategy").message()),
+              ::testing::HasSubstr("spec.strategy.delay: must be 0 or 1, got 2"));
 }
 
 }  // namespace

@@ -16,8 +16,8 @@ namespace {
 
 job::JobSpec PsJob(const std::string& type, int staleness, const std::string& bits) {
   job::JobSpec spec = HarnessJob(type);
-  spec.strategy.staleness = staleness;
-  spec.strategy.bits = bits;
+  if (staleness >= 0) spec.strategy.Set("staleness", staleness);
+  if (!bits.empty()) spec.strategy.Set("bits", bits);
   return spec;
 }
 

@@ -80,8 +80,8 @@ TEST(Scheduled, SsgdSendsTheRingVolumePlusTheReadinessVectors) {
 
 job::JobSpec Multistep(int interval, double mu = 0) {
   job::JobSpec spec = HarnessJob("multistep");
-  spec.strategy.interval = interval;
-  spec.strategy.mu = mu;
+  if (interval != 0) spec.strategy.Set("interval", interval);  // 0: adaptive
+  spec.strategy.Set("mu", mu);
   return spec;
 }
 

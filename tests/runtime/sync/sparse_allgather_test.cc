@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 #include "runtime/comm/loopback_transport.h"
+#include "runtime/sync/strategy_options_check.h"
 #include "tests/runtime/comm/spawn.h"
 
 namespace hptrain::sync {
@@ -125,14 +126,17 @@ TEST(RoundForWire, PairsKeepValuesAndCompactRoundsToFp16WithinItsRangeKeepingThe
 
 TEST(SparseWireOf, ReadsTheJobsSparseEncoding) {
   job::JobSpec spec;
-  EXPECT_EQ(*SparseWireOf(spec), SparseWire::kPairs);
-  spec.strategy.sparse_encoding = "pairs";
-  EXPECT_EQ(*SparseWireOf(spec), SparseWire::kPairs);
-  spec.strategy.sparse_encoding = "compact";
-  EXPECT_EQ(*SparseWireOf(spec), SparseWire::kCompact);
-  spec.strategy.sparse_encoding = "dense";
-  EXPECT_EQ(SparseWireOf(spec).status().message(),
-            "spec.strategy.sparseEncoding: must be pairs or compact, got \"dense\"");
+  spec.strategy.type = "topk";
+  EXPECT_EQ(SparseWireOf(spec.strategy), SparseWire::kPairs);
+  spec.strategy.Set("sparseEncoding", "pairs");
+  EXPECT_EQ(SparseWireOf(spec.strategy), SparseWire::kPairs);
+  spec.strategy.Set("sparseEncoding", "compact");
+  EXPECT_EQ(SparseWireOf(spec.strategy), SparseWire::kCompact);
+  // Another value never reaches SparseWireOf: the descriptor refuses it.
+  spec.strategy.Set("sparseEncoding", "dense");
+  EXPECT_EQ(CheckStrategyOptions(spec.strategy, "spec.strategy").message(),
+            "spec.strategy.sparseEncoding: unknown sparse encoding \"dense\" (expected one of "
+            "pairs, compact)");
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ LocalPs::LocalPs(const job::JobSpec& spec, int world, int shards) {
     config.world_size = world;
     config.global_batch = spec.global_batch_size;
     config.optimizer = spec.optimizer;
-    config.max_lead = spec.strategy.type == "hps" && spec.strategy.staleness != 0 ? 1 : 0;
+    config.max_lead = spec.strategy.type == "hps" && spec.strategy.Int("staleness") != 0 ? 1 : 0;
     if (spec.strategy.type == "mp2") {
       ps::Mp2StoreConfig mp2;
       mp2.prediction = ps::mp2::PredictionOptionsFor(spec);

@@ -1,0 +1,383 @@
+// The built-in strategy descriptors: the one place where a strategy's parameters are defined
+// (strategy_descriptor.h). docs/algorithms.md explains each algorithm.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/sync/strategy_descriptor.h"
+#include "runtime/sync/strategy_options.h"
+
+namespace hptrain::sync {
+namespace {
+
+using P = ParamType;
+
+template <typename... Args>
+absl::Status Invalid(absl::string_view path, absl::string_view field, const Args&... reason) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ".", field, ": ", reason...));
+}
+
+ParamSpec Param(std::string name, ParamType type, std::string doc) {
+  ParamSpec p;
+  p.name = std::move(name);
+  p.type = type;
+  p.doc = std::move(doc);
+  return p;
+}
+
+ParamSpec AtLeast(ParamSpec p, double min) {
+  p.range.min = min;
+  return p;
+}
+
+ParamSpec OpenClosedUnit(ParamSpec p) {
+  p.range.min = 0;
+  p.range.min_exclusive = true;
+  p.range.max = 1;
+  return p;
+}
+
+template <typename T>
+ParamSpec Default(ParamSpec p, T value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    p.default_value = OptionValue(value);
+  } else if constexpr (std::is_integral_v<T>) {
+    p.default_value = OptionValue(static_cast<int64_t>(value));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    p.default_value = OptionValue(static_cast<double>(value));
+  } else {
+    p.default_value = OptionValue(std::string(value));
+  }
+  return p;
+}
+
+ParamSpec Enum(ParamSpec p, std::vector<std::string> values, std::string noun) {
+  p.enum_values = std::move(values);
+  p.enum_noun = std::move(noun);
+  return p;
+}
+
+std::vector<ParamSpec> BuildCatalogue() {
+  std::vector<ParamSpec> c;
+  ParamSpec bits = Param("bits", P::kIntegerOrString,
+                         "bits per gradient element on the wire: 1, 2, 4, 8, 16 (fp16), 32 "
+                         "(uncompressed) or dynamic (chosen per epoch from the measured bandwidth)");
+  bits.enum_values = {"1", "2", "4", "8", "16", "32", "dynamic"};
+  bits.words = {"dynamic"};
+  c.push_back(Default(bits, 8));
+  c.push_back(Default(AtLeast(Param("bucketSize", P::kInteger,
+                                    "elements per quantization bucket (one scale per bucket)"),
+                              1),
+                      512));
+  ParamSpec density =
+      OpenClosedUnit(Param("density", P::kNumber, "fraction of gradient elements sent"));
+  density.required = true;
+  c.push_back(density);
+  c.push_back(Default(Param("errorFeedback", P::kBoolean,
+                            "add the compression error to the next step's gradient"),
+                      true));
+  ParamSpec interval = AtLeast(
+      Param("interval", P::kIntegerOrString, "local steps between exchanges"), 1);
+  c.push_back(interval);
+  c.push_back(Default(AtLeast(Param("warmupEpochs", P::kNumber,
+                                    "epochs of dense (uncompressed, every-step) exchange first"),
+                              0),
+                      0.0));
+  c.push_back(Default(AtLeast(Param("hMin", P::kInteger,
+                                    "adaptive interval: the smallest interval"),
+                              1),
+                      1));
+  c.push_back(Default(AtLeast(Param("hMax", P::kInteger,
+                                    "adaptive interval: the largest interval"),
+                              1),
+                      32));
+  c.push_back(Default(AtLeast(Param("mu", P::kNumber,
+                                    "proximal correction: the pull of every local step toward "
+                                    "the last global model"),
+                              0),
+                      0.0));
+  ParamSpec delay = Param("delay", P::kInteger,
+                          "rounds the global update may lag behind the local steps (0 or 1)");
+  delay.enum_values = {"0", "1"};
+  c.push_back(Default(delay, 0));
+  ParamSpec compression = Param("compression", P::kObject,
+                                "how the round's all-reduce of the accumulated gradients is "
+                                "encoded, with error feedback");
+  compression.fields.push_back(
+      Default(Enum(Param("type", P::kEnum,
+                         "none (fp32), quantized (bucketed stochastic uniform quantization) or "
+                         "fp16 (IEEE half)"),
+                   {"none", "quantized", "fp16"}, "compression"),
+              "none"));
+  ParamSpec compression_bits =
+      Param("bits", P::kInteger, "quantized: bits per element on the wire");
+  compression_bits.enum_values = {"1", "2", "4", "8"};
+  compression.fields.push_back(Default(compression_bits, 8));
+  c.push_back(compression);
+  c.push_back(Default(AtLeast(Param("clipNorm", P::kNumber,
+                                    "local gradient clipping, the bound on the global gradient "
+                                    "norm; 0 = off"),
+                              0),
+                      0.0));
+  c.push_back(Default(Param("momentumMasking", P::kBoolean,
+                            "clear the local momentum of the elements sent, as DGC does"),
+                      true));
+  c.push_back(Default(Enum(Param("sparseEncoding", P::kEnum,
+                                 "how the (index, value) pairs travel: pairs (8 bytes each) or "
+                                 "compact (4 bytes each)"),
+                           {"pairs", "compact"}, "sparse encoding"),
+                      "pairs"));
+  c.push_back(Default(AtLeast(Param("threshold", P::kNumber,
+                                    "θ, the relative change of the model since the last exchange "
+                                    "that requests the next one"),
+                              0),
+                      0.01));
+  c.push_back(Default(AtLeast(Param("maxInterval", P::kInteger,
+                                    "T_max, local steps after which an exchange is forced; 0 = "
+                                    "never"),
+                              0),
+                      64));
+  c.push_back(Default(AtLeast(Param("minInterval", P::kInteger,
+                                    "T_min, local steps before the change may request an "
+                                    "exchange"),
+                              1),
+                      1));
+  ParamSpec period = AtLeast(Param("period", P::kInteger,
+                                   "fixed-period gossip: an exchange every period local steps"),
+                             1);
+  period.default_doc = "adaptive";
+  c.push_back(period);
+  c.push_back(Default(Enum(Param("variant", P::kEnum,
+                                 "pairwise (both average), push (gossiping SGD) or easgd (elastic "
+                                 "averaging with a center model)"),
+                           {"pairwise", "push", "easgd"}, "variant"),
+                      "pairwise"));
+  c.push_back(Default(Param("lockstep", P::kBoolean,
+                            "the handshake in lock step (reproducible) instead of asynchronous"),
+                      false));
+  c.push_back(Default(Param("calibrate", P::kBoolean,
+                            "set θ from the changes of the first 200 steps"),
+                      false));
+  c.push_back(Default(OpenClosedUnit(Param("pushRatio", P::kNumber,
+                                           "fraction of each large tensor pushed per round")),
+                      0.1));
+  ParamSpec history = Param("history", P::kInteger, "past model snapshots the predictor reads (K)");
+  history.range.min = 2;
+  history.range.max = 64;
+  c.push_back(Default(history, 5));
+  c.push_back(Default(Enum(Param("mode", P::kEnum,
+                                 "A: the parameter server predicts, workers pull the full model; "
+                                 "B: the workers predict too"),
+                           {"A", "B"}, "mode"),
+                      "A"));
+  ParamSpec predictor = Param("predictor", P::kString,
+                              "a predictor file made by `hptrain mp2 train`, or zero (no change)");
+  predictor.required = true;
+  c.push_back(predictor);
+  c.push_back(Default(Param("calibration", P::kBoolean,
+                            "calibrate the predicted change per tensor"),
+                      false));
+  c.push_back(Default(OpenClosedUnit(Param("damping", P::kNumber,
+                                           "share of the predicted change applied")),
+                      0.25));
+  ParamSpec staleness = Param("staleness", P::kInteger,
+                              "model versions a worker may run ahead of the parameter server "
+                              "(0 = synchronous)");
+  staleness.enum_values = {"0", "1"};
+  c.push_back(Default(staleness, 1));
+  c.push_back(Default(Param("averageOptimizerState", P::kBoolean,
+                            "also average the optimizer state at every global sync"),
+                      false));
+  ParamSpec warmup_steps = AtLeast(
+      Param("warmupSteps", P::kInteger, "the first global steps synchronous, as ssgd (K′ ramp-up)"),
+      0);
+  warmup_steps.default_doc = "the schedule's warm-up, at least half an epoch";
+  c.push_back(warmup_steps);
+  return c;
+}
+
+// The catalogue's `name`, with its default replaced.
+template <typename T>
+ParamSpec With(absl::string_view name, T default_value) {
+  return Default(CatalogueParam(name), default_value);
+}
+
+// gossip (docs/algorithms.md §4b): a fixed period replaces the adaptive trigger, so the two are
+// not combined, and calibrate sets θ itself.
+absl::Status ValidateGossip(const StrategyOptions& s, absl::string_view path) {
+  const int64_t min_interval = s.Int("minInterval");
+  const int64_t max_interval = s.Int("maxInterval");
+  if (max_interval > 0 && min_interval > max_interval) {
+    return Invalid(path, "minInterval", "must be <= ", path, ".maxInterval (", max_interval,
+                   "), got ", min_interval);
+  }
+  if (s.Has("period")) {
+    const char* adaptive = s.Has("threshold")     ? "threshold"
+                           : s.Has("maxInterval") ? "maxInterval"
+                           : s.Has("minInterval") ? "minInterval"
+                                                  : nullptr;
+    if (adaptive != nullptr) {
+      return Invalid(path, adaptive, "applies only to the adaptive trigger, but ", path,
+                     ".period is ", s.Int("period"), " (fixed-period gossip)");
+    }
+  }
+  if (s.Bool("calibrate")) {
+    if (s.Has("threshold")) {
+      return Invalid(path, "threshold", "cannot be set with ", path,
+                     ".calibrate: true (calibration sets the threshold)");
+    }
+    if (s.Has("period")) {
+      return Invalid(path, "calibrate", "applies only to the adaptive trigger, but ", path,
+                     ".period is ", s.Int("period"), " (fixed-period gossip)");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// multistep: hMin/hMax bound the adaptive interval (an unset interval is adaptive); the
+// compression's bits belong to type quantized.
+absl::Status ValidateMultistep(const StrategyOptions& s, absl::string_view path) {
+  const OptionValue* interval = s.Find("interval");
+  const bool fixed = interval != nullptr && std::holds_alternative<int64_t>(*interval);
+  if ((s.Has("hMin") || s.Has("hMax")) && fixed) {
+    return Invalid(path, s.Has("hMin") ? "hMin" : "hMax",
+                   "applies only to an adaptive interval, but ", path, ".interval is ",
+                   s.Int("interval"));
+  }
+  if (s.Int("hMin") > s.Int("hMax")) {
+    return Invalid(path, "hMin", "must be <= ", path, ".hMax (", s.Int("hMax"), "), got ",
+                   s.Int("hMin"));
+  }
+  if (s.Has("compression.bits")) {
+    if (!s.Has("compression.type")) {
+      return Invalid(path, "compression.type", "required (one of none, quantized, fp16)");
+    }
+    if (s.String("compression.type") != "quantized") {
+      return Invalid(path, "compression.bits",
+                     "applies only to compression type quantized, got type ",
+                     s.String("compression.type"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// hierarchical: -1 is K′ = once per epoch (docs/algorithms.md §2b).
+absl::Status ValidateHierarchical(const StrategyOptions& s, absl::string_view path) {
+  if (s.Has("interval") && s.Int("interval") < 1 && s.Int("interval") != -1) {
+    return Invalid(path, "interval", "must be at least 1, or -1 for one global sync per epoch, got ",
+                   s.Int("interval"));
+  }
+  return absl::OkStatus();
+}
+
+// H-PS picks its bit width among 2, 4, 8 and 16 and treats 32 as "off": 1 bit is not one of its
+// widths.
+absl::Status ValidateHps(const StrategyOptions& s, absl::string_view path) {
+  static const std::vector<std::string> kHpsBits = {"2", "4", "8", "16", "32", "dynamic"};
+  if (!s.Has("bits")) return absl::OkStatus();
+  const std::string bits = s.String("bits");
+  if (std::find(kHpsBits.begin(), kHpsBits.end(), bits) == kHpsBits.end()) {
+    return Invalid(path, "bits", "strategy hps takes 2, 4, 8, 16, 32 or dynamic, got \"", bits,
+                   "\"");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateMp2(const StrategyOptions& s, absl::string_view path) {
+  if (s.String("predictor").empty()) {
+    return Invalid(path, "predictor",
+                   "required for strategy mp2: a predictor file made by `hptrain mp2 train`, or "
+                   "zero (the zero-change ablation)");
+  }
+  return absl::OkStatus();
+}
+
+StrategyDescriptor Strategy(std::string name, std::string doc, std::vector<ParamSpec> params) {
+  StrategyDescriptor d;
+  d.name = std::move(name);
+  d.doc = std::move(doc);
+  d.params = std::move(params);
+  return d;
+}
+
+}  // namespace
+
+const std::vector<ParamSpec>& ParamCatalogue() {
+  static const auto* catalogue = new std::vector<ParamSpec>(BuildCatalogue());
+  return *catalogue;
+}
+
+std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
+  std::vector<StrategyDescriptor> all;
+  auto on_device = [](StrategyDescriptor d) {
+    d.devices.nccl = true;
+    return d;
+  };
+  auto sparse = [&](StrategyDescriptor d) {
+    d = on_device(std::move(d));
+    d.devices.host_only_param = "sparseEncoding";
+    d.devices.host_only_value = "compact";
+    return d;
+  };
+  all.push_back(on_device(Strategy("ssgd", "fp32 gradients, ring all-reduce", {})));
+  all.push_back(on_device(Strategy("fp16", "IEEE half gradients through the ring",
+                                   {CatalogueParam("bucketSize"), CatalogueParam("errorFeedback")})));
+  all.push_back(on_device(Strategy(
+      "quantized", "bucketed stochastic uniform quantization through the ring",
+      {CatalogueParam("bits"), CatalogueParam("bucketSize"), CatalogueParam("errorFeedback")})));
+  all.push_back(sparse(Strategy("topk", "the largest density·n gradient elements, all-gathered",
+                                {CatalogueParam("density"), CatalogueParam("errorFeedback"),
+                                 CatalogueParam("warmupEpochs"),
+                                 CatalogueParam("sparseEncoding")})));
+  all.push_back(sparse(Strategy(
+      "dgc", "Deep Gradient Compression: momentum correction, sampled threshold, masking",
+      {CatalogueParam("density"), CatalogueParam("warmupEpochs"), CatalogueParam("clipNorm"),
+       CatalogueParam("momentumMasking"), CatalogueParam("sparseEncoding")})));
+  all.push_back(Strategy("localsgd", "local SGD, models averaged every interval steps",
+                         {With("interval", 8)}));
+  ParamSpec multistep_interval = With("interval", "adaptive");
+  multistep_interval.words = {"adaptive"};
+  StrategyDescriptor multistep = Strategy(
+      "multistep", "multi-step delayed update: H local steps, one all-reduce per round",
+      {multistep_interval, CatalogueParam("warmupEpochs"), CatalogueParam("hMin"),
+       CatalogueParam("hMax"), CatalogueParam("mu"), CatalogueParam("delay"),
+       CatalogueParam("compression")});
+  multistep.validate = ValidateMultistep;
+  all.push_back(multistep);
+  ParamSpec hierarchical_interval = With("interval", -1);
+  hierarchical_interval.range = ParamRange{};  // -1 or at least 1: ValidateHierarchical
+  StrategyDescriptor hierarchical =
+      Strategy("hierarchical", "node-local all-reduce every step, global model average every "
+                               "interval steps (eDNNcomm)",
+               {hierarchical_interval, CatalogueParam("averageOptimizerState"),
+                CatalogueParam("warmupSteps")});
+  hierarchical.validate = ValidateHierarchical;
+  all.push_back(hierarchical);
+  StrategyDescriptor gossip = Strategy(
+      "gossip", "adaptive gossip: pairwise model averages when the model has changed enough",
+      {CatalogueParam("threshold"), CatalogueParam("maxInterval"), CatalogueParam("minInterval"),
+       CatalogueParam("period"), CatalogueParam("variant"), CatalogueParam("lockstep"),
+       CatalogueParam("calibrate")});
+  gossip.validate = ValidateGossip;
+  all.push_back(gossip);
+  StrategyDescriptor ps = Strategy("ps", "BSP parameter server, fp32 push and pull", {});
+  ps.traits.uses_parameter_server = true;
+  all.push_back(ps);
+  StrategyDescriptor hps = Strategy(
+      "hps", "H-PS: quantized pushes, delta pulls overlapping the next step",
+      {CatalogueParam("bits"), CatalogueParam("staleness")});
+  hps.traits.uses_parameter_server = true;
+  hps.validate = ValidateHps;
+  all.push_back(hps);
+  StrategyDescriptor mp2 = Strategy(
+      "mp2", "MP²: partial pushes, the parameter server predicts the rest",
+      {CatalogueParam("pushRatio"), CatalogueParam("history"), CatalogueParam("mode"),
+       CatalogueParam("predictor"), CatalogueParam("calibration"), CatalogueParam("damping")});
+  mp2.traits.uses_parameter_server = true;
+  mp2.validate = ValidateMp2;
+  all.push_back(mp2);
+  return all;
+}
+
+}  // namespace hptrain::sync
