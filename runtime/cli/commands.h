@@ -9,6 +9,8 @@ int PsCommand(int argc, char** argv);      // hptrain ps: coordinator (+ paramet
 int WorkerCommand(int argc, char** argv);  // hptrain worker: one training process
 int Mp2Command(int argc, char** argv);     // hptrain mp2 collect|train|eval: MP²'s offline tools
 int Mp2CollectCommand(int argc, char** argv);  // hptrain mp2 collect: record a snapshot dataset
+int StrategiesCommand(int argc, char** argv);  // hptrain strategies: the strategy descriptors
+int CrdCommand(int argc, char** argv);         // hptrain crd: the TrainingJob CRD
 
 }  // namespace hptrain::cli
 

@@ -1,11 +1,14 @@
-// hptrain: the runtime's single binary. Subcommands: run, ps, worker, mp2, version.
+// hptrain: the runtime's single binary. Subcommands: run, ps, worker, mp2, strategies, crd,
+// version.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_join.h"
 #include "runtime/cli/commands.h"
-#include "runtime/sync/registry.h"
+#include "runtime/sync/strategy_descriptor.h"
 
 namespace {
 
@@ -17,6 +20,8 @@ constexpr char kUsage[] =
     "  ps             the job's coordinator; started by `run` or by the controller in a pod\n"
     "  worker         one training process; started by `run` or by the controller in a pod\n"
     "  mp2            MP²'s predictor tools: collect snapshots, train and evaluate predictors\n"
+    "  strategies     the strategies and their parameters (--json, --markdown)\n"
+    "  crd            print the TrainingJob CustomResourceDefinition\n"
     "  version        print the version and the strategies built in\n"
     "\n"
     "`hptrain <command> --help` lists a command's flags.\n";
@@ -37,10 +42,15 @@ int main(int argc, char** argv) {
   if (!std::strcmp(command, "ps")) return hptrain::cli::PsCommand(argc - 1, argv + 1);
   if (!std::strcmp(command, "worker")) return hptrain::cli::WorkerCommand(argc - 1, argv + 1);
   if (!std::strcmp(command, "mp2")) return hptrain::cli::Mp2Command(argc - 1, argv + 1);
+  if (!std::strcmp(command, "strategies")) {
+    return hptrain::cli::StrategiesCommand(argc - 1, argv + 1);
+  }
+  if (!std::strcmp(command, "crd")) return hptrain::cli::CrdCommand(argc - 1, argv + 1);
   if (!std::strcmp(command, "version") || !std::strcmp(command, "--version")) {
-    // The second line lists the strategies built into this binary (the benchmark harness reads it).
-    std::printf("hptrain %s\nstrategies: %s\n", HPTRAIN_VERSION,
-                absl::StrJoin(hptrain::sync::RegisteredStrategies(), " ").c_str());
+    // The second line lists the strategies (their descriptors; the benchmark harness reads it).
+    std::vector<std::string> names;
+    for (const auto& d : hptrain::sync::StrategyDescriptors()) names.push_back(d.name);
+    std::printf("hptrain %s\nstrategies: %s\n", HPTRAIN_VERSION, absl::StrJoin(names, " ").c_str());
     return 0;
   }
   std::fprintf(stderr, "hptrain: unknown command \"%s\"\n%s", command, kUsage);

@@ -110,6 +110,18 @@ std::vector<std::string> StrategiesTaking(absl::string_view param) {
   return names;
 }
 
+std::vector<std::string> AllEnumValues(absl::string_view param) {
+  std::vector<std::string> values;
+  for (const StrategyDescriptor& d : Registry()) {
+    const ParamSpec* p = d.Param(param);
+    if (p == nullptr) continue;
+    for (const std::string& v : p->enum_values) {
+      if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+    }
+  }
+  return values;
+}
+
 ParamSpec CatalogueParam(absl::string_view name) {
   for (const ParamSpec& p : ParamCatalogue()) {
     if (p.name == name) return p;

@@ -57,6 +57,14 @@ struct ParamRange {
   bool empty() const { return !min.has_value() && !max.has_value(); }
 };
 
+// A CEL rule of the CRD's schema (x-kubernetes-validations): the Kubernetes twin of a check the
+// validator makes that a schema keyword cannot express.
+struct CelRule {
+  std::string rule;
+  std::string message;
+  std::string field_path;  // ".bits"; empty: the rule's own place
+};
+
 struct ParamSpec {
   std::string name;  // as in the job file: "density", "warmupEpochs"
   ParamType type = ParamType::kInteger;
@@ -73,6 +81,8 @@ struct ParamSpec {
   std::vector<std::string> words;    // kIntegerOrString: the strings it takes ("adaptive")
   std::vector<ParamSpec> fields;     // kObject: its parameters, named relative to it
   bool required = false;             // the strategy does not run without it
+  std::vector<CelRule> cel;          // rules on the value (the CRD property's own)
+  std::string range_doc;             // how the range reads where `range` cannot say it
 
   // How the default reads in documentation: the value, else default_doc, else "unset".
   std::string DefaultText() const;
@@ -104,6 +114,9 @@ struct StrategyDescriptor {
   StrategyTraits traits;
   StrategyDevices devices;
   StrategyValidator validate;  // may be empty
+  // validate's twins in the CRD, rules on the spec.strategy object; each message names the
+  // field as validate's does.
+  std::vector<CelRule> cel;
 
   const ParamSpec* Param(absl::string_view param) const;
   // The parameter names, in declaration order.
@@ -129,6 +142,10 @@ std::vector<const ParamSpec*> AllStrategyParams();
 
 // The strategies that take parameter `param`, in descriptor order.
 std::vector<std::string> StrategiesTaking(absl::string_view param);
+
+// Every value in the enum_values of parameter `param`, over the strategies that take it, in the
+// order first declared (bits: quantized's 1, 2, ..., dynamic; hps takes a subset).
+std::vector<std::string> AllEnumValues(absl::string_view param);
 
 // The parameters several strategies share, each defined once (strategy_descriptors.cc); a
 // descriptor takes one with CatalogueParam and may override its default or doc.

@@ -79,6 +79,9 @@ std::vector<ParamSpec> BuildCatalogue() {
                       true));
   ParamSpec interval = AtLeast(
       Param("interval", P::kIntegerOrString, "local steps between exchanges"), 1);
+  interval.cel = {{"type(self) == int ? self != 0 : self == 'adaptive'",
+                   "must be a non-zero integer or adaptive (leave interval out for the default)",
+                   ""}};
   c.push_back(interval);
   c.push_back(Default(AtLeast(Param("warmupEpochs", P::kNumber,
                                     "epochs of dense (uncompressed, every-step) exchange first"),
@@ -114,6 +117,9 @@ std::vector<ParamSpec> BuildCatalogue() {
       Param("bits", P::kInteger, "quantized: bits per element on the wire");
   compression_bits.enum_values = {"1", "2", "4", "8"};
   compression.fields.push_back(Default(compression_bits, 8));
+  compression.cel = {{"!has(self.bits) || (has(self.type) && self.type == 'quantized')",
+                      "spec.strategy.compression.bits applies only to compression type quantized",
+                      ".bits"}};
   c.push_back(compression);
   c.push_back(Default(AtLeast(Param("clipNorm", P::kNumber,
                                     "local gradient clipping, the bound on the global gradient "
@@ -271,19 +277,6 @@ absl::Status ValidateHierarchical(const StrategyOptions& s, absl::string_view pa
   return absl::OkStatus();
 }
 
-// H-PS picks its bit width among 2, 4, 8 and 16 and treats 32 as "off": 1 bit is not one of its
-// widths.
-absl::Status ValidateHps(const StrategyOptions& s, absl::string_view path) {
-  static const std::vector<std::string> kHpsBits = {"2", "4", "8", "16", "32", "dynamic"};
-  if (!s.Has("bits")) return absl::OkStatus();
-  const std::string bits = s.String("bits");
-  if (std::find(kHpsBits.begin(), kHpsBits.end(), bits) == kHpsBits.end()) {
-    return Invalid(path, "bits", "strategy hps takes 2, 4, 8, 16, 32 or dynamic, got \"", bits,
-                   "\"");
-  }
-  return absl::OkStatus();
-}
-
 absl::Status ValidateMp2(const StrategyOptions& s, absl::string_view path) {
   if (s.String("predictor").empty()) {
     return Invalid(path, "predictor",
@@ -344,15 +337,23 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
        CatalogueParam("hMax"), CatalogueParam("mu"), CatalogueParam("delay"),
        CatalogueParam("compression")});
   multistep.validate = ValidateMultistep;
+  multistep.cel = {{"!has(self.hMin) || !has(self.hMax) || self.hMin <= self.hMax",
+                    "spec.strategy.hMin must be <= spec.strategy.hMax", ".hMin"}};
   all.push_back(multistep);
   ParamSpec hierarchical_interval = With("interval", -1);
   hierarchical_interval.range = ParamRange{};  // -1 or at least 1: ValidateHierarchical
+  hierarchical_interval.range_doc = "-1 (once per epoch) or >= 1";
   StrategyDescriptor hierarchical =
       Strategy("hierarchical", "node-local all-reduce every step, global model average every "
                                "interval steps (eDNNcomm)",
                {hierarchical_interval, CatalogueParam("averageOptimizerState"),
                 CatalogueParam("warmupSteps")});
   hierarchical.validate = ValidateHierarchical;
+  hierarchical.cel = {{"!has(self.interval) || type(self.interval) != int || self.interval >= 1 || "
+                       "(self.interval == -1 && has(self.type) && self.type == 'hierarchical')",
+                       "spec.strategy.interval must be >= 1 (hierarchical also takes -1, once per "
+                       "epoch)",
+                       ".interval"}};
   all.push_back(hierarchical);
   StrategyDescriptor gossip = Strategy(
       "gossip", "adaptive gossip: pairwise model averages when the model has changed enough",
@@ -364,11 +365,14 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
   StrategyDescriptor ps = Strategy("ps", "BSP parameter server, fp32 push and pull", {});
   ps.traits.uses_parameter_server = true;
   all.push_back(ps);
+  // H-PS picks its bit width among 2, 4, 8 and 16 and treats 32 as "off": 1 bit is not one of
+  // its widths.
+  ParamSpec hps_bits = CatalogueParam("bits");
+  hps_bits.enum_values = {"2", "4", "8", "16", "32", "dynamic"};
   StrategyDescriptor hps = Strategy(
       "hps", "H-PS: quantized pushes, delta pulls overlapping the next step",
-      {CatalogueParam("bits"), CatalogueParam("staleness")});
+      {hps_bits, CatalogueParam("staleness")});
   hps.traits.uses_parameter_server = true;
-  hps.validate = ValidateHps;
   all.push_back(hps);
   StrategyDescriptor mp2 = Strategy(
       "mp2", "MP²: partial pushes, the parameter server predicts the rest",
@@ -376,6 +380,11 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
        CatalogueParam("predictor"), CatalogueParam("calibration"), CatalogueParam("damping")});
   mp2.traits.uses_parameter_server = true;
   mp2.validate = ValidateMp2;
+  mp2.cel = {{"!has(self.type) || self.type != 'mp2' || (has(self.predictor) && "
+              "size(self.predictor) > 0)",
+              "spec.strategy.predictor is required for strategy mp2: a predictor file made by "
+              "`hptrain mp2 train`, or zero (the zero-change ablation)",
+              ".predictor"}};
   all.push_back(mp2);
   return all;
 }

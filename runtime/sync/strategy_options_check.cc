@@ -99,8 +99,13 @@ absl::Status CheckValue(const ParamSpec& p, const std::string& path, const Optio
       const std::string text = FormatOptionValue(value);
       if (!p.enum_values.empty()) {
         if (Contains(p.enum_values, text)) return absl::OkStatus();
-        return Invalid(path, "must be one of ", absl::StrJoin(p.enum_values, ", "), ", got \"",
-                       text, "\"");
+        // A value another strategy takes (quantized's 1 bit, not hps's) says what this one takes.
+        const std::vector<std::string> all = AllEnumValues(p.name);
+        if (Contains(all, text)) {
+          return Invalid(path, "strategy ", type, " takes ", JoinOr(p.enum_values), ", got \"",
+                         text, "\"");
+        }
+        return Invalid(path, "must be one of ", absl::StrJoin(all, ", "), ", got \"", text, "\"");
       }
       if (is_string) {
         if (Contains(p.words, text)) return absl::OkStatus();

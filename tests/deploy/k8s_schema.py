@@ -243,89 +243,18 @@ CEL_TWINS = {
         lambda s: "format" not in s or s["format"] == _dataset_format(s),
     "!(self.name in ['cifar10', 'cifar100']) || (has(self.path) && size(self.path) > 0)":
         lambda s: s["name"] not in ("cifar10", "cifar100") or len(s.get("path", "")) > 0,
-    "!has(self.bits) || (has(self.type) && self.type in ['quantized', 'hps'])":
-        _applies("bits", ["quantized", "hps"]),
-    "!has(self.bucketSize) || self.bucketSize == 0 || "
-    "(has(self.type) && self.type in ['fp16', 'quantized'])":
-        _applies("bucketSize", ["fp16", "quantized"], zero=0),
-    "!has(self.density) || self.density == 0.0 || (has(self.type) && self.type in ['topk', 'dgc'])":
-        _applies("density", ["topk", "dgc"], zero=0),
-    "!has(self.errorFeedback) || (has(self.type) && self.type in ['fp16', 'quantized', 'topk'])":
-        _applies("errorFeedback", ["fp16", "quantized", "topk"]),
-    "!has(self.interval) || self.interval == 0 || "
-    "(has(self.type) && self.type in ['localsgd', 'multistep', 'hierarchical'])":
-        _applies("interval", ["localsgd", "multistep", "hierarchical"], zero=0),
-    "!has(self.warmupEpochs) || self.warmupEpochs == 0.0 || "
-    "(has(self.type) && self.type in ['topk', 'dgc', 'multistep'])":
-        _applies("warmupEpochs", ["topk", "dgc", "multistep"], zero=0),
-    "!has(self.hMin) || self.hMin == 0 || (has(self.type) && self.type == 'multistep')":
-        _applies("hMin", ["multistep"], zero=0),
-    "!has(self.hMax) || self.hMax == 0 || (has(self.type) && self.type == 'multistep')":
-        _applies("hMax", ["multistep"], zero=0),
-    "!has(self.mu) || self.mu == 0.0 || (has(self.type) && self.type == 'multistep')":
-        _applies("mu", ["multistep"], zero=0),
-    "!has(self.delay) || self.delay == 0 || (has(self.type) && self.type == 'multistep')":
-        _applies("delay", ["multistep"], zero=0),
-    "!has(self.compression) || (has(self.type) && self.type == 'multistep')":
-        _applies("compression", ["multistep"]),
-    "!has(self.bits) || (has(self.type) && self.type == 'quantized')":
+        "!has(self.bits) || (has(self.type) && self.type == 'quantized')":
         lambda s: "bits" not in s or s.get("type") == "quantized",
     "!has(self.interval) || type(self.interval) != int || self.interval >= 1 || "
     "(self.interval == -1 && has(self.type) && self.type == 'hierarchical')":
         lambda s: "interval" not in s or not isinstance(s["interval"], int) or s["interval"] >= 1
         or (s["interval"] == -1 and s.get("type") == "hierarchical"),
-    "!has(self.interval) || type(self.interval) == int || "
-    "(has(self.type) && self.type == 'multistep')":
-        lambda s: "interval" not in s or isinstance(s["interval"], int)
-        or s.get("type") == "multistep",
-    "!has(self.hMin) || !has(self.hMax) || self.hMin == 0 || self.hMax == 0 || "
-    "self.hMin <= self.hMax":
-        lambda s: s.get("hMin", 0) == 0 or s.get("hMax", 0) == 0 or s["hMin"] <= s["hMax"],
+    "!has(self.hMin) || !has(self.hMax) || self.hMin <= self.hMax":
+        lambda s: "hMin" not in s or "hMax" not in s or s["hMin"] <= s["hMax"],
     "type(self) == int ? self != 0 : self == 'adaptive'":
         lambda s: s != 0 if isinstance(s, int) else s == "adaptive",
-    "!has(self.clipNorm) || self.clipNorm == 0.0 || (has(self.type) && self.type == 'dgc')":
-        _applies("clipNorm", ["dgc"], zero=0),
-    "!has(self.momentumMasking) || (has(self.type) && self.type == 'dgc')":
-        _applies("momentumMasking", ["dgc"]),
-    "!has(self.sparseEncoding) || (has(self.type) && self.type in ['topk', 'dgc'])":
-        _applies("sparseEncoding", ["topk", "dgc"]),
-    "!has(self.threshold) || self.threshold == 0.0 || (has(self.type) && self.type == 'gossip')":
-        _applies("threshold", ["gossip"], zero=0),
-    "!has(self.maxInterval) || (has(self.type) && self.type == 'gossip')":
-        _applies("maxInterval", ["gossip"]),
-    "!has(self.minInterval) || (has(self.type) && self.type == 'gossip')":
-        _applies("minInterval", ["gossip"]),
-    "!has(self.period) || (has(self.type) && self.type == 'gossip')":
-        _applies("period", ["gossip"]),
-    "!has(self.variant) || (has(self.type) && self.type == 'gossip')":
-        _applies("variant", ["gossip"]),
-    "!has(self.lockstep) || (has(self.type) && self.type == 'gossip')":
-        _applies("lockstep", ["gossip"]),
-    "!has(self.calibrate) || (has(self.type) && self.type == 'gossip')":
-        _applies("calibrate", ["gossip"]),
-    "!has(self.pushRatio) || self.pushRatio == 0.0 || (has(self.type) && self.type == 'mp2')":
-        _applies("pushRatio", ["mp2"], zero=0),
-    "!has(self.damping) || self.damping == 0.0 || (has(self.type) && self.type == 'mp2')":
-        _applies("damping", ["mp2"], zero=0),
-    "!has(self.staleness) || (has(self.type) && self.type == 'hps')":
-        _applies("staleness", ["hps"]),
-    "!has(self.averageOptimizerState) || (has(self.type) && self.type == 'hierarchical')":
-        _applies("averageOptimizerState", ["hierarchical"]),
-    "!has(self.warmupSteps) || (has(self.type) && self.type == 'hierarchical')":
-        _applies("warmupSteps", ["hierarchical"]),
-    "!has(self.history) || self.history == 0 || (has(self.type) && self.type == 'mp2')":
-        _applies("history", ["mp2"], zero=0),
-    "!has(self.mode) || (has(self.type) && self.type == 'mp2')":
-        _applies("mode", ["mp2"]),
-    "!has(self.predictor) || size(self.predictor) == 0 || "
-    "(has(self.type) && self.type == 'mp2')":
-        _applies("predictor", ["mp2"], zero=""),
-    "!has(self.calibration) || (has(self.type) && self.type == 'mp2')":
-        _applies("calibration", ["mp2"]),
     "!has(self.type) || self.type != 'mp2' || (has(self.predictor) && size(self.predictor) > 0)":
         lambda s: s.get("type") != "mp2" or len(s.get("predictor", "")) > 0,
-    "self == 0 || self >= 2":
-        lambda s: s == 0 or s >= 2,
     "!has(self.type) || self.type != 'hps' || !has(self.bits) || "
     "string(self.bits) in ['2', '4', '8', '16', '32', 'dynamic']":
         lambda s: s.get("type") != "hps" or "bits" not in s
@@ -362,10 +291,37 @@ def cel_rules(node, path="", with_field_path=False):
     return found
 
 
+# The rules `hptrain crd` generates from the strategy descriptors for every parameter
+# (runtime/cli/strategy_docs.cc): where a parameter applies, and which strategies take its words.
+_APPLIES = re.compile(r"^!has\(self\.(\w+)\) \|\| \(has\(self\.type\) && "
+                      r"self\.type (?:== '(\w+)'|in \[([^\]]*)\])\)$")
+_WORDS_FOR = re.compile(r"^!has\(self\.(\w+)\) \|\| type\(self\.\1\) == int \|\| "
+                        r"\(has\(self\.type\) && self\.type (?:== '(\w+)'|in \[([^\]]*)\])\)$")
+
+
+def generated_twin(rule):
+    """The twin of a generated strategy rule, or None for any other rule."""
+    for pattern, word_rule in ((_APPLIES, False), (_WORDS_FOR, True)):
+        m = pattern.match(rule)
+        if not m:
+            continue
+        param = m.group(1)
+        types = [m.group(2)] if m.group(2) else re.findall(r"'(\w+)'", m.group(3))
+        if word_rule:
+            return lambda s: param not in s or isinstance(s[param], int) or _strategy_type(s) in types
+        return _applies(param, types)
+    return None
+
+
+def twin_of(rule):
+    """The Python twin of a rule: hand-written (CEL_TWINS) or generated_twin's; None if none."""
+    return CEL_TWINS.get(rule) or generated_twin(rule)
+
+
 def _rule_errors(value, node, path):
     errors = []
     for rule in node.get("x-kubernetes-validations", []):
-        twin = CEL_TWINS.get(rule["rule"])
+        twin = twin_of(rule["rule"])
         if twin is None:
             errors.append(f"{path}: rule {rule['rule']!r} has no Python twin in k8s_schema.py")
             continue
