@@ -21,6 +21,7 @@ namespace {
 
 using sync::ParamSpec;
 using sync::ParamType;
+using sync::JoinOr;
 using sync::StrategyDescriptor;
 
 constexpr char kSchemaMarker[] = "__HPTRAIN_STRATEGY_SCHEMA__";
@@ -30,13 +31,6 @@ std::string JoinAnd(const std::vector<std::string>& items) {
   if (items.size() < 2) return absl::StrJoin(items, "");
   return absl::StrCat(
       absl::StrJoin(std::vector<std::string>(items.begin(), items.end() - 1), ", "), " and ",
-      items.back());
-}
-
-std::string JoinOr(const std::vector<std::string>& items) {
-  if (items.size() < 2) return absl::StrJoin(items, "");
-  return absl::StrCat(
-      absl::StrJoin(std::vector<std::string>(items.begin(), items.end() - 1), ", "), " or ",
       items.back());
 }
 

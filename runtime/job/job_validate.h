@@ -7,21 +7,17 @@
 //     (spec.model.name or spec.model.torchscript, not both), spec.dataset.name,
 //     spec.globalBatchSize > 0, spec.epochs >= 1, at least one worker group with replicas >= 1
 //     and a unique DNS-1123 label as name;
-//   * enumerations: strategy type, model name, dataset name and format (and that the format is
-//     the one the data set comes in), optimizer and schedule type, device (cpu | cuda | auto),
-//     strategy bits (1, 2, 4, 8, 16, 32, dynamic; hps: 2, 4, 8, 16, 32, dynamic),
-//     staleness (0 | 1), delay (0 | 1), sparseEncoding (pairs | compact), compression type
-//     (none | quantized | fp16) and bits (1, 2, 4, 8; quantized only), scheduler type
-//     (none | priority), communicator backend (auto | gloo | nccl);
-//   * ranges: lr > 0, momentum in [0, 1), weightDecay >= 0, density in (0, 1],
-//     pushRatio in (0, 1], bucketMiB >= 1, ps.shards in [1, 64], rebalance hysteresis in
-//     [0, 1), an integer strategy interval >= 1 (an explicit 0 included: interval_set),
-//     hMin <= hMax, mu >= 0, scheduler partitionElements and creditElements >= 1 and
-//     credit >= partition (defaults for the unset one), counts >= 0, ...;
+//   * spec.strategy: the type, then every parameter against its strategy's descriptor (type,
+//     applicability, range, enum, and the descriptor's cross-field rules; see below);
+//   * enumerations: model name, dataset name and format (and that the format is the one the
+//     data set comes in), optimizer and schedule type, device (cpu | cuda | auto), scheduler
+//     type (none | priority), communicator backend (auto | gloo | nccl);
+//   * ranges: lr > 0, momentum in [0, 1), weightDecay >= 0, bucketMiB >= 1, ps.shards in
+//     [1, 64], rebalance hysteresis in [0, 1), scheduler partitionElements and creditElements
+//     >= 1 and credit >= partition (defaults for the unset one), counts >= 0, ...;
 //   * cross-field rules: globalBatchSize >= world size; if any group sets batchSize, every group
 //     does and the sum of replicas x batchSize equals globalBatchSize; testing.slowdown has one
-//     factor >= 1 per worker; a strategy parameter the chosen type does not take is an error
-//     (see StrategyParameters()), as are sgd-only settings with adam and the reverse, schedule
+//     factor >= 1 per worker; sgd-only settings with adam and the reverse, schedule
 //     settings of another schedule type, and mlp's `hidden` with another model; ps.shards above
 //     1 with a strategy that has no parameter server (UsesParameterServer()); scheduler
 //     partitionElements/creditElements only with type priority, and priority only with ssgd or

@@ -206,7 +206,8 @@ bool hierarchical_registered = RegisterStrategy(
       // warmupSteps (left out: -1, the schedule's warm-up).
       const StrategyOptions& options = context.job->strategy;
       const int interval = static_cast<int>(options.Int("interval"));
-      const int warmup = options.Has("warmupSteps") ? static_cast<int>(options.Int("warmupSteps")) : -1;
+      const int warmup =
+          options.Has("warmupSteps") ? static_cast<int>(options.Int("warmupSteps")) : -1;
       return std::make_unique<Hierarchical>(
           context.comm, node, interval, warmup,
           std::max(context.job->optimizer.schedule.warmup_epochs, kDefaultWarmupEpochs));

@@ -62,7 +62,8 @@ std::vector<ParamSpec> BuildCatalogue() {
   std::vector<ParamSpec> c;
   ParamSpec bits = Param("bits", P::kIntegerOrString,
                          "bits per gradient element on the wire: 1, 2, 4, 8, 16 (fp16), 32 "
-                         "(uncompressed) or dynamic (chosen per epoch from the measured bandwidth)");
+                         "(uncompressed) or dynamic (chosen per epoch from the measured "
+                         "bandwidth)");
   bits.enum_values = {"1", "2", "4", "8", "16", "32", "dynamic"};
   bits.words = {"dynamic"};
   c.push_back(Default(bits, 8));
@@ -271,7 +272,8 @@ absl::Status ValidateMultistep(const StrategyOptions& s, absl::string_view path)
 // hierarchical: -1 is K′ = once per epoch (docs/algorithms.md §2b).
 absl::Status ValidateHierarchical(const StrategyOptions& s, absl::string_view path) {
   if (s.Has("interval") && s.Int("interval") < 1 && s.Int("interval") != -1) {
-    return Invalid(path, "interval", "must be at least 1, or -1 for one global sync per epoch, got ",
+    return Invalid(path, "interval",
+                   "must be at least 1, or -1 for one global sync per epoch, got ",
                    s.Int("interval"));
   }
   return absl::OkStatus();
@@ -314,8 +316,9 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
     return d;
   };
   all.push_back(on_device(Strategy("ssgd", "fp32 gradients, ring all-reduce", {})));
-  all.push_back(on_device(Strategy("fp16", "IEEE half gradients through the ring",
-                                   {CatalogueParam("bucketSize"), CatalogueParam("errorFeedback")})));
+  all.push_back(on_device(Strategy(
+      "fp16", "IEEE half gradients through the ring",
+      {CatalogueParam("bucketSize"), CatalogueParam("errorFeedback")})));
   all.push_back(on_device(Strategy(
       "quantized", "bucketed stochastic uniform quantization through the ring",
       {CatalogueParam("bits"), CatalogueParam("bucketSize"), CatalogueParam("errorFeedback")})));

@@ -20,14 +20,6 @@ bool Contains(const std::vector<std::string>& list, absl::string_view value) {
   return std::find(list.begin(), list.end(), value) != list.end();
 }
 
-// "0 or 1", "1, 2, 4 or 8".
-std::string JoinOr(const std::vector<std::string>& values) {
-  if (values.size() < 2) return absl::StrJoin(values, "");
-  return absl::StrCat(
-      absl::StrJoin(std::vector<std::string>(values.begin(), values.end() - 1), ", "), " or ",
-      values.back());
-}
-
 std::string Quoted(const OptionValue& value) {
   if (std::holds_alternative<std::string>(value)) {
     return absl::StrCat("\"", std::get<std::string>(value), "\"");
@@ -130,6 +122,13 @@ absl::Status CheckValue(const ParamSpec& p, const std::string& path, const Optio
 
 }  // namespace
 
+std::string JoinOr(const std::vector<std::string>& values) {
+  if (values.size() < 2) return absl::StrJoin(values, "");
+  return absl::StrCat(
+      absl::StrJoin(std::vector<std::string>(values.begin(), values.end() - 1), ", "), " or ",
+      values.back());
+}
+
 std::string DescribeRange(const ParamRange& r, ParamType type) {
   if (r.min.has_value() && r.max.has_value()) {
     if (type == ParamType::kInteger && !r.min_exclusive && !r.max_exclusive) {
@@ -145,7 +144,9 @@ std::string DescribeRange(const ParamRange& r, ParamType type) {
 
 absl::Status CheckStrategyOptions(const StrategyOptions& options, absl::string_view path) {
   const StrategyDescriptor* d = FindStrategyDescriptor(options.type);
-  if (d == nullptr) return Invalid(absl::StrCat(path, ".type"), "unknown strategy \"", options.type, "\"");
+  if (d == nullptr) {
+    return Invalid(absl::StrCat(path, ".type"), "unknown strategy \"", options.type, "\"");
+  }
   const std::vector<const ParamSpec*> all = AllStrategyParams();
   for (const auto& [name, value] : options.values()) {
     const std::string top(absl::string_view(name).substr(0, name.find('.')));

@@ -4,6 +4,7 @@
 #define HPTRAIN_RUNTIME_SYNC_STRATEGY_OPTIONS_CHECK_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -19,6 +20,9 @@ namespace hptrain::sync {
 // "<path>.<name>: <reason>", one line, for the first problem. options.type must name a registered
 // descriptor (InvalidArgument otherwise). Pure.
 absl::Status CheckStrategyOptions(const StrategyOptions& options, absl::string_view path);
+
+// How a list of allowed values reads in errors and documentation: "0 or 1", "1, 2, 4 or 8".
+std::string JoinOr(const std::vector<std::string>& values);
 
 // How a range reads in errors and documentation: ">= 1", "in (0, 1]", "between 2 and 64".
 std::string DescribeRange(const ParamRange& range, ParamType type);

@@ -52,7 +52,8 @@ TEST(Multistep, IntervalOneIsSsgdWithMomentumBitForBit) {
     ASSERT_TRUE(r.ok) << r.error;
     for (int rank = 0; rank < options.world; ++rank) {
       EXPECT_TRUE(Identical(r.params[rank], ssgd.params[0]))
-          << "interval " << spec.strategy.String("interval") << " hMax " << spec.strategy.Int("hMax")
+          << "interval " << spec.strategy.String("interval") << " hMax "
+          << spec.strategy.Int("hMax")
           << " warm-up " << spec.strategy.Number("warmupEpochs") << ", rank " << rank;
     }
   }
@@ -539,7 +540,8 @@ TEST(MultistepDelay, TrainingStillDecreasesTheLoss) {
     ASSERT_TRUE(r.ok) << r.error;
     ExpectIdenticalRanks(r, "interval " + spec.strategy.String("interval"));
     EXPECT_LT(quadratic.Loss(r.params[0]), 0.05 * quadratic.InitialLoss())
-        << "interval " << spec.strategy.String("interval") << " " << spec.strategy.String("compression.type");
+        << "interval " << spec.strategy.String("interval") << " "
+        << spec.strategy.String("compression.type");
   }
 }
 
