@@ -5,7 +5,8 @@
 //      permutation (data/sampler.h).
 //   2. Forward, summed cross-entropy, backward. Autograd hooks copy each parameter's gradient into
 //      the bucketed reducer's flat buffer; full buckets are handed to the strategy's
-//      ReduceGradients on the communicator thread while backward continues.
+//      ReduceGradientsAsync on the communicator thread while backward continues, the next
+//      bucket's collective issued while the last is still in flight (runtime/comm/work.h).
 //   3. Wait for all buckets, divide by the global batch B, apply the optimizer to the flat
 //      parameters (the model's parameters are views into that buffer), then the strategy's
 //      AfterOptimizerStep.
@@ -20,9 +21,11 @@
 // optimizer state and each batch (copied from pinned host memory, asynchronously) live on the
 // device. The exchange then takes one of two routes:
 //   - device (spec.communicator.backend nccl, Strategy::reduces_on_device): each gradient is
-//     copied into a flat device buffer and a CUDA event recorded behind it; the reducer's thread
-//     waits for the events of a bucket and hands the strategy the device bucket, which NCCL
-//     all-reduces on its own stream while backward goes on. Nothing crosses to the host.
+//     copied into a flat device buffer on the default stream; for a full bucket the reducer's
+//     thread orders the communicator's stream after those copies (Communicator::WaitForStream)
+//     and hands the strategy the device bucket, which NCCL all-reduces on its own stream while
+//     backward goes on; the optimizer's stream waits on the collectives' events. Nothing
+//     crosses to the host and no thread polls the GPU.
 //   - staged (gloo): each gradient is copied into the reducer's host buffer as backward produces
 //     it, the strategy exchanges it there as on the CPU, and the reduced gradients go back to the
 //     device in one copy before the optimizer step. Several workers can share one GPU this way.
