@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -48,6 +49,8 @@ struct Case {
   const char* name;
   OptimizerOptions options;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class DeviceRoute : public ::testing::TestWithParam<Case> {};
 
