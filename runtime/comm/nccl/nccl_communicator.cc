@@ -291,8 +291,9 @@ std::shared_ptr<Work> NcclCommunicator::AllReduceSumAsync(const BufferRef& buffe
   if (buffer.data == nullptr) {
     return Work::Done(absl::InvalidArgumentError("NCCL all-reduce of a null buffer"));
   }
-  // One rank goes through NCCL too (in place, its one-rank path moves nothing), so that the
-  // route is the same for every world size.
+  // The sum of one rank's buffer is that buffer: no NCCL call and no event, as in AllReduceSum
+  // (a one-worker GPU run issues one collective per bucket and step).
+  if (size_ == 1) return Work::Done(absl::OkStatus());
   ScopedDevice scoped(device_);
   if (!scoped.status().ok()) return Work::Done(scoped.status());
   const std::string what = absl::StrCat("asynchronous ncclAllReduce of ", buffer.count,

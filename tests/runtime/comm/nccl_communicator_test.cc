@@ -335,9 +335,10 @@ TEST(NcclCommunicator, TwoRanksOnOneDevice) {
   EXPECT_EQ(received[1], common);
 }
 
-// The asynchronous all-reduce with one rank: through NCCL (unlike the blocking one), the sum is
-// the input, Wait orders a consumer stream after it, a host buffer is refused, and the host
-// polls the stream not once (the counter the GPU run reports).
+// The asynchronous all-reduce with one rank: the sum is the input (returned at once, with no
+// NCCL call, as the blocking one), Wait leaves a consumer stream usable, a host buffer is
+// refused, and the host polls the stream not once (the counter the GPU run reports; the
+// two-rank test below exercises the NCCL route itself).
 TEST(NcclCommunicator, SingleRankAsyncAllReduce) {
   SKIP_WITHOUT_CUDA_DEVICE();
   constexpr size_t kCount = 1 << 16;
