@@ -27,20 +27,12 @@ inline constexpr double kDenseAboveDensity = 0.5;
 
 // The options topk and dgc share, from their descriptor-backed values (strategy_descriptors.cc).
 struct SparseOptions {
-  double density = 0;        // in (0, 1] once set (validation checks the range)
+  double density = 0;        // in (0, 1] (validation checks the range; the descriptor's default)
   double warmup_epochs = 0;  // >= 0
 };
 
 inline SparseOptions SparseOptionsOf(const StrategyOptions& options) {
   return {options.Number("density"), options.Number("warmupEpochs")};
-}
-
-// The sparsifying strategies need a density, which has no default: InvalidArgument naming the
-// field when the job leaves it out (validation checks the range of one that is set).
-inline absl::Status CheckDensity(const StrategyOptions& options) {
-  if (options.Has("density")) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("spec.strategy.density: ", options.type,
-                                                 " needs a density in (0, 1], got 0"));
 }
 
 }  // namespace hptrain::sync

@@ -206,7 +206,6 @@ class Dgc : public Strategy {
 bool dgc_registered = RegisterStrategy(
     "dgc", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
       const StrategyOptions& options = context.job->strategy;
-      HPTRAIN_RETURN_IF_ERROR(CheckDensity(options));
       return std::make_unique<Dgc>(context, DgcOptionsOf(options));
     });
 

@@ -71,10 +71,8 @@ std::vector<ParamSpec> BuildCatalogue() {
                                     "elements per quantization bucket (one scale per bucket)"),
                               1),
                       512));
-  ParamSpec density =
-      OpenClosedUnit(Param("density", P::kNumber, "fraction of gradient elements sent"));
-  density.required = true;
-  c.push_back(density);
+  // Each sparsifying strategy gives its own default (With below).
+  c.push_back(OpenClosedUnit(Param("density", P::kNumber, "fraction of gradient elements sent")));
   c.push_back(Default(Param("errorFeedback", P::kBoolean,
                             "add the compression error to the next step's gradient"),
                       true));
@@ -323,12 +321,13 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
       "quantized", "bucketed stochastic uniform quantization through the ring",
       {CatalogueParam("bits"), CatalogueParam("bucketSize"), CatalogueParam("errorFeedback")})));
   all.push_back(sparse(Strategy("topk", "the largest density·n gradient elements, all-gathered",
-                                {CatalogueParam("density"), CatalogueParam("errorFeedback"),
+                                {With("density", 0.01), CatalogueParam("errorFeedback"),
                                  CatalogueParam("warmupEpochs"),
                                  CatalogueParam("sparseEncoding")})));
   all.push_back(sparse(Strategy(
       "dgc", "Deep Gradient Compression: momentum correction, sampled threshold, masking",
-      {CatalogueParam("density"), CatalogueParam("warmupEpochs"), CatalogueParam("clipNorm"),
+      // DGC's final density, 0.1 % (docs/algorithms.md §6).
+      {With("density", 0.001), CatalogueParam("warmupEpochs"), CatalogueParam("clipNorm"),
        CatalogueParam("momentumMasking"), CatalogueParam("sparseEncoding")})));
   all.push_back(Strategy("localsgd", "local SGD, models averaged every interval steps",
                          {With("interval", 8)}));

@@ -139,7 +139,6 @@ class TopK : public Strategy {
 bool topk_registered = RegisterStrategy(
     "topk", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
       const StrategyOptions& options = context.job->strategy;
-      HPTRAIN_RETURN_IF_ERROR(CheckDensity(options));
       return std::make_unique<TopK>(context, TopkOptionsOf(options));
     });
 
