@@ -18,6 +18,22 @@ struct OptimizerOptions {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
+
+  // SGD with these settings (Adam's left at their defaults).
+  static OptimizerOptions Sgd(double momentum, bool nesterov, double weight_decay) {
+    OptimizerOptions o;
+    o.momentum = momentum;
+    o.nesterov = nesterov;
+    o.weight_decay = weight_decay;
+    return o;
+  }
+  // Adam with the default betas and eps.
+  static OptimizerOptions Adam(double weight_decay) {
+    OptimizerOptions o;
+    o.type = OptimizerType::kAdam;
+    o.weight_decay = weight_decay;
+    return o;
+  }
 };
 
 }  // namespace hptrain::optim

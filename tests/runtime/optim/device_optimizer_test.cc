@@ -119,20 +119,8 @@ TEST(DeviceOptimizer, StateOfAnotherSizeIsInternal) {
   EXPECT_TRUE(absl::IsInternal((*created)->CopyStateFrom(other, nullptr)));
 }
 
-OptimizerOptions Sgd(double momentum, bool nesterov, double weight_decay) {
-  OptimizerOptions o;
-  o.momentum = momentum;
-  o.nesterov = nesterov;
-  o.weight_decay = weight_decay;
-  return o;
-}
-
-OptimizerOptions Adam(double weight_decay) {
-  OptimizerOptions o;
-  o.type = OptimizerType::kAdam;
-  o.weight_decay = weight_decay;
-  return o;
-}
+constexpr auto Sgd = OptimizerOptions::Sgd;
+constexpr auto Adam = OptimizerOptions::Adam;
 
 INSTANTIATE_TEST_SUITE_P(
     Optimizers, DeviceRoute,

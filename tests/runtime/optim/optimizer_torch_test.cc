@@ -144,20 +144,8 @@ TEST_P(AgainstTorch, ParametersAndStateAgreeOverSteps) {
   }
 }
 
-OptimizerOptions Sgd(double momentum, bool nesterov, double weight_decay) {
-  OptimizerOptions o;
-  o.momentum = momentum;
-  o.nesterov = nesterov;
-  o.weight_decay = weight_decay;
-  return o;
-}
-
-OptimizerOptions Adam(double weight_decay) {
-  OptimizerOptions o;
-  o.type = OptimizerType::kAdam;
-  o.weight_decay = weight_decay;
-  return o;
-}
+constexpr auto Sgd = OptimizerOptions::Sgd;
+constexpr auto Adam = OptimizerOptions::Adam;
 
 INSTANTIATE_TEST_SUITE_P(
     Optimizers, AgainstTorch,
