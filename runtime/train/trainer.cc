@@ -253,10 +253,9 @@ absl::Status Trainer::Impl::Init() {
   // Built on the CPU from the seed (the same weights on every device), then moved.
   if (on_device_) HPTRAIN_RETURN_IF_ERROR(model_->to(device_));
   HPTRAIN_RETURN_IF_ERROR(FlattenParameters());
+  // ToDevice is the identity off a GPU.
   evaluator_ = std::make_unique<Evaluator>(test_data_.get(), model_.get(), comm_, options_.rank,
-                                           [this](const torch::Tensor& t) {
-                                             return on_device_ ? ToDevice(t) : t;
-                                           });
+                                           [this](const torch::Tensor& t) { return ToDevice(t); });
 
   std::vector<size_t> sizes;
   for (const auto& p : params_) sizes.push_back(static_cast<size_t>(p.numel()));
