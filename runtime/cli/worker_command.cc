@@ -41,6 +41,7 @@
 #include "runtime/ps/ps_client.h"
 #include "runtime/ps/tls_credentials.h"
 #include "runtime/sync/hierarchical.h"
+#include "runtime/train/preflight.h"
 #include "runtime/train/trainer.h"
 
 namespace hptrain::cli {

@@ -20,7 +20,37 @@ class DoneWork : public Work {
   const absl::Status status_;
 };
 
+class ThenWork : public Work {
+ public:
+  ThenWork(std::shared_ptr<Work> inner, std::function<absl::Status()> then)
+      : Work(inner->timeout()), inner_(std::move(inner)), then_(std::move(then)) {}
+  bool IsCompleted() const override { return inner_->IsCompleted(); }
+  absl::Status Wait(std::chrono::milliseconds timeout) override {
+    absl::Status status = inner_->Wait(timeout);
+    if (absl::IsDeadlineExceeded(status) && !inner_->IsCompleted()) return status;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!ran_) {
+      ran_ = true;
+      SetResult(inner_->bytes_sent(), inner_->bytes_received(), inner_->seconds());
+      status_ = status.ok() ? then_() : status;
+    }
+    return status_;
+  }
+
+ private:
+  const std::shared_ptr<Work> inner_;
+  const std::function<absl::Status()> then_;
+  std::mutex mu_;
+  bool ran_ = false;
+  absl::Status status_;
+};
+
 }  // namespace
+
+std::shared_ptr<Work> Work::Then(std::shared_ptr<Work> inner,
+                                 std::function<absl::Status()> then) {
+  return std::make_shared<ThenWork>(std::move(inner), std::move(then));
+}
 
 std::shared_ptr<Work> Work::Done(absl::Status status, int64_t bytes_sent,
                                  int64_t bytes_received) {

@@ -40,6 +40,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -93,6 +94,17 @@ class Work {
   // or failed before it was issued) and the bytes it moved.
   static std::shared_ptr<Work> Done(absl::Status status, int64_t bytes_sent = 0,
                                     int64_t bytes_received = 0);
+  // `inner` followed by `then`: a Work whose first Wait that sees `inner` succeed runs `then`
+  // once, on the waiting thread (a host buffer: after the result is in it; a device buffer: after
+  // the buffer's stream was ordered behind the collective, so `then` may enqueue work on that
+  // stream), and returns its status; an error of `inner` is returned without running it.
+  // IsCompleted reports `inner`'s completion; the result is final once Wait returned. Bytes and
+  // seconds are `inner`'s.
+  static std::shared_ptr<Work> Then(std::shared_ptr<Work> inner,
+                                    std::function<absl::Status()> then);
+
+  // The timeout Wait() with no argument uses.
+  std::chrono::milliseconds timeout() const { return timeout_; }
 
  protected:
   explicit Work(std::chrono::milliseconds timeout) : timeout_(timeout) {}

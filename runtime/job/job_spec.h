@@ -263,7 +263,7 @@ std::string ResolveDevice(const JobSpec& spec, bool gpu_visible);
 // can carry: the descriptor's devices (runtime/sync/strategy_descriptor.h, StrategyDevices) say
 // which, e.g. topk and dgc unless sparseEncoding is compact. Every other strategy stages through
 // host memory (parameter servers, model exchanges), which only Gloo reads. Each strategy's
-// reduces_on_device() agrees with it (tests/runtime/sync/compression_test.cc checks).
+// traits().reduces_on_device agrees with it (tests/runtime/sync/compression_test.cc checks).
 bool ExchangesOnDevice(const StrategySpec& strategy);
 
 // Why a strategy that ExchangesOnDevice lets through host memory does so, for error messages:

@@ -28,6 +28,7 @@
 #include "runtime/ps/coordinator_client.h"
 #include "runtime/ps/tls_credentials.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/preflight.h"
 #include "runtime/train/trainer.h"
 
 namespace hptrain::job {

@@ -72,7 +72,7 @@ DgcOptions DgcOptionsOf(const StrategyOptions& options) {
   return dgc;
 }
 
-class Dgc : public Strategy {
+class Dgc : public Strategy, public SummingReducer {
  public:
   // With a device communicator and the SPARSE encoding, the buckets are device buffers.
   Dgc(const StrategyContext& context, const DgcOptions& options)
@@ -82,11 +82,12 @@ class Dgc : public Strategy {
         device_comm_(options.wire == SparseWire::kPairs ? context.device_comm : nullptr),
         wire_(options.wire),
         momentum_(static_cast<float>(context.job->optimizer.momentum)),
-        masking_(options.momentum_masking) {}
+        masking_(options.momentum_masking) {
+    traits_ = DeclaredTraits(name());
+    traits_.reduces_on_device = device_comm_ != nullptr;
+  }
   std::string name() const override { return "dgc"; }
-  bool exchanges_parameters() const override { return false; }
-  bool applies_momentum() const override { return true; }
-  bool reduces_on_device() const override { return device_comm_ != nullptr; }
+  GradientReducer* reducer() override { return this; }
 
   absl::Status Init(const GradientLayout& layout) override {
     if (device_comm_ != nullptr) {
@@ -114,8 +115,7 @@ class Dgc : public Strategy {
     return absl::OkStatus();
   }
 
-  absl::Status ReduceGradients(const StepInfo& step, int bucket,
-                               absl::Span<float> gradients) override {
+  absl::Status ReduceSum(const StepInfo& step, int bucket, absl::Span<float> gradients) override {
     const double density =
         WarmupDensity(options_.sparse.density, options_.sparse.warmup_epochs, step.epoch_clock);
     if (device_ != nullptr) return device_->Reduce(step, bucket, gradients, density, &tally_);

@@ -15,16 +15,18 @@
 namespace hptrain::sync {
 namespace {
 
-class Fp16 : public Strategy {
+class Fp16 : public Strategy, public SummingReducer {
  public:
   // `device_comm` (may be null): the communicator for device buffers, with device codecs.
   Fp16(comm::Communicator* comm, comm::Communicator* device_comm, bool feedback)
       : comm_(device_comm != nullptr ? device_comm : comm),
         on_device_(device_comm != nullptr),
-        feedback_(feedback) {}
+        feedback_(feedback) {
+    traits_ = DeclaredTraits(name());
+    traits_.reduces_on_device = on_device_;
+  }
   std::string name() const override { return "fp16"; }
-  bool exchanges_parameters() const override { return false; }
-  bool reduces_on_device() const override { return on_device_; }
+  GradientReducer* reducer() override { return this; }
 
   absl::Status Init(const GradientLayout& layout) override {
     for (const auto& bucket : layout.buckets) {
@@ -39,8 +41,7 @@ class Fp16 : public Strategy {
     return absl::OkStatus();
   }
 
-  absl::Status ReduceGradients(const StepInfo&, int bucket,
-                               absl::Span<float> gradients) override {
+  absl::Status ReduceSum(const StepInfo&, int bucket, absl::Span<float> gradients) override {
     return comm_->AllReduceSumCompressed(gradients.data(), gradients.size(), *codecs_[bucket]);
   }
 

@@ -43,14 +43,14 @@ GossipStrategy::GossipStrategy(comm::Communicator* comm, const GossipOptions& op
       options_(options),
       trigger_(options.trigger),
       rng_(RankSeed(options.seed, comm->rank())) {
+  traits_ = DeclaredTraits(name());
   if (comm_->size() > 1 && comm_->transport() != nullptr) {
     channel_ = std::make_unique<comm::P2pChannel>(comm_->transport());
     protocol_ = std::make_unique<GossipProtocol>(channel_.get());
   }
 }
 
-absl::Status GossipStrategy::ReduceGradients(const StepInfo& step, int,
-                                             absl::Span<float> gradients) {
+absl::Status GossipStrategy::ReduceSum(const StepInfo& step, int, absl::Span<float> gradients) {
   if (step.local_batch <= 0) {
     std::fill(gradients.begin(), gradients.end(), 0.0f);
   } else {
@@ -85,8 +85,13 @@ int GossipStrategy::PickPeer() {
   return peer >= me ? peer + 1 : peer;
 }
 
-absl::Status GossipStrategy::AfterOptimizerStep(const StepInfo& step,
-                                                absl::Span<float> parameters) {
+absl::StatusOr<bool> GossipStrategy::Average(const StepInfo& step, const ModelView& model) {
+  buffers_ = model.buffers;
+  HPTRAIN_RETURN_IF_ERROR(AfterStep(step, model.parameters));
+  return false;
+}
+
+absl::Status GossipStrategy::AfterStep(const StepInfo& step, absl::Span<float> parameters) {
   ++steps_;
   last_partner_ = -1;
   if (async_ != nullptr) {

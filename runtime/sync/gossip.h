@@ -1,11 +1,11 @@
 // gossip: decentralised training by pairwise model exchange (docs/algorithms.md §4), with no
 // all-reduce and no server during training.
 //
-// Every worker steps its own optimizer on its own mean gradient (as localsgd: ReduceGradients
-// scales the summed gradient by B / b_i); momentum buffers stay local. After each local step the
-// trigger (gossip_trigger.h) decides whether this worker requests an exchange, the peer is
-// uniform among the others from the worker's own SplitMix64 stream (seeded from the job's seed
-// and the rank), and the handshake (gossip_protocol.h) pairs the workers. Variants:
+// Every worker steps its own optimizer on its own mean gradient (as localsgd: the reducer scales
+// the summed gradient by B / b_i before the division by B); momentum buffers stay local. After each
+// local step the trigger (gossip_trigger.h) decides whether this worker requests an exchange, the
+// peer is uniform among the others from the worker's own SplitMix64 stream (seeded from the job's
+// seed and the rank), and the handshake (gossip_protocol.h) pairs the workers. Variants:
 //   pairwise (default): both partners send their model (S bytes each way) and both set
 //     x ← 0.5·(x_lo + x_hi), the two models in rank order, so they end bit-identical; both
 //     restart their trigger (x_ref ← x, s ← 0).
@@ -54,21 +54,21 @@ struct GossipOptions {
 // Builds the options from spec.strategy (defaults of docs/algorithms.md §4b for unset fields).
 GossipOptions GossipOptionsFor(const job::JobSpec& job);
 
-class GossipStrategy : public Strategy {
+class GossipStrategy : public Strategy, public SummingReducer, public ModelAverager {
  public:
   // `comm` must have a point-to-point transport (Communicator::transport()) when size() > 1.
   GossipStrategy(comm::Communicator* comm, const GossipOptions& options);
 
   std::string name() const override { return "gossip"; }
-  absl::Status ReduceGradients(const StepInfo& step, int bucket,
-                               absl::Span<float> gradients) override;
+  GradientReducer* reducer() override { return this; }
+  ModelAverager* averager() override { return this; }
+  absl::Status ReduceSum(const StepInfo& step, int bucket, absl::Span<float> gradients) override;
   absl::Status Start(absl::Span<float> parameters, int64_t step,
                      const CheckpointSections& restored) override;
-  absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) override;
+  // The trigger, and an exchange when it fires or a request is served; the model's buffers
+  // travel with its parameters. Never a synchronization of all workers (returns false).
+  absl::StatusOr<bool> Average(const StepInfo& step, const ModelView& model) override;
   absl::Status Synchronize(int64_t steps_done, absl::Span<float> parameters) override;
-  bool models_diverge() const override { return true; }
-  bool exchanges_buffers() const override { return true; }
-  void set_buffers(absl::Span<float> buffers) override { buffers_ = buffers; }
   StrategyStats stats() const override;
 
   // Exchanges this worker took part in (as initiator or target; easgd: with the center).
@@ -96,6 +96,7 @@ class GossipStrategy : public Strategy {
   absl::Status AsyncStep(bool due, absl::Span<float> x);
   // The exchange with `partner` (`initiator`: this worker asked), as the variant says.
   absl::Status Exchange(int partner, bool initiator, absl::Span<float> x);
+  absl::Status AfterStep(const StepInfo& step, absl::Span<float> parameters);
   // easgd, rank 0: x̃ moves toward `other` by α (and x toward x̃ when `own`: other is x).
   void MoveCenter(const float* other, bool own, absl::Span<float> x);
   // easgd, rank 0 serving `worker`: x̃ out, the worker's x in, x̃ moves toward it.
@@ -111,7 +112,7 @@ class GossipStrategy : public Strategy {
   GossipTrigger trigger_;
   SplitMix64 rng_;
   std::vector<float> peer_;    // the partner's model during an exchange
-  absl::Span<float> buffers_;  // the model's buffers (set_buffers), exchanged with the model
+  absl::Span<float> buffers_;  // the model's buffers (ModelView::buffers), exchanged with it
   std::vector<float> peer_buffers_;
   std::vector<float> center_;  // easgd, rank 0: x̃
   int64_t exchanges_ = 0;

@@ -6,8 +6,9 @@
 // of every epoch and before every evaluation and checkpoint (Synchronize), the parameters of all
 // replicas are averaged, each replica weighted 1/N (§2b (iii)), over the hierarchical all-reduce
 // (§2b (iv)): only the node leaders use the network. The trainer averages the BatchNorm buffers
-// at those syncs (synchronized_models, and every evaluation); the optimizer state stays local
-// unless spec.strategy.averageOptimizerState (the trainer then averages it at the same points).
+// at those syncs (Average returns true, and every evaluation); the optimizer state stays local
+// unless spec.strategy.averageOptimizerState (StrategyTraits::averages_optimizer_state: the
+// trainer then averages it at the same points).
 //
 // K′ ramp-up (§2e, as post-local SGD starts its local steps after a first phase of global ones):
 // the first W global steps (`warmupSteps`) are ssgd's: the gradients are all-reduced over all
@@ -19,11 +20,11 @@
 // least half an epoch (the demo job, 2 epochs with K′ = −1 and the cosine schedule, ends 0.6–2.3
 // points below ssgd without it, 0.4–0.5 with it; docs/algorithms.md §2g).
 //
-// ReduceGradients scales the node's summed gradient by B / B_m (B_m: the samples of the node's
-// replicas this step), so that after the trainer's division by B the optimizer sees the node's
-// mean gradient. With one node (B_m = B) nothing is scaled and no global average runs: the run
-// is ssgd's, bit for bit (§2d). With K′ = 1 it equals ssgd up to rounding (momentum and weight
-// decay are linear; §2d).
+// The reducer scales the node's summed gradient by B / B_m (B_m: the samples of the node's replicas
+// this step), so that after the division by B (SummingReducer) the optimizer sees the node's mean
+// gradient. With one node (B_m = B) nothing is scaled and no global average runs: the run is
+// ssgd's, bit for bit (§2d). With K′ = 1 it equals ssgd up to rounding (momentum and weight decay
+// are linear; §2d).
 //
 // Bytes per worker (§2c): per step 2(R−1)/R · 4P inside the node; per global sync about
 // 2(M−1)/M · 4P per node over the network, sent by its leader only.
@@ -88,28 +89,32 @@ namespace {
 // The least default warm-up, in epochs (docs/algorithms.md §2g).
 constexpr double kDefaultWarmupEpochs = 0.5;
 
-class Hierarchical : public Strategy {
+class Hierarchical : public Strategy, public SummingReducer, public ModelAverager {
  public:
   // `interval`: K′ > 0, or −1 for once per epoch (the epoch-end Synchronize). `warmup`: W, the
   // global steps that all-reduce the gradients over all replicas first, or −1 for the steps of
   // `warmup_epochs` epochs (known from the first step's epoch clock).
   Hierarchical(comm::Communicator* comm, comm::Communicator* node, int interval, int64_t warmup,
-               double warmup_epochs)
+               double warmup_epochs, bool average_optimizer_state)
       : comm_(comm),
         node_(node),
         interval_(interval),
         warmup_(warmup),
         warmup_epochs_(warmup_epochs),
-        one_node_(node->size() == comm->size()) {}
+        one_node_(node->size() == comm->size()) {
+    traits_ = DeclaredTraits(name());
+    traits_.averages_optimizer_state = average_optimizer_state;
+  }
 
   std::string name() const override { return "hierarchical"; }
+  GradientReducer* reducer() override { return this; }
+  ModelAverager* averager() override { return this; }
 
-  absl::Status ReduceGradients(const StepInfo& step, int bucket,
-                               absl::Span<float> gradients) override {
+  absl::Status ReduceSum(const StepInfo& step, int bucket, absl::Span<float> gradients) override {
     if (one_node_) return node_->AllReduceSum(gradients.data(), gradients.size());
     if (bucket == 0) warmup_step_ = InWarmup(step);
     if (warmup_step_) {
-      // ssgd's step: the trainer's division by B gives the global mean gradient.
+      // ssgd's step: the division by B gives the global mean gradient.
       HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(gradients.data(), gradients.size()),
                               "K′ ramp-up gradient all-reduce at step ", step.step + 1);
       return absl::OkStatus();
@@ -126,22 +131,17 @@ class Hierarchical : public Strategy {
     return absl::OkStatus();
   }
 
-  absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) override {
-    synchronized_ = false;
-    if (one_node_) return absl::OkStatus();
+  absl::StatusOr<bool> Average(const StepInfo& step, const ModelView& model) override {
+    if (one_node_) return false;
     if (warmup_step_) {
       steps_since_sync_ = 0;  // every replica took the same step
-      return absl::OkStatus();
+      return false;
     }
     ++steps_since_sync_;
-    if (interval_ <= 0 || (step.step + 1 - warmup_) % interval_ != 0) {
-      return absl::OkStatus();
-    }
-    synchronized_ = true;
-    return GlobalAverage(parameters);
+    if (interval_ <= 0 || (step.step + 1 - warmup_) % interval_ != 0) return false;
+    HPTRAIN_RETURN_IF_ERROR(GlobalAverage(model.parameters));
+    return true;
   }
-
-  bool synchronized_models() const override { return synchronized_; }
 
   absl::Status Synchronize(int64_t, absl::Span<float> parameters) override {
     if (one_node_ || steps_since_sync_ == 0) return absl::OkStatus();
@@ -185,7 +185,6 @@ class Hierarchical : public Strategy {
   const double warmup_epochs_;  // the default W in epochs
   const bool one_node_;        // M = 1: the global step is a no-op and is skipped (§2d)
   float scale_ = 1.0f;         // B / B_m of the current step
-  bool synchronized_ = false;  // the last AfterOptimizerStep averaged the models
   bool warmup_step_ = false;   // the current (or last) step is one of the first W
   int64_t steps_since_sync_ = 0;
   int64_t last_round_steps_ = 0;
@@ -210,7 +209,8 @@ bool hierarchical_registered = RegisterStrategy(
           options.Has("warmupSteps") ? static_cast<int>(options.Int("warmupSteps")) : -1;
       return std::make_unique<Hierarchical>(
           context.comm, node, interval, warmup,
-          std::max(context.job->optimizer.schedule.warmup_epochs, kDefaultWarmupEpochs));
+          std::max(context.job->optimizer.schedule.warmup_epochs, kDefaultWarmupEpochs),
+          options.Bool("averageOptimizerState"));
     });
 
 }  // namespace hptrain::sync

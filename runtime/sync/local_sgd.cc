@@ -2,8 +2,8 @@
 // (`interval`, default 8). Every worker steps its own optimizer on its own mean gradient every
 // step; every H steps the models are averaged. Momentum buffers stay local.
 //
-// ReduceGradients scales the worker's summed gradient G_i by B / b_i, so that after the trainer's
-// division by B the local optimizer sees G_i / b_i, the worker's mean gradient.
+// The reducer scales the worker's summed gradient G_i by B / b_i, so that after the division by B
+// (SummingReducer) the local optimizer sees G_i / b_i, the worker's mean gradient.
 //
 // The average is weighted by the samples each worker processed since the last one,
 // w_i = Σ_h b_i,h / Σ_h B (1/N with equal batches). With plain SGD at H = 1 this gives
@@ -16,7 +16,7 @@
 // Bytes per worker: one ring all-reduce of the parameters, 2(N−1)/N · 4P, every H steps.
 // Synchronize (before every evaluation and checkpoint) averages as well, so both see one model;
 // the interval then restarts. BatchNorm buffers are averaged by the trainer at every averaging
-// (synchronized_models) and every evaluation.
+// (Average returns true) and every evaluation.
 #include <algorithm>
 
 #include "kernels/update/update.h"
@@ -26,13 +26,17 @@
 namespace hptrain::sync {
 namespace {
 
-class LocalSgd : public Strategy {
+class LocalSgd : public Strategy, public SummingReducer, public ModelAverager {
  public:
-  LocalSgd(comm::Communicator* comm, int interval) : comm_(comm), interval_(interval) {}
+  LocalSgd(comm::Communicator* comm, int interval) : comm_(comm), interval_(interval) {
+    traits_ = DeclaredTraits(name());
+  }
 
   std::string name() const override { return "localsgd"; }
+  GradientReducer* reducer() override { return this; }
+  ModelAverager* averager() override { return this; }
 
-  absl::Status ReduceGradients(const StepInfo& step, int, absl::Span<float> gradients) override {
+  absl::Status ReduceSum(const StepInfo& step, int, absl::Span<float> gradients) override {
     if (step.local_batch <= 0) {
       std::fill(gradients.begin(), gradients.end(), 0.0f);
     } else {
@@ -42,19 +46,17 @@ class LocalSgd : public Strategy {
     return absl::OkStatus();
   }
 
-  absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) override {
+  absl::StatusOr<bool> Average(const StepInfo& step, const ModelView& model) override {
     local_samples_ += step.local_batch;
     global_samples_ += step.global_batch;
-    synchronized_ = ++steps_since_average_ == interval_;
-    if (!synchronized_) return absl::OkStatus();
-    return Average(parameters);
+    if (++steps_since_average_ < interval_) return false;
+    HPTRAIN_RETURN_IF_ERROR(AverageNow(model.parameters));
+    return true;
   }
-
-  bool synchronized_models() const override { return synchronized_; }
 
   absl::Status Synchronize(int64_t, absl::Span<float> parameters) override {
     if (steps_since_average_ == 0) return absl::OkStatus();
-    return Average(parameters);
+    return AverageNow(parameters);
   }
 
   StrategyStats stats() const override {
@@ -64,7 +66,7 @@ class LocalSgd : public Strategy {
   }
 
  private:
-  absl::Status Average(absl::Span<float> parameters) {
+  absl::Status AverageNow(absl::Span<float> parameters) {
     const float weight =
         global_samples_ > 0
             ? static_cast<float>(static_cast<double>(local_samples_) / global_samples_)
@@ -81,7 +83,6 @@ class LocalSgd : public Strategy {
   comm::Communicator* comm_;
   const int interval_;
   int steps_since_average_ = 0;
-  bool synchronized_ = false;  // the last AfterOptimizerStep averaged the models
   int64_t local_samples_ = 0;   // Σ b_i since the last average
   int64_t global_samples_ = 0;  // Σ B since the last average
 };

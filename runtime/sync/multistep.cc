@@ -1,25 +1,25 @@
 // multistep: multi-step delayed parameter update (docs/algorithms.md §3b), with delay 0 or 1, an
 // optionally compressed round all-reduce, and the sub-tensor priority scheduler (uncompressed,
-// delay 0; see supports_scheduler below).
+// delay 0; see StrategyTraits::supports_scheduler below).
 //
-// The strategy owns the parameters (the trainer runs no optimizer) and keeps, beside the worker's
-// model x_i (the trainer's flat parameters), the global model x̄ and global momentum m̄ (identical
-// on every rank), the local momentum m_i and the accumulator A_i. One round of H steps:
+// The strategy is an updater (updater.h: the trainer runs no optimizer) and keeps, beside the
+// worker's model x_i (the trainer's flat parameters), the global model x̄ and global momentum m̄
+// (identical on every rank), the local momentum m_i and the accumulator A_i. One round of H steps:
 //   1. At the round's first bucket, H is fixed: 1 during the first `warmupEpochs` epochs (SSGD),
 //      else the current interval; so is the learning rate η, the one of the round's first step
 //      (a schedule change inside a round takes effect at the next round).
-//   2. Every step, ReduceGradients adds the worker's summed gradient G_i (b_i samples) to A_i.
-//      Steps h < H then take a local step in AfterOptimizerStep on the mean gradient:
+//   2. Every step, Accumulate adds the worker's summed gradient G_i (b_i samples) to A_i.
+//      Steps h < H then take a local step in Update on the mean gradient:
 //      d = G_i/b_i + λ·x_i + μ·(x_i − x̄);  m_i = β·m_i + d;  x_i −= η·m_i.
-//   3. At step H, ReduceGradients all-reduces each bucket of A_i as soon as backward produced it;
-//      AfterOptimizerStep divides by B (Ā = Σ_i A_i / B, the weighted aggregation of docs/design.md),
+//   3. At step H, Accumulate all-reduces each bucket of A_i as soon as backward produced it;
+//      Update divides by B (Ā = Σ_i A_i / B, the weighted aggregation of docs/design.md),
 //      takes the delayed global step in PyTorch SGD order, m̄ = β·m̄ + (Ā + H·λ·x̄); x̄ −= η·m̄,
 //      and corrects the local state: x_i ← x̄, m_i ← m̄.
 // With H = 1 (and no compression) the round is exactly SSGD's step (same bucketed all-reduce,
 // same division, same update kernel), bit for bit. Synchronize (before every evaluation and
 // checkpoint) ends an open round early as a round of the h steps done, so evaluations and
 // checkpoints see x̄. BatchNorm buffers are averaged by the trainer at the end of every round of
-// local steps with delay 0 (synchronized_models) and at every evaluation.
+// local steps with delay 0 (Update returns true) and at every evaluation.
 //
 // Interval: an integer `interval` is fixed. `interval: adaptive` (or unset) follows AdaComm at
 // every epoch end: F_0 is the mean training loss of the last warm-up epoch (the first epoch
@@ -27,11 +27,11 @@
 // hMin, hMax) with H_0 = 8; the new H applies from the next round.
 //
 // Delay 1 (`delay: 1`, SSD-SGD's overlap, docs/algorithms.md §3b "Optional delay D = 1"), outside
-// warm-up: at step H of round r backward all-reduces nothing; AfterOptimizerStep hands A_r to a
+// warm-up: at step H of round r backward all-reduces nothing; Update hands A_r to a
 // thread of the strategy, which all-reduces it on the same Communicator while round r+1 starts
 // at once from the worker's current x_i (no correction). The communicator is free for it then:
-// ReduceGradients issues no collective during a round, a delayed round never reports
-// synchronized_models() (so the trainer averages no buffers), and the trainer calls Synchronize
+// Accumulate issues no collective during a round, a delayed round never reports a
+// synchronization (so the trainer averages no buffers), and the trainer calls Synchronize
 // before any collective of its own (evaluations, checkpoints, the epoch loss). At the END of
 // round r+1 (a fixed step, the same on every rank, never "whenever it lands") the worker waits
 // for Ā_r, takes the global step with it exactly as delay 0 does (round r's H, η and B), rebases
@@ -110,11 +110,14 @@ struct Round {
   bool delayed = false;    // delay 1: all-reduced in the background during the next round
 };
 
-class Multistep : public Strategy {
+class Multistep : public Strategy, public Updater {
  public:
   Multistep(const StrategyContext& context, const MultistepOptions& options)
       : comm_(context.comm), spec_(*context.job), options_(options),
         compression_(options.compression) {
+    traits_ = DeclaredTraits(name());
+    // The scheduler runs a round's uncompressed all-reduce, delay 0 (see PlanScheduledStep).
+    traits_.supports_scheduler = options.delay == 0 && options.compression.bits == 32;
     adaptive_ = options.adaptive;
     h_min_ = options.h_min;
     h_max_ = options.h_max;
@@ -129,7 +132,7 @@ class Multistep : public Strategy {
   }
 
   std::string name() const override { return "multistep"; }
-  bool owns_parameters() const override { return true; }
+  Updater* updater() override { return this; }
 
   absl::Status Init(const GradientLayout& layout) override {
     buckets_ = layout.buckets;
@@ -192,8 +195,13 @@ class Multistep : public Strategy {
     return absl::OkStatus();
   }
 
-  absl::Status ReduceGradients(const StepInfo& step, int bucket,
-                               absl::Span<float> gradients) override {
+  std::shared_ptr<comm::Work> Accumulate(const StepInfo& step, int bucket,
+                                         const comm::BufferRef& gradients) override {
+    return comm::Work::Done(
+        AccumulateBucket(step, bucket, absl::MakeSpan(gradients.floats(), gradients.count)));
+  }
+
+  absl::Status AccumulateBucket(const StepInfo& step, int bucket, absl::Span<float> gradients) {
     if (bucket == 0 && round_.done == 0) StartRound(step);
     const size_t begin = buckets_[bucket].begin;
     float* a = accumulator_.data() + begin;
@@ -206,7 +214,7 @@ class Multistep : public Strategy {
       std::memcpy(gradient_.data() + begin, gradients.data(), gradients.size() * sizeof(float));
       return absl::OkStatus();
     }
-    // The round's last step. Delay 1 all-reduces in the background from AfterOptimizerStep on.
+    // The round's last step. Delay 1 all-reduces in the background from Update on.
     if (round_.delayed) return absl::OkStatus();
     double wire = 0;
     HPTRAIN_RETURN_IF_ERROR(ReduceBucket(accumulator_.data(), bucket, step.step, &wire),
@@ -215,38 +223,34 @@ class Multistep : public Strategy {
     return absl::OkStatus();
   }
 
-  absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) override {
+  absl::StatusOr<bool> Update(const StepInfo& step, absl::Span<float> parameters) override {
     round_.batch = step.global_batch;
-    synchronized_ = false;
     if (++round_.done < round_.length) {
       local_optimizer_->BeginStep();
       LocalStep(gradient_.data(), step.local_batch, round_.lr, parameters, 0, parameters.size());
-      return absl::OkStatus();
+      return false;
     }
-    if (round_.delayed) return EndDelayedRound(step.step, parameters);
+    if (round_.delayed) {
+      HPTRAIN_RETURN_IF_ERROR(EndDelayedRound(step.step, parameters));
+      return false;
+    }
     // A round of local steps ends here; a warm-up round (one SSGD step) keeps ssgd's buffers.
-    synchronized_ = round_.length > 1;
     GlobalStep(accumulator_, round_);
     Correct(parameters);
-    return absl::OkStatus();
+    return round_.length > 1;
   }
-
-  bool synchronized_models() const override { return synchronized_; }
 
   // The priority scheduler (uncompressed, delay 0): a round's last step all-reduces A_i layer
   // by layer, and each layer takes its global step and correction as soon as its chunks are in;
   // a local step updates each layer as soon as backward has produced it. Every update is
   // element-wise, so a round gives what the bucketed path gives from the same sums.
-  bool supports_scheduler() const override {
-    return options_.delay == 0 && compression_.bits == 32;
-  }
-
-  float* PlanScheduledStep(const StepInfo& step, float*) override {
+  ScheduledStep PlanScheduledStep(const StepInfo& step, float*) override {
     if (round_.done == 0) StartRound(step);
     round_.batch = step.global_batch;
     ++round_.done;
     scheduled_round_ = round_;
-    synchronized_ = ScheduledLast() && round_.length > 1;
+    ScheduledStep plan;
+    plan.synchronizes = ScheduledLast() && round_.length > 1;
     if (ScheduledLast()) {
       // The step's layers finish on the scheduler thread; the trainer waits for them before
       // anything reads the round (Synchronize, the next plan).
@@ -255,7 +259,8 @@ class Multistep : public Strategy {
     } else {
       local_optimizer_->BeginStep();
     }
-    return ScheduledLast() ? accumulator_.data() : nullptr;
+    plan.exchange = ScheduledLast() ? accumulator_.data() : nullptr;
+    return plan;
   }
 
   absl::Status PrepareRange(const StepInfo&, size_t begin, size_t end,
@@ -485,12 +490,11 @@ class Multistep : public Strategy {
   std::vector<std::unique_ptr<HalfCodec>> halves_;
   CompressionTally tally_;
 
-  // The round in progress. Written by ReduceGradients (communicator thread) at the round's
-  // first bucket and by AfterOptimizerStep (trainer thread); the reducer's step hand-off
+  // The round in progress. Written by Accumulate (communicator thread) at the round's
+  // first bucket and by Update (trainer thread); the reducer's step hand-off
   // orders the two.
   Round round_;
   int64_t rounds_started_ = 0;
-  bool synchronized_ = false;  // the last AfterOptimizerStep ended a round of local steps
 
   // The step planned for the priority scheduler (written by PlanScheduledStep while the
   // scheduler is idle, read by its hooks): the round as of that step (done counts it).

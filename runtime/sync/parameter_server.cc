@@ -2,8 +2,8 @@
 //
 // Every step each worker pushes its summed gradient (Σ over its b_i samples) for each bucket as
 // soon as backward produced it, split by shard and by tensor; the shards sum the N pushes in rank
-// order, divide by B and step the job's optimizer, and the worker pulls the new parameters. The
-// trainer runs no optimizer of its own (owns_parameters).
+// order, divide by B and step the job's optimizer, and the worker pulls the new parameters: the
+// strategy is an updater (updater.h), the trainer runs no optimizer of its own.
 //
 //   ps   BSP: fp32 pushes and pulls, the pull of version t+1 at the end of step t (staleness 0).
 //   hps  H-PS: (b) staleness s (0 or 1, default 1): pushes leave asynchronously and the pull of
@@ -22,16 +22,16 @@
 // momentum step (exact, from the last two versions) plus its own mean gradient g_i = G_i/b_i of
 // round t in place of the global one. The pulled copy w_t itself (base_) is what the PS mirrors.
 //
-//   mp2  MP² (docs/algorithms.md §1b): every worker steps its own optimizer on its own mean gradient
-//        (momentum stays local), then pushes the parameter VALUES of the round's subset S_t of
-//        every predicted tensor (runtime/ps/mp2/schedule.h: ρ = pushRatio of each tensor over
-//        4096 elements, shared permutation, no indices travel) and the other tensors whole. The
-//        shard averages them (weighted by batch), predicts the complement (mp2/prediction_state.h)
-//        and publishes the next version. Mode A pulls the full model; mode B pulls only the
-//        round's averaged fresh values and runs the same prediction locally, reaching the PS's
-//        model bit for bit. At pushRatio 1 nothing is predicted: a PS averaging parameters every
-//        step. Bytes per worker per round (docs/algorithms.md §1c): push 4·(Σ|S_t,l| + small), pull 4P
-//        (mode A) or the same as the push (mode B).
+//   mp2  MP² (docs/algorithms.md §1b): every worker steps its own optimizer on its own mean
+//        gradient (momentum stays local; a reducer), then (a model averager) pushes the parameter
+//        VALUES of the round's subset S_t of every predicted tensor (runtime/ps/mp2/schedule.h:
+//        ρ = pushRatio of each tensor over 4096 elements, shared permutation, no indices travel) and
+//        the other tensors whole. The shard averages them (weighted by batch), predicts the
+//        complement (mp2/prediction_state.h) and publishes the next version. Mode A pulls the full
+//        model; mode B pulls only the round's averaged fresh values and runs the same prediction
+//        locally, reaching the PS's model bit for bit. At pushRatio 1 nothing is predicted: a PS
+//        averaging parameters every step. Bytes per worker per round (docs/algorithms.md §1c):
+//        push 4·(Σ|S_t,l| + small), pull 4P (mode A) or the same as the push (mode B).
 //
 // Before every evaluation and checkpoint (Synchronize) the copy is brought to the model of
 // exactly the steps done, in fp32; the checkpoint of rank 0 also carries every shard's
@@ -95,7 +95,10 @@ absl::Status WaitAll(std::vector<std::future<absl::Status>>& futures) {
   return first;
 }
 
-class ParameterServerStrategy : public Strategy {
+class ParameterServerStrategy : public Strategy,
+                                public SummingReducer,
+                                public ModelAverager,
+                                public Updater {
  public:
   ParameterServerStrategy(const StrategyContext& context, PsOptions options)
       : job_(*context.job),
@@ -103,7 +106,9 @@ class ParameterServerStrategy : public Strategy {
         world_(context.comm->size()),
         ps_(context.ps),
         options_(std::move(options)),
-        bits_(options_.bits) {}
+        bits_(options_.bits) {
+    traits_ = DeclaredTraits(name());
+  }
 
   ~ParameterServerStrategy() override {
     // Background calls end before the strategy does; their results no longer matter.
@@ -113,16 +118,37 @@ class ParameterServerStrategy : public Strategy {
   }
 
   std::string name() const override { return options_.name; }
-  bool owns_parameters() const override { return !options_.mp2; }
-  // Every mp2 round gives the workers the shard's model (their own steps are not kept).
-  bool synchronized_models() const override { return options_.mp2; }
+  // ps, hps: an updater (the parameters come from the shards). mp2: a reducer (this worker's own
+  // mean gradient for its local step) and an averager (the round that replaces the model by the
+  // shards').
+  GradientReducer* reducer() override { return options_.mp2 ? this : nullptr; }
+  ModelAverager* averager() override { return options_.mp2 ? this : nullptr; }
+  Updater* updater() override { return options_.mp2 ? nullptr : this; }
+
+  // mp2: G_i scaled by B / b_i, so that the division by B gives the local mean G_i / b_i.
+  absl::Status ReduceSum(const StepInfo& step, int bucket, absl::Span<float> gradients) override {
+    return HandleGradients(step, bucket, gradients);
+  }
+  // ps, hps: the bucket's push.
+  std::shared_ptr<comm::Work> Accumulate(const StepInfo& step, int bucket,
+                                         const comm::BufferRef& gradients) override {
+    return comm::Work::Done(
+        HandleGradients(step, bucket, absl::MakeSpan(gradients.floats(), gradients.count)));
+  }
+  // mp2: every round gives the workers the shards' model (their own steps are not kept): a
+  // synchronization.
+  absl::StatusOr<bool> Average(const StepInfo& step, const ModelView& model) override {
+    HPTRAIN_RETURN_IF_ERROR(AfterStep(step, model.parameters));
+    return true;
+  }
+  absl::StatusOr<bool> Update(const StepInfo& step, absl::Span<float> parameters) override {
+    HPTRAIN_RETURN_IF_ERROR(AfterStep(step, parameters));
+    return false;
+  }
 
   absl::Status Init(const GradientLayout& layout) override;
   absl::Status Start(absl::Span<float> parameters, int64_t step,
                      const CheckpointSections& restored) override;
-  absl::Status ReduceGradients(const StepInfo& step, int bucket,
-                               absl::Span<float> gradients) override;
-  absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) override;
   absl::Status Synchronize(int64_t steps_done, absl::Span<float> parameters) override;
   absl::Status SaveState(int64_t steps_done, CheckpointSections* sections) override;
   absl::Status OnEpochEnd(const EpochTiming& timing) override;
@@ -137,6 +163,10 @@ class ParameterServerStrategy : public Strategy {
   }
 
  private:
+  // A bucket of this worker's summed gradients: mp2 scales it, ps and hps push it.
+  absl::Status HandleGradients(const StepInfo& step, int bucket, absl::Span<float> gradients);
+  // After the step (mp2: after the local optimizer step): the pull, or mp2's round.
+  absl::Status AfterStep(const StepInfo& step, absl::Span<float> parameters);
   // The pieces (flat order) of [begin, end), which holds whole pieces.
   std::pair<int, int> TensorsOf(int64_t begin, int64_t end) const;
   absl::Status InitShard(int s, int64_t step, absl::Span<float> parameters,
@@ -369,10 +399,10 @@ void ParameterServerStrategy::SendPush(const StepInfo& step, int shard, int64_t 
   }));
 }
 
-absl::Status ParameterServerStrategy::ReduceGradients(const StepInfo& step, int bucket,
+absl::Status ParameterServerStrategy::HandleGradients(const StepInfo& step, int bucket,
                                                       absl::Span<float> gradients) {
   if (options_.mp2) {
-    // The local optimizer steps on this worker's mean gradient G_i / b_i (the trainer divides by B).
+    // The local optimizer steps on this worker's mean gradient G_i / b_i (after the division by B).
     const float factor = step.local_batch > 0 ? static_cast<float>(step.global_batch) /
                                                     static_cast<float>(step.local_batch)
                                               : 0.0f;
@@ -435,8 +465,8 @@ absl::Status ParameterServerStrategy::ApplyPulls(std::vector<PullFuture>& pulls,
   return absl::OkStatus();
 }
 
-absl::Status ParameterServerStrategy::AfterOptimizerStep(const StepInfo& step,
-                                                         absl::Span<float> parameters) {
+absl::Status ParameterServerStrategy::AfterStep(const StepInfo& step,
+                                                absl::Span<float> parameters) {
   const int64_t next = step.step + 1;  // the step the copy is for
   absl::Span<float> base = absl::MakeSpan(base_);
   if (options_.mp2) {

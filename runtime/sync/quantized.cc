@@ -52,7 +52,7 @@ QuantizedOptions QuantizedOptionsOf(const StrategyOptions& options) {
   return quantized;
 }
 
-class Quantized : public Strategy {
+class Quantized : public Strategy, public SummingReducer {
  public:
   // With a device communicator the buckets are device buffers.
   Quantized(const StrategyContext& context, const QuantizedOptions& options)
@@ -61,11 +61,13 @@ class Quantized : public Strategy {
         comm_(context.comm),
         device_comm_(context.device_comm),
         bits_(options.bits),
-        dynamic_(options.dynamic) {}
+        dynamic_(options.dynamic) {
+    traits_ = DeclaredTraits(name());
+    traits_.reduces_on_device = device_comm_ != nullptr;
+  }
 
   std::string name() const override { return "quantized"; }
-  bool exchanges_parameters() const override { return false; }
-  bool reduces_on_device() const override { return device_comm_ != nullptr; }
+  GradientReducer* reducer() override { return this; }
 
   absl::Status Init(const GradientLayout& layout) override {
     split_ = TensorSplit(layout, dynamic_ ? kSmallTensorElements : 0);
@@ -81,8 +83,7 @@ class Quantized : public Strategy {
     return absl::OkStatus();
   }
 
-  absl::Status ReduceGradients(const StepInfo& step, int bucket,
-                               absl::Span<float> gradients) override {
+  absl::Status ReduceSum(const StepInfo& step, int bucket, absl::Span<float> gradients) override {
     if (device_comm_ != nullptr) return ReduceOnDevice(step, bucket, gradients);
     const size_t large = split_.large_count(bucket);
     const size_t small = split_.small_count(bucket);

@@ -8,28 +8,30 @@
 namespace hptrain::sync {
 namespace {
 
-class Ssgd : public Strategy {
+class Ssgd : public Strategy, public SummingReducer {
  public:
   // `device_comm` (may be null): the communicator for device buffers; the buckets then come from
   // the GPU and go to it.
   Ssgd(comm::Communicator* comm, comm::Communicator* device_comm)
-      : comm_(device_comm != nullptr ? device_comm : comm), on_device_(device_comm != nullptr) {}
+      : comm_(device_comm != nullptr ? device_comm : comm), on_device_(device_comm != nullptr) {
+    traits_ = DeclaredTraits(name());
+    traits_.reduces_on_device = on_device_;
+    // Its exchange is the plain all-reduce of the sums, which the priority scheduler can run
+    // layer by layer.
+    traits_.supports_scheduler = true;
+  }
   std::string name() const override { return "ssgd"; }
 
-  absl::Status ReduceGradients(const StepInfo&, int, absl::Span<float> gradients) override {
+  absl::Status ReduceSum(const StepInfo&, int, absl::Span<float> gradients) override {
     return comm_->AllReduceSum(gradients.data(), gradients.size());
   }
   // One collective per bucket: its Work, so that the next bucket's can be in flight with it.
-  std::shared_ptr<comm::Work> ReduceGradientsAsync(const StepInfo&, int,
-                                                   const comm::BufferRef& gradients) override {
+  std::shared_ptr<comm::Work> ReduceSumAsync(const StepInfo&, int,
+                                             const comm::BufferRef& gradients) override {
     return comm_->AllReduceSumAsync(gradients);
   }
 
-  bool exchanges_parameters() const override { return false; }
-  bool reduces_on_device() const override { return on_device_; }
-
-  // The scheduler all-reduces the trainer's gradients (PlanScheduledStep's default).
-  bool supports_scheduler() const override { return true; }
+  GradientReducer* reducer() override { return this; }
 
  private:
   comm::Communicator* comm_;

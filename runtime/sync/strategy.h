@@ -1,20 +1,25 @@
-// Strategy: how workers keep their models in agreement. The trainer calls two hooks every step:
+// Strategy: how workers keep their models in agreement, made of the components of the exchange
+// library (docs/adding-a-strategy.md):
 //
-//   1. ReduceGradients, once per gradient bucket, on the communicator thread while backward is
-//      still running (buckets in a fixed order, the same on every rank). The bucket holds this
-//      worker's SUMMED gradient (Σ over its b_i samples of ∂loss/∂θ); on return it must hold what
-//      the trainer divides by the global batch B before the optimizer step. SSGD all-reduces it,
-//      giving Σ_i b_i·g_i / B after the division: weighted aggregation, so any allocation computes
-//      the same update as one process with batch B.
-//   2. AfterOptimizerStep, on the trainer thread, with the flat parameters after the local update
-//      (local SGD, gossip and parameter-server strategies act here).
-// A strategy that owns_parameters() (the parameter-server strategies) replaces the local update:
-// the trainer runs no optimizer, and the strategy sets the parameters in AfterOptimizerStep. Such
-// a strategy also takes part in checkpoints (SaveState, and the restored sections in Start) and
-// is asked to Synchronize before every evaluation and checkpoint.
+//   a gradient reducer (gradient_reducer.h): each bucket of summed gradients -> the gradient the
+//                        optimizer steps on: ssgd, fp16, quantized, topk, dgc;
+//   a model averager   (model_averager.h): after the local optimizer step: localsgd,
+//                        hierarchical, gossip, mp2 (each with a reducer);
+//   an updater         (updater.h): replaces the optimizer: ps, hps, multistep.
+//
+// A strategy is a reducer, a reducer + averager pair, or an updater; it declares its traits once
+// (strategy_traits.h), and takes part in the run's lifecycle through the methods below: Init with
+// the gradient layout, Start with the initial (or restored) model, Synchronize before every
+// evaluation and checkpoint, SaveState into checkpoints under section names of its own (the
+// client hands every section it did not write itself back to Start), OnEpochEnd, and stats.
+//
+// One step, as a client (runtime/train/trainer.cc) drives it:
+//   backward -> reducer()->Reduce or updater()->Accumulate per bucket -> wait for the Works ->
+//   the optimizer step on the reduced gradients, then averager()->Average; or updater()->Update.
 //
 // Strategies see flat float buffers only, never libtorch. They are created by name through the
-// registry (registry.h) from the job's strategy block.
+// registry (registry.h) from the job's strategy block, their options read through their
+// descriptor (strategy_descriptor.h).
 #ifndef HPTRAIN_RUNTIME_SYNC_STRATEGY_H_
 #define HPTRAIN_RUNTIME_SYNC_STRATEGY_H_
 
@@ -28,24 +33,20 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "runtime/comm/work.h"
+#include "runtime/sync/gradient_reducer.h"
+#include "runtime/sync/model_averager.h"
+#include "runtime/sync/step_info.h"
+#include "runtime/sync/strategy_descriptor.h"
+#include "runtime/sync/strategy_traits.h"
+#include "runtime/sync/updater.h"
 
 namespace hptrain::sync {
-
-// Where each parameter's gradient sits in the flat gradient buffer, and the reducer's buckets.
-struct GradientLayout {
-  struct Range {
-    size_t begin = 0;  // element offset in the flat buffer
-    size_t end = 0;
-  };
-  std::vector<Range> tensors;  // in registration order
-  std::vector<Range> buckets;  // bucket k covers tensors entirely
-};
 
 // Times of one epoch as this worker measured them, handed to OnEpochEnd.
 struct EpochTiming {
   int epoch = 0;
   double compute_seconds = 0;        // data + forward + backward, emulated slowdown included
-  double comm_seconds = 0;           // time inside ReduceGradients (overlapped or not)
+  double comm_seconds = 0;           // time in the gradient exchange (overlapped or not)
   double exposed_comm_seconds = 0;   // time the trainer waited for communication after backward
   double train_loss = 0;             // the epoch's mean training loss over all ranks (the same
                                      // on every rank)
@@ -87,15 +88,6 @@ inline void FoldResidual(std::vector<float>& residual, absl::Span<float> x) {
   }
 }
 
-struct StepInfo {
-  int64_t step = 0;        // global step, 0-based
-  int epoch = 0;
-  double epoch_clock = 0;  // epoch + fraction of it done before this step (for schedules)
-  int local_batch = 0;     // b_i of this worker in this step
-  int global_batch = 0;    // B
-  double lr = 0;           // the learning rate of this step (the same on every worker)
-};
-
 // Checkpoint sections by name (runtime/train/checkpoint.h).
 using CheckpointSections = std::map<std::string, std::vector<float>>;
 
@@ -104,6 +96,13 @@ class Strategy {
   virtual ~Strategy() = default;
 
   virtual std::string name() const = 0;
+  const StrategyTraits& traits() const { return traits_; }
+
+  // The components (see above): exactly one of reducer() and updater() is set, and averager()
+  // only with a reducer. Each points into the strategy and lives as long as it.
+  virtual GradientReducer* reducer() { return nullptr; }
+  virtual ModelAverager* averager() { return nullptr; }
+  virtual Updater* updater() { return nullptr; }
 
   // Called once before the first step with the gradient layout. The default does nothing.
   virtual absl::Status Init(const GradientLayout& layout) {
@@ -111,81 +110,10 @@ class Strategy {
     return absl::OkStatus();
   }
 
-  // Hook 1 (see above). `bucket` indexes the reducer's buckets; called for every bucket of every
-  // step, in bucket order. An error fails the step.
-  virtual absl::Status ReduceGradients(const StepInfo& step, int bucket,
-                                       absl::Span<float> gradients) = 0;
-  // Hook 1, issued asynchronously: the same reduction of `gradients` (host memory, or device
-  // memory when reduces_on_device(), with the stream that consumes it), returning its Work
-  // (runtime/comm/work.h) while the collective may still be in flight; the bucketed reducer
-  // issues the next bucket meanwhile and waits for every Work at the end of the step. The
-  // default runs ReduceGradients and returns a completed Work; a strategy whose reduction is one
-  // collective returns the communicator's Work instead.
-  virtual std::shared_ptr<comm::Work> ReduceGradientsAsync(const StepInfo& step, int bucket,
-                                                           const comm::BufferRef& gradients) {
-    return comm::Work::Done(
-        ReduceGradients(step, bucket, absl::MakeSpan(gradients.floats(), gradients.count)));
-  }
-
-  // Hook 2 (see above). The default does nothing.
-  virtual absl::Status AfterOptimizerStep(const StepInfo& step, absl::Span<float> parameters) {
-    (void)step;
-    (void)parameters;
-    return absl::OkStatus();
-  }
-
-  // Called on every rank at the end of each epoch, on the trainer thread (collectives allowed:
-  // strategies that adapt use them to agree on one decision). The default does nothing.
-  virtual absl::Status OnEpochEnd(const EpochTiming& timing) {
-    (void)timing;
-    return absl::OkStatus();
-  }
-
-  // True when the strategy applies momentum itself (DGC's momentum correction): the optimizer
-  // then runs without momentum.
-  virtual bool applies_momentum() const { return false; }
-
-  // True when the parameters come from elsewhere (a parameter server): no local optimizer step.
-  virtual bool owns_parameters() const { return false; }
-
-  // True when AfterOptimizerStep may read or write the parameters it is given (model averaging,
-  // delayed updates, a parameter server, gossip). A worker training on a GPU keeps the model in
-  // device memory and hands the strategy a host copy: it copies the model to the host before
-  // AfterOptimizerStep and back after it only when this is true. Strategies that only reduce
-  // gradients return false. The default is true, which is always correct, only slower.
-  virtual bool exchanges_parameters() const { return true; }
-
-  // True when ReduceGradients takes DEVICE buffers (pointers into the GPU's flat gradient buffer)
-  // and exchanges them over the job's device communicator (StrategyContext::device_comm, NCCL),
-  // with no copy to the host. Only strategies created with a device communicator can; the others
-  // get host buffers, staged from the GPU by the trainer.
-  virtual bool reduces_on_device() const { return false; }
-
-  // True when the AfterOptimizerStep just called ended a round of local steps by giving every
-  // worker the same parameters (localsgd's and multistep's synchronisations, every mp2 round):
-  // the trainer then averages the BatchNorm buffers over the workers as well (docs/algorithms.md §3b,
-  // §1b), so that the models agree in full, not only in their parameters. Every rank must give
-  // the same answer for the same step. The default: false (the buffers are averaged at every
-  // evaluation, for every strategy).
-  virtual bool synchronized_models() const { return false; }
-
-  // True when every worker trains a model of its own between evaluations (gossip), so that the
-  // workers' models differ until Synchronize averages them: the trainer then also evaluates each
-  // worker's own model before Synchronize and reports the spread of their accuracies
-  // (docs/algorithms.md §4e). False for the strategies whose workers hold one model, or whose
-  // models differ only briefly between synchronisations (no extra evaluation).
-  virtual bool models_diverge() const { return false; }
-
-  // True when the strategy exchanges whole models between workers during training (gossip):
-  // the trainer then hands it the model's buffers (BatchNorm running statistics), flattened,
-  // with set_buffers before every AfterOptimizerStep, and writes them back into the model after
-  // it, so that the buffers travel and are averaged with the parameters (docs/algorithms.md §4e).
-  virtual bool exchanges_buffers() const { return false; }
-  virtual void set_buffers(absl::Span<float> buffers) { (void)buffers; }
-
   // Called once after Init (and after a checkpoint was restored), before the first step, on
   // every rank: the flat parameters (initial, or the checkpoint's), the global step training
-  // starts at, and the restored checkpoint's sections (empty when not resuming).
+  // starts at, and the restored checkpoint's sections that the client did not write itself
+  // (empty when not resuming).
   virtual absl::Status Start(absl::Span<float> parameters, int64_t step,
                              const CheckpointSections& restored) {
     (void)parameters;
@@ -195,60 +123,34 @@ class Strategy {
   }
 
   // Called on every rank before each evaluation and each checkpoint, after `steps_done` steps:
-  // the parameters must then be the model after exactly that many steps.
+  // the parameters must then be the model after exactly that many steps, the same on every rank.
   virtual absl::Status Synchronize(int64_t steps_done, absl::Span<float> parameters) {
     (void)steps_done;
     (void)parameters;
     return absl::OkStatus();
   }
 
-  // On rank 0, adds the strategy's own state to the checkpoint written after `steps_done` steps.
+  // On rank 0, adds the strategy's own state to the checkpoint written after `steps_done` steps,
+  // under section names of its own ("<strategy>.<what>").
   virtual absl::Status SaveState(int64_t steps_done, CheckpointSections* sections) {
     (void)steps_done;
     (void)sections;
     return absl::OkStatus();
   }
 
+  // Called on every rank at the end of each epoch, on the client's thread (collectives allowed:
+  // strategies that adapt use them to agree on one decision). The default does nothing.
+  virtual absl::Status OnEpochEnd(const EpochTiming& timing) {
+    (void)timing;
+    return absl::OkStatus();
+  }
+
   virtual StrategyStats stats() const { return StrategyStats(); }
 
-  // The sub-tensor priority scheduler (spec.scheduler.type: priority;
-  // runtime/comm/priority_scheduler.h) replaces hooks 1 and 2 for strategies that support it: the
-  // step is planned on the trainer thread, then each layer is prepared as backward produces it
-  // and finished (updated) as soon as its exchange completes, on the scheduler thread, while the
-  // next step's forward already runs on the layers finished before. Every range below is one
-  // layer's [begin, end) of the flat buffers; the calls of one step come in no fixed layer
-  // order, and never concurrently.
-  virtual bool supports_scheduler() const { return false; }
-
-  // Trainer thread, before the step's backward (the previous step is done): the buffer the step
-  // all-reduces in place, in the gradients' layout, or null for a step without an exchange.
-  // `gradients` is the trainer's flat gradient buffer. Strategies that do not own the
-  // parameters all-reduce the gradients themselves; the trainer then divides each finished
-  // layer by B and runs its optimizer on it.
-  virtual float* PlanScheduledStep(const StepInfo& step, float* gradients) {
-    (void)step;
-    return gradients;
-  }
-  // Scheduler thread, when backward has produced the layer's summed gradients.
-  virtual absl::Status PrepareRange(const StepInfo& step, size_t begin, size_t end,
-                                    const float* gradients) {
-    (void)step;
-    (void)begin;
-    (void)end;
-    (void)gradients;
-    return absl::OkStatus();
-  }
-  // Scheduler thread, strategies that own the parameters: the layer's update, after its
-  // exchange (at once in a step without one). `parameters` is the whole flat model.
-  virtual absl::Status FinishRange(const StepInfo& step, size_t begin, size_t end,
-                                   const float* gradients, absl::Span<float> parameters) {
-    (void)step;
-    (void)begin;
-    (void)end;
-    (void)gradients;
-    (void)parameters;
-    return absl::OkStatus();
-  }
+ protected:
+  // Set by each strategy's constructor, once: its descriptor's (DeclaredTraits(name())), and what
+  // follows from its options and communicators.
+  StrategyTraits traits_;
 };
 
 }  // namespace hptrain::sync

@@ -74,6 +74,11 @@ const StrategyDescriptor* FindStrategyDescriptor(absl::string_view name) {
   return nullptr;
 }
 
+StrategyTraits DeclaredTraits(absl::string_view name) {
+  const StrategyDescriptor* d = FindStrategyDescriptor(name);
+  return d != nullptr ? d->traits : StrategyTraits();
+}
+
 bool RegisterStrategyDescriptor(StrategyDescriptor descriptor) {
   if (FindStrategyDescriptor(descriptor.name) != nullptr) return false;
   Registry().push_back(std::move(descriptor));

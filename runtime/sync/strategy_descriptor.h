@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "runtime/sync/strategy_traits.h"
 
 namespace hptrain::sync {
 
@@ -88,11 +89,6 @@ struct ParamSpec {
   std::string DefaultText() const;
 };
 
-// What a strategy is, for the trainer, the launcher and the documentation.
-struct StrategyTraits {
-  bool uses_parameter_server = false;  // runs a parameter server in the ps processes
-};
-
 // Where a strategy runs. Every strategy runs on cpu and cuda over Gloo (cuda staging through host
 // memory); `nccl`: its gradient exchange runs on device buffers, so NCCL can carry it, unless
 // parameter `host_only_param` has the value `host_only_value`.
@@ -111,7 +107,7 @@ struct StrategyDescriptor {
   std::string name;  // the spec.strategy.type value
   std::string doc;   // one line
   std::vector<ParamSpec> params;
-  StrategyTraits traits;
+  StrategyTraits traits;  // the traits every instance has (strategy_traits.h)
   StrategyDevices devices;
   StrategyValidator validate;  // may be empty
   // validate's twins in the CRD, rules on the spec.strategy object; each message names the
@@ -122,6 +118,9 @@ struct StrategyDescriptor {
   // The parameter names, in declaration order.
   std::vector<std::string> ParamNames() const;
 };
+
+// The traits the descriptor of strategy `name` declares (the defaults for a name without one).
+StrategyTraits DeclaredTraits(absl::string_view name);
 
 // Every registered descriptor, built-in ones first in documentation order (ssgd first), then
 // those added by RegisterStrategyDescriptor in the order added. The reference stays valid; the

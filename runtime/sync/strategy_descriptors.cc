@@ -324,11 +324,13 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
                                 {With("density", 0.01), CatalogueParam("errorFeedback"),
                                  CatalogueParam("warmupEpochs"),
                                  CatalogueParam("sparseEncoding")})));
-  all.push_back(sparse(Strategy(
+  StrategyDescriptor dgc = sparse(Strategy(
       "dgc", "Deep Gradient Compression: momentum correction, sampled threshold, masking",
       // DGC's final density, 0.1 % (docs/algorithms.md §6).
       {With("density", 0.001), CatalogueParam("warmupEpochs"), CatalogueParam("clipNorm"),
-       CatalogueParam("momentumMasking"), CatalogueParam("sparseEncoding")})));
+       CatalogueParam("momentumMasking"), CatalogueParam("sparseEncoding")}));
+  dgc.traits.applies_momentum = true;  // momentum correction
+  all.push_back(dgc);
   all.push_back(Strategy("localsgd", "local SGD, models averaged every interval steps",
                          {With("interval", 8)}));
   ParamSpec multistep_interval = With("interval", "adaptive");
@@ -363,6 +365,8 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
        CatalogueParam("period"), CatalogueParam("variant"), CatalogueParam("lockstep"),
        CatalogueParam("calibrate")});
   gossip.validate = ValidateGossip;
+  gossip.traits.models_diverge = true;
+  gossip.traits.exchanges_buffers = true;
   all.push_back(gossip);
   StrategyDescriptor ps = Strategy("ps", "BSP parameter server, fp32 push and pull", {});
   ps.traits.uses_parameter_server = true;

@@ -48,7 +48,7 @@ TopkOptions TopkOptionsOf(const StrategyOptions& options) {
   return topk;
 }
 
-class TopK : public Strategy {
+class TopK : public Strategy, public SummingReducer {
  public:
   // With a device communicator and the SPARSE encoding, the buckets are device buffers.
   TopK(const StrategyContext& context, const TopkOptions& options)
@@ -56,10 +56,12 @@ class TopK : public Strategy {
         options_(options),
         comm_(context.comm),
         device_comm_(options.wire == SparseWire::kPairs ? context.device_comm : nullptr),
-        wire_(options.wire) {}
+        wire_(options.wire) {
+    traits_ = DeclaredTraits(name());
+    traits_.reduces_on_device = device_comm_ != nullptr;
+  }
   std::string name() const override { return "topk"; }
-  bool exchanges_parameters() const override { return false; }
-  bool reduces_on_device() const override { return device_comm_ != nullptr; }
+  GradientReducer* reducer() override { return this; }
 
   absl::Status Init(const GradientLayout& layout) override {
     feedback_ = options_.error_feedback;
@@ -78,8 +80,7 @@ class TopK : public Strategy {
     return absl::OkStatus();
   }
 
-  absl::Status ReduceGradients(const StepInfo& step, int bucket,
-                               absl::Span<float> gradients) override {
+  absl::Status ReduceSum(const StepInfo& step, int bucket, absl::Span<float> gradients) override {
     const double density =
         WarmupDensity(options_.sparse.density, options_.sparse.warmup_epochs, step.epoch_clock);
     if (device_ != nullptr) return device_->Reduce(step, bucket, gradients, density, &tally_);

@@ -1,27 +1,32 @@
-// Trainer: one worker's training loop (libtorch stays behind this header).
+// Trainer: one worker's training loop (libtorch stays behind this header), the first client of
+// the exchange library (runtime/sync, docs/adding-a-strategy.md).
 //
-// Per step (docs/design.md "Training semantics"):
-//   1. Take this worker's slice [o_i, o_i + b_i) of the global batch from the epoch's seeded
-//      permutation (data/sampler.h).
-//   2. Forward, summed cross-entropy, backward. Autograd hooks copy each parameter's gradient into
-//      the bucketed reducer's flat buffer; full buckets are handed to the strategy's
-//      ReduceGradientsAsync on the communicator thread while backward continues, the next
-//      bucket's collective issued while the last is still in flight (runtime/comm/work.h).
-//   3. Wait for all buckets, divide by the global batch B, apply the optimizer to the flat
-//      parameters (the model's parameters are views into that buffer), then the strategy's
-//      AfterOptimizerStep.
-// At the end of every epoch BatchNorm buffers are averaged over the workers (and after every step
-// at which the strategy synchronized the models: Strategy::synchronized_models), the test split is
-// evaluated in shards and the results all-reduced, so every rank reports the same numbers. When
-// the workers train models of their own (Strategy::models_diverge: gossip), each worker's own
-// model is first evaluated on the whole test set (EpochStats::worker_test_accuracy).
-// Checkpoints are written by rank 0 every `checkpoint.intervalSteps` steps and at the end.
+// Per step (docs/design.md "Training semantics"), top to bottom in TrainStep:
+//   1. batch     this worker's slice [o_i, o_i + b_i) of the global batch from the epoch's seeded
+//                permutation (data/sampler.h);
+//   2. forward   and the summed cross-entropy;
+//   3. backward  autograd hooks copy each parameter's gradient into its slot of the flat
+//                gradient buffer (flat_model.h); full buckets go to the strategy's reducer (or
+//                updater) on the bucketed reducer's thread while backward continues, bucket k+1's
+//                exchange issued while k's is still in flight (runtime/comm/work.h);
+//   4. wait      for every bucket's Work: the buffer holds the gradients to step on, the mean
+//                over the global batch B (or this worker's own mean, for the averagers);
+//   5. update    the local optimizer on the flat parameters (the model's parameters are views
+//                into them), then the model averager, if any; or the updater instead
+//                (step_exchange.h). A step after which the models agree averages the BatchNorm
+//                buffers too.
+// At the end of every epoch BatchNorm buffers are averaged over the workers, the test split is
+// evaluated in shards and the results all-reduced, so every rank reports the same numbers
+// (evaluator.h). When the workers train models of their own (StrategyTraits::models_diverge:
+// gossip), each worker's own model is first evaluated on the whole test set
+// (EpochStats::worker_test_accuracy). Checkpoints (run_checkpoint.h) are written by rank 0 every
+// `checkpoint.intervalSteps` steps and at the end; spec.collect records MP² snapshots on rank 0.
 //
 // On a GPU (TrainerOptions::device "cuda:N") the model, its flat parameters and gradients, the
 // optimizer state and each batch (copied from pinned host memory, asynchronously) live on the
 // device. The exchange then takes one of two routes:
-//   - device (spec.communicator.backend nccl, Strategy::reduces_on_device): each gradient is
-//     copied into a flat device buffer on the default stream; for a full bucket the reducer's
+//   - device (spec.communicator.backend nccl, StrategyTraits::reduces_on_device): each gradient
+//     is copied into a flat device buffer on the default stream; for a full bucket the reducer's
 //     thread orders the communicator's stream after those copies (Communicator::WaitForStream)
 //     and hands the strategy the device bucket, which NCCL all-reduces on its own stream while
 //     backward goes on; the optimizer's stream waits on the collectives' events. Nothing
@@ -29,8 +34,8 @@
 //   - staged (gloo): each gradient is copied into the reducer's host buffer as backward produces
 //     it, the strategy exchanges it there as on the CPU, and the reduced gradients go back to the
 //     device in one copy before the optimizer step. Several workers can share one GPU this way.
-// Strategies that work on the parameters (Strategy::exchanges_parameters) get a host copy of the
-// model around AfterOptimizerStep, Start and Synchronize, written back to the device after.
+// Averagers and updaters get a host copy of the model, as do Start and Synchronize, written back
+// to the device after.
 //
 // Thread-safety: one thread drives Run(); callbacks are invoked on that thread.
 #ifndef HPTRAIN_RUNTIME_TRAIN_TRAINER_H_
@@ -55,7 +60,7 @@ class PsConnection;
 namespace hptrain::train {
 
 struct StepStats {
-  int64_t step = 0;            // global steps completed (1 after the first step)
+  int64_t step = 0;  // global steps completed (1 after the first step)
   int epoch = 0;
   int64_t steps_per_epoch = 0;
   int64_t total_steps = 0;
@@ -82,8 +87,8 @@ struct EpochStats {
   bool interim = false;    // within the epoch, not at its end
   double test_accuracy = 0;
   double test_loss = 0;
-  double train_loss = 0;       // mean over the epoch's steps so far, all ranks
-  double wall_seconds = 0;     // since the run started
+  double train_loss = 0;    // mean over the epoch's steps so far, all ranks
+  double wall_seconds = 0;  // since the run started
   // Strategies whose workers train models of their own (Strategy::models_diverge: gossip) with
   // more than one worker: the accuracy of each worker's own model on the whole test set, by
   // rank, measured before the models are averaged (test_accuracy is the average model's).
@@ -126,10 +131,6 @@ struct TrainerOptions {
   bool device_path_on_cpu = false;
 };
 
-// The number of CUDA devices libtorch sees in this process (0 without a GPU, a driver, or a CUDA
-// build of libtorch).
-int VisibleCudaDevices();
-
 class Trainer {
  public:
   // Loads the data sets, builds the model and the strategy. `comm` must outlive the trainer.
@@ -152,10 +153,6 @@ class Trainer {
   explicit Trainer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-// Checks what a worker would fail on at start, without training: the model can be built and the
-// data sets open and are well formed. Used by the launcher before it starts any process.
-absl::Status Preflight(const job::JobSpec& spec);
 
 }  // namespace hptrain::train
 

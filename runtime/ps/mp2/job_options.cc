@@ -34,4 +34,17 @@ absl::StatusOr<std::shared_ptr<const PredictorRunner>> OpenPredictor(const job::
   return std::shared_ptr<const PredictorRunner>(std::make_shared<PredictorRunner>(*predictor));
 }
 
+RecorderOptions RecorderOptionsFor(const job::JobSpec& spec) {
+  RecorderOptions recorder;
+  recorder.path = spec.collect.path;
+  recorder.model = spec.model.name.empty() ? spec.model.torchscript : spec.model.name;
+  recorder.dataset = spec.dataset.name;
+  recorder.seed = spec.seed;
+  recorder.every = spec.collect.every;
+  recorder.samples = spec.collect.samples;
+  recorder.window_every = spec.collect.window_every;
+  recorder.window_length = spec.collect.window_length;
+  return recorder;
+}
+
 }  // namespace hptrain::ps::mp2

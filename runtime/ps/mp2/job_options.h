@@ -1,5 +1,5 @@
 // MP²'s settings as a job declares them (spec.strategy of type mp2), for the PS and the workers
-// alike, so both read the same schedule and predictor.
+// alike, so both read the same schedule and predictor; and spec.collect's recorder options.
 #ifndef HPTRAIN_RUNTIME_PS_MP2_JOB_OPTIONS_H_
 #define HPTRAIN_RUNTIME_PS_MP2_JOB_OPTIONS_H_
 
@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/job/job_spec.h"
+#include "runtime/ps/mp2/dataset.h"
 #include "runtime/ps/mp2/prediction_state.h"
 #include "runtime/ps/mp2/predictor.h"
 
@@ -19,6 +20,9 @@ PredictionOptions PredictionOptionsFor(const job::JobSpec& spec);
 // The predictor spec.strategy.predictor names: null for "zero", else the file loaded and checked
 // against spec.strategy.history. Errors are one line naming spec.strategy.predictor.
 absl::StatusOr<std::shared_ptr<const PredictorRunner>> OpenPredictor(const job::JobSpec& spec);
+
+// spec.collect: the snapshot recorder of a training run (rank 0 records the MP² training set).
+RecorderOptions RecorderOptionsFor(const job::JobSpec& spec);
 
 }  // namespace hptrain::ps::mp2
 

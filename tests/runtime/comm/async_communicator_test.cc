@@ -134,6 +134,41 @@ TEST(Work, DoneWorkIsCompleteWithItsStatusAndBytes) {
   EXPECT_EQ(failed->bytes_sent(), 0);  // a failed collective reports no bytes
 }
 
+TEST(Work, ThenRunsOnceAfterTheInnerWorkSucceededAndKeepsItsBytes) {
+  auto inner = std::make_shared<HostWork>(milliseconds(10));
+  int runs = 0;
+  std::shared_ptr<Work> then = Work::Then(inner, [&] {
+    ++runs;
+    return absl::OkStatus();
+  });
+  EXPECT_FALSE(then->IsCompleted());
+  EXPECT_EQ(then->Wait().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(runs, 0);  // not before the inner Work completed
+  inner->Complete(absl::OkStatus(), 40, 24, 0.25);
+  EXPECT_TRUE(then->IsCompleted());
+  EXPECT_TRUE(then->Wait().ok());
+  EXPECT_TRUE(then->Wait().ok());
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(then->bytes_sent(), 40);
+  EXPECT_EQ(then->bytes_received(), 24);
+  EXPECT_EQ(then->seconds(), 0.25);
+}
+
+TEST(Work, ThenPassesTheInnerErrorOnAndOwnErrorsOut) {
+  int runs = 0;
+  std::shared_ptr<Work> after_failure =
+      Work::Then(Work::Done(absl::UnavailableError("peer gone")), [&] {
+        ++runs;
+        return absl::OkStatus();
+      });
+  EXPECT_EQ(after_failure->Wait().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(runs, 0);
+  std::shared_ptr<Work> failing = Work::Then(Work::Done(absl::OkStatus(), 4, 4),
+                                             [] { return absl::InternalError("scaling failed"); });
+  EXPECT_EQ(failing->Wait().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(failing->Wait().code(), absl::StatusCode::kInternal);  // the same on every Wait
+}
+
 TEST(Work, AHostWaitThatTimesOutSaysSoAndTheWorkCompletesLater) {
   auto work = std::make_shared<HostWork>(milliseconds(10));
   EXPECT_FALSE(work->IsCompleted());

@@ -397,7 +397,7 @@ TEST(DeviceRoute, ReducesOnDeviceAgreesWithTheJobRule) {
     context.device_comm = &device;
     auto strategy = CreateStrategy(context);
     ASSERT_TRUE(strategy.ok()) << c.type << ": " << strategy.status();
-    EXPECT_EQ((*strategy)->reduces_on_device(), job::ExchangesOnDevice(spec.strategy))
+    EXPECT_EQ((*strategy)->traits().reduces_on_device, job::ExchangesOnDevice(spec.strategy))
         << c.type << " bits " << c.bits;
   }
 }

@@ -1,6 +1,6 @@
-// The device route of the gradient compressors (Strategy::reduces_on_device: quantized with bits
-// dynamic, topk, dgc) against their host route, step by step on the same gradients: at world size
-// 1 (NCCL on one GPU against the loopback communicator) and, where two GPUs are visible, at 2
+// The device route of the gradient compressors (StrategyTraits::reduces_on_device: quantized with
+// bits dynamic, topk, dgc) against their host route, step by step on the same gradients: at world
+// size 1 (NCCL on one GPU against the loopback communicator) and, where two GPUs are visible, at 2
 // (NCCL against the CPU ring), with the same results and the same compression ratio and bytes.
 // The layout mixes large and small tensors (small: under 4096 elements) in two buckets, so the
 // device split, the small tensors' 4-bit ring and the sparse all-gather all run. Skips without a
@@ -73,7 +73,7 @@ StrategyRun RunRank(const job::JobSpec& spec, int rank, comm::Communicator& host
     StrategyContext context{&spec, &host, nullptr};
     context.device_comm = device;
     HPTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Strategy> strategy, CreateStrategy(context));
-    if (strategy->reduces_on_device() != (device != nullptr)) {
+    if (strategy->traits().reduces_on_device != (device != nullptr)) {
       return absl::InternalError("the strategy did not take the route asked for");
     }
     HPTRAIN_RETURN_IF_ERROR(strategy->Init(layout));
@@ -91,7 +91,10 @@ StrategyRun RunRank(const job::JobSpec& spec, int rank, comm::Communicator& host
         for (int k = 0; k < 2; ++k) {
           const auto& b = layout.buckets[k];
           HPTRAIN_RETURN_IF_ERROR(
-              strategy->ReduceGradients(info, k, absl::MakeSpan(d.get() + b.begin, b.end - b.begin)),
+              strategy->reducer()
+                  ->Reduce(info, k,
+                           comm::BufferRef::Device(d.get() + b.begin, b.end - b.begin, nullptr))
+                  ->Wait(),
               "step ", step, " bucket ", k);
         }
         g = d.Download();
@@ -99,7 +102,9 @@ StrategyRun RunRank(const job::JobSpec& spec, int rank, comm::Communicator& host
         for (int k = 0; k < 2; ++k) {
           const auto& b = layout.buckets[k];
           HPTRAIN_RETURN_IF_ERROR(
-              strategy->ReduceGradients(info, k, absl::MakeSpan(g.data() + b.begin, b.end - b.begin)),
+              strategy->reducer()
+                  ->Reduce(info, k, comm::BufferRef::Host(g.data() + b.begin, b.end - b.begin))
+                  ->Wait(),
               "step ", step, " bucket ", k);
         }
       }

@@ -126,7 +126,7 @@ struct Outcome {
 };
 
 // `world` ranks each run `steps` local steps of a synthetic update (a rank's own random walk)
-// followed by the strategy's AfterOptimizerStep, then Synchronize (the models averaged). Before
+// followed by the strategy's Average, then Synchronize (the models averaged). Before
 // its step `stall_at`, rank `stall_rank` waits until `stall_until()` says so (a slow worker);
 // rank `stop_rank` leaves before its step `stop_at` (a killed worker).
 struct Plan {
@@ -137,7 +137,7 @@ struct Plan {
   int stall_rank = -1, stall_at = 0;
   std::function<bool()> stall_until;
   int stop_rank = -1, stop_at = 0;
-  size_t buffers = 0;  // each rank's buffers (set_buffers): `buffers` values of rank + 1
+  size_t buffers = 0;  // each rank's buffers (ModelView::buffers): `buffers` values of rank + 1
   // The job's communicator over a rank's loopback transport (default: the flat one).
   std::function<std::unique_ptr<comm::Communicator>(std::unique_ptr<comm::Transport>)> make_comm =
       [](std::unique_ptr<comm::Transport> t) -> std::unique_ptr<comm::Communicator> {
@@ -174,7 +174,6 @@ Outcome Drive(const GossipOptions& options, const Plan& plan) {
       run.initial[r] = x;
       std::vector<float> buffers(plan.buffers, static_cast<float>(r + 1));
       absl::Status status = strategy.Start(absl::MakeSpan(x), 0, {});
-      if (!buffers.empty()) strategy.set_buffers(absl::MakeSpan(buffers));
       for (int step = 0; step < plan.steps && status.ok(); ++step) {
         if (r == plan.stop_rank && step == plan.stop_at) return;
         if (r == plan.stall_rank && step == plan.stall_at) {
@@ -187,7 +186,7 @@ Outcome Drive(const GossipOptions& options, const Plan& plan) {
         }
         StepInfo info;
         info.step = step;
-        status = strategy.AfterOptimizerStep(info, absl::MakeSpan(x));
+        status = strategy.Average(info, {absl::MakeSpan(x), absl::MakeSpan(buffers)}).status();
       }
       if (status.ok()) status = strategy.Synchronize(plan.steps, absl::MakeSpan(x));
       run.final[r] = x;
@@ -262,8 +261,8 @@ TEST(AsyncGossip, PayloadBytesAreTheModelEachWayPerExchange) {
   EXPECT_LE(control, 16 * (exchanges + exchanges / 2 + quiesce));
 }
 
-// The model's buffers (BatchNorm statistics, set_buffers) travel after the parameters and are
-// averaged the same way: their sum over the workers is kept, and each exchange moves them too.
+// The model's buffers (BatchNorm statistics, ModelView::buffers) travel after the parameters and
+// are averaged the same way: their sum over the workers is kept, and each exchange moves them too.
 TEST(AsyncGossip, BuffersTravelWithTheModel) {
   Plan plan;
   plan.n = 64;
@@ -381,7 +380,7 @@ TEST(AsyncGossip, AStalledWorkerDoesNotHoldTheOthersUp) {
         x[0] += 1.0f;
         StepInfo info;
         info.step = step;
-        status = strategy.AfterOptimizerStep(info, absl::MakeSpan(x));
+        status = strategy.Average(info, {absl::MakeSpan(x), {}}).status();
         if (status.ok()) steps_done[r] = step + 1;
       }
       if (r != plan.stall_rank) {

@@ -272,7 +272,7 @@ struct Trace {
 };
 
 // `world` ranks each run `steps` local steps of a synthetic update (a rank's own random walk)
-// followed by the strategy's AfterOptimizerStep; the models start different. Rank `stop_rank`
+// followed by the strategy's Average; the models start different. Rank `stop_rank`
 // (if any) leaves after `stop_after` steps, as a killed worker would.
 Trace Drive(const job::JobSpec& spec, int world, int steps, size_t n,
             std::chrono::milliseconds timeout = std::chrono::seconds(20), int stop_rank = -1,
@@ -302,7 +302,7 @@ Trace Drive(const job::JobSpec& spec, int world, int steps, size_t n,
         trace.before[step][r] = x;
         StepInfo info;
         info.step = step;
-        status = strategy.AfterOptimizerStep(info, absl::MakeSpan(x));
+        status = strategy.Average(info, {absl::MakeSpan(x), {}}).status();
         trace.after[step][r] = x;
         trace.partner[step][r] = strategy.last_partner();
       }

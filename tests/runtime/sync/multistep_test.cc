@@ -583,8 +583,11 @@ class DirectRank {
     for (size_t i = 0; i < gradient_.size(); ++i) {
       gradient_[i] = info.local_batch * (params_[i] - Target(comm_.rank(), i));
     }
-    HPTRAIN_RETURN_IF_ERROR(strategy_->ReduceGradients(info, 0, absl::MakeSpan(gradient_)));
-    return strategy_->AfterOptimizerStep(info, absl::MakeSpan(params_));
+    HPTRAIN_RETURN_IF_ERROR(
+        strategy_->updater()
+            ->Accumulate(info, 0, comm::BufferRef::Host(gradient_.data(), gradient_.size()))
+            ->Wait());
+    return strategy_->updater()->Update(info, absl::MakeSpan(params_)).status();
   }
 
   absl::Status Synchronize(int64_t steps_done) {

@@ -6,13 +6,13 @@
 #include <mutex>
 #include <thread>
 
-#include "kernels/update/update.h"
 #include "runtime/comm/bucketed_reducer.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/loopback_transport.h"
 #include "runtime/comm/priority_scheduler.h"
 #include "runtime/job/optimizer_options.h"
 #include "runtime/optim/optimizer.h"
+#include "runtime/base/status.h"
 #include "runtime/ps/mp2/job_options.h"
 #include "runtime/sync/hierarchical.h"
 #include "runtime/sync/registry.h"
@@ -104,10 +104,17 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
       auto strategy = CreateStrategy(context);
       if (!strategy.ok()) return fail(strategy.status());
       StepInfo info;
+      // The trainer's feed (step_exchange.cc): each bucket to the reducer, or the updater.
+      GradientReducer* gradient_reducer = (*strategy)->reducer();
+      Updater* updater = (*strategy)->updater();
+      ModelAverager* averager = (*strategy)->averager();
       comm::BucketedReducer reducer(
-          options.tensor_sizes, options.bucket_bytes, [&](int bucket, float* data, size_t n) {
-            return (*strategy)->ReduceGradients(info, bucket, absl::MakeSpan(data, n));
-          });
+          options.tensor_sizes, options.bucket_bytes,
+          comm::BucketedReducer::AsyncReduceFn([&](int bucket, float* data, size_t n) {
+            const comm::BufferRef buffer = comm::BufferRef::Host(data, n);
+            return updater != nullptr ? updater->Accumulate(info, bucket, buffer)
+                                      : gradient_reducer->Reduce(info, bucket, buffer);
+          }));
       GradientLayout layout;
       for (int t = 0; t < reducer.num_tensors(); ++t) {
         layout.tensors.push_back({reducer.offset(t), reducer.offset(t) + reducer.tensor_size(t)});
@@ -118,13 +125,13 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
       }
       if (auto s = (*strategy)->Init(layout); !s.ok()) return fail(s);
       optim::OptimizerOptions optimizer_options = job::OptimizerOptionsFor(spec.optimizer);
-      if ((*strategy)->applies_momentum()) optimizer_options.momentum = 0;
+      if ((*strategy)->traits().applies_momentum) optimizer_options.momentum = 0;
       optim::Optimizer optimizer(optimizer_options, reducer.size());
       std::vector<float> params(reducer.size());
       for (size_t i = 0; i < params.size(); ++i) params[i] = 0.01f * std::cos(0.01f * i);
       if (auto s = (*strategy)->Start(absl::MakeSpan(params), 0, {}); !s.ok()) return fail(s);
-      // spec.scheduler priority: the trainer's scheduled path (trainer.cc, CreateScheduler and
-      // BeginScheduledStep), with the tensors paired into layers (weight, bias).
+      // spec.scheduler priority: the trainer's scheduled path (scheduled_exchange.cc), with the
+      // tensors paired into layers (weight, bias).
       StepInfo scheduled_info;
       std::unique_ptr<comm::PriorityScheduler> scheduler;
       if (spec.scheduler.type == "priority") {
@@ -139,14 +146,16 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
         scheduler_options.credit_elements = spec.scheduler.credit();
         comm::PriorityScheduler::Hooks hooks;
         hooks.prepare = [&](int, size_t begin, size_t end) {
-          return (*strategy)->PrepareRange(scheduled_info, begin, end, reducer.data());
+          if (updater == nullptr) return absl::OkStatus();
+          return updater->PrepareRange(scheduled_info, begin, end, reducer.data());
         };
         hooks.finish = [&](int, size_t begin, size_t end) {
-          if ((*strategy)->owns_parameters()) {
-            return (*strategy)->FinishRange(scheduled_info, begin, end, reducer.data(),
-                                            absl::MakeSpan(params));
+          if (updater != nullptr) {
+            return updater->FinishRange(scheduled_info, begin, end, reducer.data(),
+                                        absl::MakeSpan(params));
           }
-          kernels::Scale(reducer.data() + begin, end - begin, 1.0f / options.global_batch);
+          HPTRAIN_RETURN_IF_ERROR(DivideByGlobalBatch(
+              scheduled_info, comm::BufferRef::Host(reducer.data() + begin, end - begin)));
           optimizer.StepRange(params.data(), reducer.data(), begin, end, scheduled_info.lr);
           return absl::OkStatus();
         };
@@ -163,12 +172,19 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
         info.local_batch = options.local_batches.empty() ? options.global_batch / world
                                                          : options.local_batches[rank];
         info.lr = spec.optimizer.lr;
+        bool synchronized = false;  // the step left every rank with the same parameters
         if (scheduler) {
           if (auto s = scheduler->WaitIdle(); !s.ok()) return fail(s);
           scheduled_info = info;
-          if (!(*strategy)->owns_parameters()) optimizer.BeginStep();
-          float* exchange = (*strategy)->PlanScheduledStep(scheduled_info, reducer.data());
-          if (auto s = scheduler->BeginStep(exchange); !s.ok()) return fail(s);
+          ScheduledStep plan;
+          if (updater != nullptr) {
+            plan = updater->PlanScheduledStep(scheduled_info, reducer.data());
+          } else {
+            optimizer.BeginStep();
+            plan.exchange = reducer.data();
+          }
+          synchronized = plan.synchronizes;
+          if (auto s = scheduler->BeginStep(plan.exchange); !s.ok()) return fail(s);
         } else {
           reducer.BeginStep();
         }
@@ -186,21 +202,24 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
         if (scheduler) {
           scheduler->EndBackward();
           // What follows reads the whole model (the trainer drains at the same points).
-          if ((*strategy)->synchronized_models() || options.after_step ||
+          if (synchronized || options.after_step ||
               (options.steps_per_epoch > 0 && (step + 1) % options.steps_per_epoch == 0)) {
             if (auto s = scheduler->WaitIdle(); !s.ok()) return fail(s);
           }
         } else {
           if (auto s = reducer.FinishStep(); !s.ok()) return fail(s);
-          if (!(*strategy)->owns_parameters()) {
-            kernels::Scale(reducer.data(), reducer.size(), 1.0f / options.global_batch);
+          absl::StatusOr<bool> agreed = false;
+          if (updater != nullptr) {
+            agreed = updater->Update(info, absl::MakeSpan(params));
+          } else {
+            // The reducer's buffer holds the gradients to step on (the mean): no division here.
             optimizer.Step(params.data(), reducer.data(), spec.optimizer.lr);
+            if (averager != nullptr) agreed = averager->Average(info, {absl::MakeSpan(params), {}});
           }
-          if (auto s = (*strategy)->AfterOptimizerStep(info, absl::MakeSpan(params)); !s.ok()) {
-            return fail(s);
-          }
+          if (!agreed.ok()) return fail(agreed.status());
+          synchronized = *agreed;
         }
-        if (rank == 0 && (*strategy)->synchronized_models()) {
+        if (rank == 0 && synchronized) {
           result.synchronized_steps.push_back(step);  // only rank 0 writes it
         }
         if (options.after_step) options.after_step(rank, step, params);

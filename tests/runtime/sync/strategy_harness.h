@@ -1,8 +1,8 @@
 // A libtorch-free training simulation for strategy tests: N ranks as threads over the loopback
 // transport, each with a flat parameter vector, synthetic per-rank gradients and the real
-// BucketedReducer + Strategy + Optimizer path of the trainer (sum of gradients, reduce, / B, step),
-// including the parameter-server hooks (Start, no local step when the strategy owns the
-// parameters, Synchronize after the last step).
+// BucketedReducer + Strategy + Optimizer path of the trainer (summed gradients into the reducer or
+// the updater; the optimizer on the reduced mean, then the averager; or the updater), including
+// the lifecycle hooks (Start, Synchronize after the last step).
 #ifndef HPTRAIN_TESTS_RUNTIME_SYNC_STRATEGY_HARNESS_H_
 #define HPTRAIN_TESTS_RUNTIME_SYNC_STRATEGY_HARNESS_H_
 
@@ -35,7 +35,7 @@ struct SimOptions {
   std::vector<ps::PsConnection*> ps;
   // Per-rank batch sizes b_i (default B / world each); they must add up to global_batch.
   std::vector<int> local_batches;
-  // Called on each rank after every step's AfterOptimizerStep with that rank's parameters.
+  // Called on each rank after every step's update (and averaging) with that rank's parameters.
   std::function<void(int rank, int step, const std::vector<float>& params)> after_step;
   // Collect every rank's SaveState sections after the final Synchronize (SimResult::sections).
   bool save_state = false;
@@ -55,7 +55,7 @@ struct SimResult {
   std::vector<int> bits;                   // rank 0's StrategyStats::bits after each epoch
   std::vector<int64_t> max_staleness;      // per rank, StrategyStats::max_staleness at the end
   std::vector<int> intervals;              // rank 0's StrategyStats::interval after each epoch
-  std::vector<int> synchronized_steps;     // rank 0's steps after which synchronized_models()
+  std::vector<int> synchronized_steps;     // rank 0's steps that synchronized the models
   std::vector<CheckpointSections> sections;  // per rank, with SimOptions::save_state
   bool ok = true;
   std::string error;

@@ -1,0 +1,18 @@
+// ScaleOnDevice: x *= factor for a buffer in device memory, enqueued on `stream` (a cudaStream_t;
+// null is the legacy default stream), without synchronising: the device twin of kernels::Scale,
+// bit for bit (kernels/update). In a build without CUDA (device_scale_none.cc) it returns
+// Unimplemented.
+#ifndef HPTRAIN_RUNTIME_SYNC_DEVICE_DEVICE_SCALE_H_
+#define HPTRAIN_RUNTIME_SYNC_DEVICE_DEVICE_SCALE_H_
+
+#include <cstddef>
+
+#include "absl/status/status.h"
+
+namespace hptrain::sync {
+
+absl::Status ScaleOnDevice(float* data, size_t count, float factor, void* stream);
+
+}  // namespace hptrain::sync
+
+#endif  // HPTRAIN_RUNTIME_SYNC_DEVICE_DEVICE_SCALE_H_

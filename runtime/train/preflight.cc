@@ -1,0 +1,83 @@
+#include "runtime/train/preflight.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/base/status.h"
+#include "runtime/ps/mp2/job_options.h"
+#include "runtime/sync/registry.h"
+#include "runtime/train/data/sampler.h"
+
+namespace hptrain::train {
+
+int VisibleCudaDevices() {
+  try {
+    return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+absl::Status CheckDevice(const job::JobSpec& spec, const std::string& device) {
+  if (device == "cpu") return absl::OkStatus();
+  if (device.rfind("cuda", 0) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown device \"", device, "\""));
+  }
+  const int visible = VisibleCudaDevices();
+  if (visible == 0) {
+    const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+    return absl::FailedPreconditionError(
+        absl::StrCat("spec.device: cuda, but this process sees no GPU (",
+                     env == nullptr ? std::string("no CUDA device or driver")
+                                    : absl::StrCat("CUDA_VISIBLE_DEVICES=\"", env, "\""),
+                     "; a libtorch built with CUDA is needed too)"));
+  }
+  if (spec.scheduler.type == "priority") {
+    return absl::InvalidArgumentError(
+        "spec.scheduler.type: priority is not supported on cuda yet (use none)");
+  }
+  return absl::OkStatus();
+}
+
+ModelShape ModelShapeFor(const Dataset& data) {
+  ModelShape shape;
+  shape.channels = data.shape().channels;
+  shape.height = data.shape().height;
+  shape.width = data.shape().width;
+  shape.num_classes = data.num_classes();
+  return shape;
+}
+
+absl::Status Preflight(const job::JobSpec& spec) {
+  HPTRAIN_RETURN_IF_ERROR(CheckDevice(spec, job::ResolveDevice(spec, VisibleCudaDevices() > 0)));
+  const std::vector<std::string> strategies = sync::RegisteredStrategies();
+  if (std::find(strategies.begin(), strategies.end(), spec.strategy.type) == strategies.end()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "spec.strategy.type: strategy \"", spec.strategy.type,
+        "\" is not available in this build (available: ", absl::StrJoin(strategies, ", "), ")"));
+  }
+  HPTRAIN_ASSIGN_OR_RETURN(auto train, OpenDataset(spec.dataset, Split::kTrain, spec.seed));
+  HPTRAIN_ASSIGN_OR_RETURN(auto test, OpenDataset(spec.dataset, Split::kTest, spec.seed));
+  if (StepsPerEpoch(train->size(), spec.global_batch_size) <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.globalBatchSize: ", spec.global_batch_size,
+                                                   " is larger than the ", train->size(),
+                                                   " training samples"));
+  }
+  HPTRAIN_ASSIGN_OR_RETURN(auto model, CreateModel(spec.model, ModelShapeFor(*train), spec.seed));
+  (void)test;
+  (void)model;
+  if (spec.strategy.type == "mp2") {
+    // The ps (and, in mode B, every worker) loads it at start: refuse a missing or foreign file
+    // before any process starts.
+    HPTRAIN_ASSIGN_OR_RETURN(auto predictor, ps::mp2::OpenPredictor(spec));
+    (void)predictor;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hptrain::train

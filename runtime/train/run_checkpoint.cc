@@ -1,0 +1,73 @@
+#include "runtime/train/run_checkpoint.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/base/status.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/model_buffers.h"
+
+namespace hptrain::train {
+namespace {
+
+constexpr char kParams[] = "params";
+constexpr char kBuffers[] = "buffers";
+
+absl::Status CheckSection(const Checkpoint& c, const std::string& path, const std::string& name,
+                          size_t expected) {
+  auto it = c.sections.find(name);
+  if (it == c.sections.end() || it->second.size() != expected) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": section ", name, " does not match this model (expected ", expected, " values)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteRunCheckpoint(const std::string& path, const std::string& job,
+                                const RunPosition& position, const RunState& state) {
+  Checkpoint checkpoint;
+  checkpoint.job = job;
+  checkpoint.step = position.step;
+  checkpoint.epoch = position.epoch;
+  checkpoint.step_in_epoch = position.step_in_epoch;
+  HPTRAIN_RETURN_IF_ERROR(state.optimizer->Save(&checkpoint));
+  state.flat->ToHost();
+  const absl::Span<float> p = state.flat->host();
+  checkpoint.sections[kParams].assign(p.begin(), p.end());
+  FlattenBuffers(*state.model, &checkpoint.sections[kBuffers]);
+  HPTRAIN_RETURN_IF_ERROR(state.strategy->SaveState(position.step, &checkpoint.sections),
+                          "strategy ", state.strategy->name());
+  return SaveCheckpoint(path, checkpoint);
+}
+
+absl::StatusOr<std::optional<ResumedRun>> ReadRunCheckpoint(const std::string& path,
+                                                            const RunState& state) {
+  absl::StatusOr<Checkpoint> loaded = LoadCheckpoint(path);
+  if (absl::IsNotFound(loaded.status())) return std::nullopt;  // nothing to resume yet
+  HPTRAIN_RETURN_IF_ERROR(loaded.status());
+  Checkpoint& c = *loaded;
+  HPTRAIN_RETURN_IF_ERROR(CheckSection(c, path, kParams, static_cast<size_t>(state.flat->size())));
+  const std::vector<float>& params = c.sections[kParams];
+  std::copy(params.begin(), params.end(), state.flat->host().begin());
+  state.flat->ToDevice();
+  HPTRAIN_RETURN_IF_ERROR(CheckSection(c, path, kBuffers, BufferElements(*state.model)));
+  HPTRAIN_RETURN_IF_ERROR(RestoreBuffers(*state.model, c.sections[kBuffers], 1.0f));
+  HPTRAIN_RETURN_IF_ERROR(state.optimizer->Restore(c, path));
+  // Every section the trainer did not write itself is the strategy's, whatever its name.
+  ResumedRun resumed;
+  for (auto& [name, values] : c.sections) {
+    if (name == kParams || name == kBuffers || state.optimizer->OwnsSection(name)) continue;
+    resumed.strategy_sections[name] = std::move(values);
+  }
+  resumed.position.step = c.step;
+  resumed.position.epoch = c.epoch;
+  resumed.position.step_in_epoch = c.step_in_epoch;
+  return std::optional<ResumedRun>(std::move(resumed));
+}
+
+}  // namespace hptrain::train
