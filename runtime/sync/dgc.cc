@@ -76,12 +76,12 @@ class Dgc : public Strategy, public SummingReducer {
  public:
   // With a device communicator and the SPARSE encoding, the buckets are device buffers.
   Dgc(const StrategyContext& context, const DgcOptions& options)
-      : spec_(*context.job),
+      : seed_(context.seed),
         options_(options),
         comm_(context.comm),
         device_comm_(options.wire == SparseWire::kPairs ? context.device_comm : nullptr),
         wire_(options.wire),
-        momentum_(static_cast<float>(context.job->optimizer.momentum)),
+        momentum_(static_cast<float>(context.optimizer.momentum)),
         masking_(options.momentum_masking) {
     traits_ = DeclaredTraits(name());
     traits_.reduces_on_device = device_comm_ != nullptr;
@@ -96,11 +96,11 @@ class Dgc : public Strategy, public SummingReducer {
       options.momentum = momentum_;
       options.masking = masking_;
       options.clip_norm = options_.clip_norm;
-      options.seed = spec_.seed;
+      options.seed = seed_;
       HPTRAIN_ASSIGN_OR_RETURN(device_, DeviceSparseReducer::Create(layout, device_comm_, options));
       return absl::OkStatus();
     }
-    small_.Init(layout, comm_, spec_.seed, /*error_feedback=*/true);
+    small_.Init(layout, comm_, seed_, /*error_feedback=*/true);
     model_elements_ = 0;
     for (const auto& b : layout.buckets) model_elements_ += b.end - b.begin;
     const size_t buckets = layout.buckets.size();
@@ -144,7 +144,7 @@ class Dgc : public Strategy, public SummingReducer {
       kernels::DgcThresholdOptions options;
       options.density = density;
       const kernels::ThresholdSelection selection =
-          kernels::DgcSelect(v.data(), n, options, spec_.seed + bucket, step.step);
+          kernels::DgcSelect(v.data(), n, options, seed_ + bucket, step.step);
       indices_.resize(selection.count);
       values_.resize(selection.count);
       const int64_t count = kernels::PackSelection(v.data(), n, selection, indices_.data(),
@@ -183,7 +183,7 @@ class Dgc : public Strategy, public SummingReducer {
                         static_cast<float>(max_norm));
   }
 
-  const job::JobSpec& spec_;
+  const uint64_t seed_;  // spec.seed
   const DgcOptions options_;
   comm::Communicator* comm_;
   comm::Communicator* device_comm_;  // null: host buffers (no NCCL, or the compact encoding)
@@ -205,7 +205,7 @@ class Dgc : public Strategy, public SummingReducer {
 
 bool dgc_registered = RegisterStrategy(
     "dgc", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      const StrategyOptions& options = context.job->strategy;
+      const StrategyOptions& options = *context.options;
       return std::make_unique<Dgc>(context, DgcOptionsOf(options));
     });
 

@@ -65,7 +65,7 @@ bool fp16_registered = RegisterStrategy(
     "fp16", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
       // fp16's parameters (strategy_descriptors.cc): errorFeedback.
       return std::make_unique<Fp16>(context.comm, context.device_comm,
-                                    context.job->strategy.Bool("errorFeedback"));
+                                    context.options->Bool("errorFeedback"));
     });
 
 }  // namespace hptrain::sync

@@ -23,8 +23,11 @@ uint64_t RankSeed(uint64_t seed, int rank) {
 }  // namespace
 
 GossipOptions GossipOptionsFor(const job::JobSpec& job) {
+  return GossipOptionsFor(job.strategy, job.seed);
+}
+
+GossipOptions GossipOptionsFor(const StrategyOptions& s, uint64_t seed) {
   // gossip's parameters (strategy_descriptors.cc), as validated.
-  const StrategyOptions& s = job.strategy;
   GossipOptions options;
   options.trigger.threshold = s.Number("threshold");
   options.trigger.max_interval = static_cast<int>(s.Int("maxInterval"));
@@ -33,7 +36,7 @@ GossipOptions GossipOptionsFor(const job::JobSpec& job) {
   options.trigger.calibrate = s.Bool("calibrate");  // θ = 4·median δ of the first steps
   if (s.String("variant") == "push") options.variant = GossipVariant::kPush;
   if (s.String("variant") == "easgd") options.variant = GossipVariant::kEasgd;
-  options.seed = job.seed;
+  options.seed = seed;
   options.lockstep = s.Bool("lockstep");
   return options;
 }
@@ -263,7 +266,7 @@ StrategyStats GossipStrategy::stats() const {
 
 bool gossip_registered = RegisterStrategy(
     "gossip", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      return std::make_unique<GossipStrategy>(context.comm, GossipOptionsFor(*context.job));
+      return std::make_unique<GossipStrategy>(context.comm, GossipOptionsFor(*context.options, context.seed));
     });
 
 }  // namespace hptrain::sync

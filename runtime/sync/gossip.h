@@ -51,7 +51,9 @@ struct GossipOptions {
   uint64_t seed = 42;  // the job's seed; each rank draws peers from its own stream
 };
 
-// Builds the options from spec.strategy (defaults of docs/algorithms.md §4b for unset fields).
+// Builds the options from spec.strategy (defaults of docs/algorithms.md §4b for unset fields) and
+// the job's seed.
+GossipOptions GossipOptionsFor(const StrategyOptions& strategy, uint64_t seed);
 GossipOptions GossipOptionsFor(const job::JobSpec& job);
 
 class GossipStrategy : public Strategy, public SummingReducer, public ModelAverager {

@@ -203,13 +203,13 @@ bool hierarchical_registered = RegisterStrategy(
       }
       // hierarchical's parameters (strategy_descriptors.cc): interval (-1: once per epoch) and
       // warmupSteps (left out: -1, the schedule's warm-up).
-      const StrategyOptions& options = context.job->strategy;
+      const StrategyOptions& options = *context.options;
       const int interval = static_cast<int>(options.Int("interval"));
       const int warmup =
           options.Has("warmupSteps") ? static_cast<int>(options.Int("warmupSteps")) : -1;
       return std::make_unique<Hierarchical>(
           context.comm, node, interval, warmup,
-          std::max(context.job->optimizer.schedule.warmup_epochs, kDefaultWarmupEpochs),
+          std::max(context.lr_warmup_epochs, kDefaultWarmupEpochs),
           options.Bool("averageOptimizerState"));
     });
 

@@ -93,7 +93,7 @@ bool local_sgd_registered = RegisterStrategy(
     "localsgd", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
       // localsgd's parameter (strategy_descriptors.cc): interval.
       return std::make_unique<LocalSgd>(context.comm,
-                                        static_cast<int>(context.job->strategy.Int("interval")));
+                                        static_cast<int>(context.options->Int("interval")));
     });
 
 }  // namespace hptrain::sync

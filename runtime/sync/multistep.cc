@@ -69,7 +69,6 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/update/update.h"
 #include "runtime/base/status.h"
-#include "runtime/job/optimizer_options.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/sync/codecs/half_codec.h"
 #include "runtime/sync/codecs/quantize_codec.h"
@@ -113,7 +112,10 @@ struct Round {
 class Multistep : public Strategy, public Updater {
  public:
   Multistep(const StrategyContext& context, const MultistepOptions& options)
-      : comm_(context.comm), spec_(*context.job), options_(options),
+      : comm_(context.comm),
+        seed_(context.seed),
+        optimizer_(context.optimizer),
+        options_(options),
         compression_(options.compression) {
     traits_ = DeclaredTraits(name());
     // The scheduler runs a round's uncompressed all-reduce, delay 0 (see PlanScheduledStep).
@@ -146,9 +148,8 @@ class Multistep : public Strategy, public Updater {
     // The job's SGD twice: the global step on x̄ with m̄, the local steps on x_i with m_i. m_i
     // continues from zero, later from m̄, and never takes torch's first step (buf = d): its
     // optimizer counts as one step taken from the start.
-    const optim::OptimizerOptions options = job::OptimizerOptionsFor(spec_.optimizer);
-    global_optimizer_ = std::make_unique<optim::Optimizer>(options, n);
-    local_optimizer_ = std::make_unique<optim::Optimizer>(options, n);
+    global_optimizer_ = std::make_unique<optim::Optimizer>(optimizer_, n);
+    local_optimizer_ = std::make_unique<optim::Optimizer>(optimizer_, n);
     local_optimizer_->set_steps(1);
     global_momentum_ = global_optimizer_->StateVector("momentum");
     local_momentum_ = local_optimizer_->StateVector("momentum");
@@ -162,7 +163,7 @@ class Multistep : public Strategy, public Updater {
         halves_.push_back(std::make_unique<HalfCodec>(size));
       } else if (compression_.bits < 16) {
         quantizers_.push_back(std::make_unique<QuantizeCodec>(
-            compression_.bits, kQuantizationBucket, size, spec_.seed + k, comm_->rank()));
+            compression_.bits, kQuantizationBucket, size, seed_ + k, comm_->rank()));
       }
     }
     return absl::OkStatus();
@@ -467,7 +468,8 @@ class Multistep : public Strategy, public Updater {
   }
 
   comm::Communicator* comm_;
-  const job::JobSpec& spec_;
+  const uint64_t seed_;                      // spec.seed
+  const optim::OptimizerOptions optimizer_;  // spec.optimizer: both SGDs
   const MultistepOptions options_;
   const Compression compression_;
   bool adaptive_ = false;
@@ -538,13 +540,11 @@ MultistepOptions MultistepOptionsOf(const StrategyOptions& options) {
 
 bool multistep_registered = RegisterStrategy(
     "multistep", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      const job::JobSpec& spec = *context.job;
-      if (spec.optimizer.type != "sgd") {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "spec.optimizer.type: strategy multistep takes optimizer sgd, got ",
-            spec.optimizer.type));
+      if (context.optimizer.type != optim::OptimizerType::kSgd) {
+        return absl::InvalidArgumentError(
+            "spec.optimizer.type: strategy multistep takes optimizer sgd, got adam");
       }
-      return std::make_unique<Multistep>(context, MultistepOptionsOf(spec.strategy));
+      return std::make_unique<Multistep>(context, MultistepOptionsOf(*context.options));
     });
 
 }  // namespace hptrain::sync

@@ -101,7 +101,8 @@ class ParameterServerStrategy : public Strategy,
                                 public Updater {
  public:
   ParameterServerStrategy(const StrategyContext& context, PsOptions options)
-      : job_(*context.job),
+      : seed_(context.seed),
+        optimizer_(context.optimizer),
         rank_(context.comm->rank()),
         world_(context.comm->size()),
         ps_(context.ps),
@@ -206,7 +207,8 @@ class ParameterServerStrategy : public Strategy,
   // Mode B: applies the fresh values pulled from every shard to the local prediction states.
   absl::Status ApplyFresh(std::vector<PullFuture>& pulls, int64_t round);
 
-  const job::JobSpec& job_;
+  const uint64_t seed_;                      // spec.seed
+  const optim::OptimizerOptions optimizer_;  // spec.optimizer
   const int rank_;
   const int world_;
   ps::PsConnection* ps_;
@@ -281,7 +283,8 @@ absl::Status ParameterServerStrategy::Init(const GradientLayout& layout) {
   }
   if (bits_ < 32 || options_.dynamic_bits) residual_.assign(plan_.total, 0.0f);
   base_.assign(plan_.total, 0.0f);
-  compensate_ = options_.staleness > 0 && job_.optimizer.type == "sgd" && !job_.optimizer.nesterov;
+  compensate_ = options_.staleness > 0 && optimizer_.type == optim::OptimizerType::kSgd &&
+                !optimizer_.nesterov;
   if (compensate_) own_gradient_.assign(plan_.total, 0.0f);
   return absl::OkStatus();
 }
@@ -363,7 +366,7 @@ absl::Status ParameterServerStrategy::StartPush(const StepInfo& step, int shard,
                                                 int64_t base) {
   auto [first, last] = TensorsOf(begin, end);
   std::vector<std::vector<uint8_t>> tensors;
-  const uint64_t seed = job_.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(rank_) + 1;
+  const uint64_t seed = seed_ * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(rank_) + 1;
   for (int t = first; t < last; ++t) {
     const int64_t n = sizes_[t];
     float* residual = residual_.empty() ? nullptr : residual_.data() + offsets_[t];
@@ -603,8 +606,8 @@ void ParameterServerStrategy::SetParameters(const StepInfo* step, absl::Span<flo
     std::copy(base_.begin(), base_.end(), parameters.begin());
     return;
   }
-  const float m = static_cast<float>(job_.optimizer.momentum);
-  const float wd = static_cast<float>(job_.optimizer.weight_decay);
+  const float m = static_cast<float>(optimizer_.momentum);
+  const float wd = static_cast<float>(optimizer_.weight_decay);
   const float lr = static_cast<float>(step->lr);
   const float inverse_batch = step->local_batch > 0 ? 1.0f / step->local_batch : 0.0f;
   // The global momentum step w_t − w_{t−1}, when base_ and previous_base_ are consecutive.
@@ -678,7 +681,7 @@ bool ps_registered = RegisterStrategy(
 bool hps_registered = RegisterStrategy(
     "hps", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
       // hps's parameters (strategy_descriptors.cc), as validated: bits and staleness.
-      const StrategyOptions& spec = context.job->strategy;
+      const StrategyOptions& spec = *context.options;
       PsOptions options;
       options.name = "hps";
       options.staleness = static_cast<int>(spec.Int("staleness"));
@@ -689,12 +692,12 @@ bool hps_registered = RegisterStrategy(
 
 bool mp2_registered = RegisterStrategy(
     "mp2", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      const job::JobSpec& spec = *context.job;
+      const StrategyOptions& spec = *context.options;
       PsOptions options;
       options.name = "mp2";
       options.mp2 = true;
-      options.mode_b = spec.strategy.String("mode") == "B";
-      options.prediction = ps::mp2::PredictionOptionsFor(spec);
+      options.mode_b = spec.String("mode") == "B";
+      options.prediction = ps::mp2::PredictionOptionsFor(spec, context.seed);
       if (options.mode_b) {
         // Mode B predicts on every worker, with the PS's predictor.
         HPTRAIN_ASSIGN_OR_RETURN(options.predictor, ps::mp2::OpenPredictor(spec));

@@ -56,7 +56,7 @@ class Quantized : public Strategy, public SummingReducer {
  public:
   // With a device communicator the buckets are device buffers.
   Quantized(const StrategyContext& context, const QuantizedOptions& options)
-      : spec_(*context.job),
+      : seed_(context.seed),
         options_(options),
         comm_(context.comm),
         device_comm_(context.device_comm),
@@ -77,7 +77,7 @@ class Quantized : public Strategy, public SummingReducer {
     for (size_t k = 0; k < layout.buckets.size(); ++k) {
       const size_t large = split_.large_count(static_cast<int>(k));
       quantizers_.push_back(std::make_unique<QuantizeCodec>(
-          bits_ <= 8 ? bits_ : 8, bucket, feedback ? large : 0, spec_.seed + k, comm_->rank()));
+          bits_ <= 8 ? bits_ : 8, bucket, feedback ? large : 0, seed_ + k, comm_->rank()));
       halves_.push_back(std::make_unique<HalfCodec>(feedback ? large : 0));
     }
     return absl::OkStatus();
@@ -167,7 +167,7 @@ class Quantized : public Strategy, public SummingReducer {
         HPTRAIN_ASSIGN_OR_RETURN(
             device_quantizers_.emplace_back(),
             DeviceQuantizeCodec::Create(bits_ <= 8 ? bits_ : 8, bucket_size, residual,
-                                        spec_.seed + k, comm_->rank()));
+                                        seed_ + k, comm_->rank()));
         continue;
       }
       if (bits_ == 16) {
@@ -175,7 +175,7 @@ class Quantized : public Strategy, public SummingReducer {
       } else if (bits_ <= 8) {
         HPTRAIN_ASSIGN_OR_RETURN(
             device_quantizers_.emplace_back(),
-            DeviceQuantizeCodec::Create(bits_, bucket_size, residual, spec_.seed + k,
+            DeviceQuantizeCodec::Create(bits_, bucket_size, residual, seed_ + k,
                                         comm_->rank()));
       }
     }
@@ -247,7 +247,7 @@ class Quantized : public Strategy, public SummingReducer {
     return absl::OkStatus();
   }
 
-  const job::JobSpec& spec_;
+  const uint64_t seed_;  // spec.seed
   const QuantizedOptions options_;
   comm::Communicator* comm_;
   comm::Communicator* device_comm_;  // null: host buffers (no NCCL)
@@ -269,7 +269,7 @@ class Quantized : public Strategy, public SummingReducer {
 bool quantized_registered = RegisterStrategy(
     "quantized",
     [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      return std::make_unique<Quantized>(context, QuantizedOptionsOf(context.job->strategy));
+      return std::make_unique<Quantized>(context, QuantizedOptionsOf(*context.options));
     });
 
 }  // namespace hptrain::sync

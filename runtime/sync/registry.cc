@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/job/optimizer_options.h"
 
 namespace hptrain::sync {
 namespace {
@@ -33,8 +34,20 @@ std::vector<std::string> RegisteredStrategies() {
   return names;
 }
 
+StrategyContext StrategyContextFor(const job::JobSpec& spec, comm::Communicator* comm,
+                                   ps::PsConnection* ps) {
+  StrategyContext context;
+  context.options = &spec.strategy;
+  context.seed = spec.seed;
+  context.optimizer = job::OptimizerOptionsFor(spec.optimizer);
+  context.lr_warmup_epochs = spec.optimizer.schedule.warmup_epochs;
+  context.comm = comm;
+  context.ps = ps;
+  return context;
+}
+
 absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(const StrategyContext& context) {
-  const std::string& name = context.job->strategy.type;
+  const std::string& name = context.options->type;
   StrategyFactory factory;
   {
     std::lock_guard<std::mutex> lock(FactoriesMutex());
@@ -42,9 +55,9 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(const StrategyContext& 
     if (it != Factories().end()) factory = it->second;
   }
   if (!factory) {
-    return absl::UnimplementedError(
-        absl::StrCat("strategy \"", name, "\" is not available in this build (available: ",
-                     absl::StrJoin(RegisteredStrategies(), ", "), ")"));
+    return absl::UnimplementedError(absl::StrCat("strategy \"", name,
+                                                 "\" is not available in this build (available: ",
+                                                 absl::StrJoin(RegisteredStrategies(), ", "), ")"));
   }
   return factory(context);
 }

@@ -52,7 +52,7 @@ class TopK : public Strategy, public SummingReducer {
  public:
   // With a device communicator and the SPARSE encoding, the buckets are device buffers.
   TopK(const StrategyContext& context, const TopkOptions& options)
-      : spec_(*context.job),
+      : seed_(context.seed),
         options_(options),
         comm_(context.comm),
         device_comm_(options.wire == SparseWire::kPairs ? context.device_comm : nullptr),
@@ -68,11 +68,11 @@ class TopK : public Strategy, public SummingReducer {
     if (device_comm_ != nullptr) {
       DeviceSparseReducer::Options options;
       options.error_feedback = feedback_;
-      options.seed = spec_.seed;
+      options.seed = seed_;
       HPTRAIN_ASSIGN_OR_RETURN(device_, DeviceSparseReducer::Create(layout, device_comm_, options));
       return absl::OkStatus();
     }
-    small_.Init(layout, comm_, spec_.seed, feedback_);
+    small_.Init(layout, comm_, seed_, feedback_);
     residual_.resize(layout.buckets.size());
     for (size_t k = 0; k < layout.buckets.size(); ++k) {
       if (feedback_) residual_[k].assign(small_.large_count(static_cast<int>(k)), 0.0f);
@@ -120,7 +120,7 @@ class TopK : public Strategy, public SummingReducer {
     return absl::OkStatus();
   }
 
-  const job::JobSpec& spec_;
+  const uint64_t seed_;  // spec.seed
   const TopkOptions options_;
   comm::Communicator* comm_;
   comm::Communicator* device_comm_;  // null: host buffers (no NCCL, or the compact encoding)
@@ -139,7 +139,7 @@ class TopK : public Strategy, public SummingReducer {
 
 bool topk_registered = RegisterStrategy(
     "topk", [](const StrategyContext& context) -> absl::StatusOr<std::unique_ptr<Strategy>> {
-      const StrategyOptions& options = context.job->strategy;
+      const StrategyOptions& options = *context.options;
       return std::make_unique<TopK>(context, TopkOptionsOf(options));
     });
 

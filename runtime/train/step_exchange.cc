@@ -23,7 +23,7 @@ absl::StatusOr<std::unique_ptr<StepExchange>> StepExchange::Create(const job::Jo
                                                                    const Peers& peers,
                                                                    FlatModel* flat, Model* model) {
   std::unique_ptr<StepExchange> exchange(new StepExchange(peers.comm, flat, model));
-  sync::StrategyContext context{&spec, peers.comm, peers.ps};
+  sync::StrategyContext context = sync::StrategyContextFor(spec, peers.comm, peers.ps);
   if (flat->device().is_cuda()) context.device_comm = peers.device_comm;
   HPTRAIN_ASSIGN_OR_RETURN(exchange->strategy_, sync::CreateStrategy(context));
   HPTRAIN_RETURN_IF_ERROR(exchange->CreateReducer(spec, context.device_comm));

@@ -6,26 +6,34 @@
 namespace hptrain::ps::mp2 {
 
 PredictionOptions PredictionOptionsFor(const job::JobSpec& spec) {
+  return PredictionOptionsFor(spec.strategy, spec.seed);
+}
+
+PredictionOptions PredictionOptionsFor(const job::StrategySpec& s, uint64_t seed) {
   // mp2's parameters (runtime/sync/strategy_descriptors.cc), as validated.
-  const job::StrategySpec& s = spec.strategy;
   PredictionOptions options;
   options.push_ratio = s.Number("pushRatio");
   options.history = static_cast<int>(s.Int("history"));
   options.calibration = s.Bool("calibration");
   options.damping = s.Number("damping");
-  options.seed = spec.seed;
+  options.seed = seed;
   return options;
 }
 
 absl::StatusOr<std::shared_ptr<const PredictorRunner>> OpenPredictor(const job::JobSpec& spec) {
-  const std::string path = spec.strategy.String("predictor");
+  return OpenPredictor(spec.strategy);
+}
+
+absl::StatusOr<std::shared_ptr<const PredictorRunner>> OpenPredictor(
+    const job::StrategySpec& strategy) {
+  const std::string path = strategy.String("predictor");
   if (path.empty() || path == "zero") return std::shared_ptr<const PredictorRunner>();
   absl::StatusOr<Predictor> predictor = LoadPredictor(path);
   if (!predictor.ok()) {
     return absl::Status(predictor.status().code(),
                         absl::StrCat("spec.strategy.predictor: ", predictor.status().message()));
   }
-  const int history = PredictionOptionsFor(spec).history;
+  const int history = static_cast<int>(strategy.Int("history"));
   if (predictor->history != history) {
     return absl::InvalidArgumentError(
         absl::StrCat("spec.strategy.predictor: ", path, " reads a history of ", predictor->history,

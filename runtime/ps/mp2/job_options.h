@@ -16,10 +16,13 @@ namespace hptrain::ps::mp2 {
 // pushRatio (0.1), history (5), calibration (false), damping (0.25) and the schedule's seed
 // (spec.seed).
 PredictionOptions PredictionOptionsFor(const job::JobSpec& spec);
+PredictionOptions PredictionOptionsFor(const job::StrategySpec& strategy, uint64_t seed);
 
 // The predictor spec.strategy.predictor names: null for "zero", else the file loaded and checked
 // against spec.strategy.history. Errors are one line naming spec.strategy.predictor.
 absl::StatusOr<std::shared_ptr<const PredictorRunner>> OpenPredictor(const job::JobSpec& spec);
+absl::StatusOr<std::shared_ptr<const PredictorRunner>> OpenPredictor(
+    const job::StrategySpec& strategy);
 
 // spec.collect: the snapshot recorder of a training run (rank 0 records the MP² training set).
 RecorderOptions RecorderOptionsFor(const job::JobSpec& spec);

@@ -38,7 +38,7 @@ std::vector<std::vector<float>> Reduced(const std::string& strategy,
       job::JobSpec spec = HarnessJob(strategy);
       spec.global_batch_size = 0;
       for (int b : batches) spec.global_batch_size += b;
-      auto created = CreateStrategy({&spec, &comm, nullptr});
+      auto created = CreateStrategy(StrategyContextFor(spec, &comm));
       if (!created.ok()) {
         errors[r] = std::string(created.status().message());
         return;
@@ -101,7 +101,7 @@ TEST(Strategy, EachBuiltInStrategyHasTheComponentsAndTraitsItDeclares) {
   comm::TransportCommunicator comm(std::make_unique<comm::LoopbackTransport>(hub, 0));
   for (const Expected& e : expected) {
     job::JobSpec spec = HarnessJob(e.strategy);
-    auto created = CreateStrategy({&spec, &comm, nullptr});
+    auto created = CreateStrategy(StrategyContextFor(spec, &comm));
     ASSERT_TRUE(created.ok()) << e.strategy << ": " << created.status();
     Strategy& s = **created;
     EXPECT_EQ(s.reducer() != nullptr, e.reducer) << e.strategy;

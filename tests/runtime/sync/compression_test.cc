@@ -393,7 +393,7 @@ TEST(DeviceRoute, ReducesOnDeviceAgreesWithTheJobRule) {
       if (!c.bits.empty()) spec.strategy.Set("bits", c.bits);
     }
     spec.strategy.Set("density", 0.1);  // topk and dgc need one
-    StrategyContext context{&spec, &host, nullptr};
+    StrategyContext context = StrategyContextFor(spec, &host);
     context.device_comm = &device;
     auto strategy = CreateStrategy(context);
     ASSERT_TRUE(strategy.ok()) << c.type << ": " << strategy.status();

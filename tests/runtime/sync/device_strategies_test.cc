@@ -70,7 +70,7 @@ StrategyRun RunRank(const job::JobSpec& spec, int rank, comm::Communicator& host
   const GradientLayout layout = MixedLayout();
   const size_t total = layout.buckets.back().end;
   run.status = [&]() -> absl::Status {
-    StrategyContext context{&spec, &host, nullptr};
+    StrategyContext context = StrategyContextFor(spec, &host);
     context.device_comm = device;
     HPTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Strategy> strategy, CreateStrategy(context));
     if (strategy->traits().reduces_on_device != (device != nullptr)) {

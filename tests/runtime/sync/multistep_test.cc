@@ -558,7 +558,7 @@ class DirectRank {
         comm_(std::make_unique<comm::LoopbackTransport>(std::move(hub), rank)),
         params_(std::move(params)),
         gradient_(n) {
-    auto created = CreateStrategy(StrategyContext{&spec_, &comm_, nullptr});
+    auto created = CreateStrategy(StrategyContextFor(spec_, &comm_));
     if (!created.ok()) {
       status_ = created.status();
       return;

@@ -100,7 +100,8 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
       auto made = MakeJobCommunicator(spec, std::make_unique<comm::LoopbackTransport>(hub, rank));
       if (!made.ok()) return fail(made.status());
       comm::Communicator& comm = **made;
-      StrategyContext context{&spec, &comm, options.ps.empty() ? nullptr : options.ps[rank]};
+      StrategyContext context =
+          StrategyContextFor(spec, &comm, options.ps.empty() ? nullptr : options.ps[rank]);
       auto strategy = CreateStrategy(context);
       if (!strategy.ok()) return fail(strategy.status());
       StepInfo info;
