@@ -22,7 +22,7 @@ default_targets=(
   hptrain kernels_quantize_cuda_test kernels_cast_cuda_test kernels_topk_cuda_test
   kernels_update_cuda_test optim_device_test comm_nccl_test sync_device_codecs_test
   nccl_allreduce_check hptrain-kernels-cuda-benchmark integration_cuda_training_test
-  exchange_bucket_bench sync_device_strategies_test
+  exchange_bucket_bench sync_device_strategies_test sync_device_scale_test
 )
 if (($#)); then targets=("$@"); else targets=("${default_targets[@]}"); fi
 

@@ -42,7 +42,7 @@ run() {  # run NAME CMD...: log to $out/NAME.log, remember a failure
 
 for t in kernels_quantize_cuda_test kernels_cast_cuda_test kernels_topk_cuda_test \
   kernels_update_cuda_test optim_device_test comm_nccl_test sync_device_codecs_test \
-  sync_device_strategies_test; do
+  sync_device_strategies_test sync_device_scale_test; do
   if [[ -x $build/tests/$t ]]; then
     run "$t" "$build/tests/$t" --gtest_brief=1
     # Skips are listed, never counted as passes. comm_nccl_test skips its no-device case here, and
