@@ -105,4 +105,14 @@ absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path) {
   return checkpoint;
 }
 
+absl::Status CheckSection(const Checkpoint& checkpoint, const std::string& path,
+                          const std::string& name, size_t expected) {
+  auto it = checkpoint.sections.find(name);
+  if (it == checkpoint.sections.end() || it->second.size() != expected) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": section ", name, " does not match this model (expected ", expected, " values)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace hptrain::train

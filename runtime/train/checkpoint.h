@@ -37,6 +37,11 @@ absl::Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoin
 // checkpoint.
 absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path);
 
+// OK when `checkpoint` has section `name` with `expected` values; otherwise FailedPrecondition
+// "PATH: section NAME does not match this model (expected N values)".
+absl::Status CheckSection(const Checkpoint& checkpoint, const std::string& path,
+                          const std::string& name, size_t expected);
+
 }  // namespace hptrain::train
 
 #endif  // HPTRAIN_RUNTIME_TRAIN_CHECKPOINT_H_

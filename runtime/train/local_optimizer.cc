@@ -1,6 +1,5 @@
 #include "runtime/train/local_optimizer.h"
 
-#include "absl/strings/str_cat.h"
 #include "kernels/update/update.h"
 #include "runtime/base/status.h"
 #include "runtime/train/cuda_stream.h"
@@ -50,13 +49,8 @@ absl::Status LocalOptimizer::Save(Checkpoint* checkpoint) {
 
 absl::Status LocalOptimizer::Restore(const Checkpoint& checkpoint, const std::string& path) {
   for (auto& [name, state] : host_.state()) {
-    auto it = checkpoint.sections.find(name);
-    if (it == checkpoint.sections.end() || it->second.size() != state->size()) {
-      return absl::FailedPreconditionError(absl::StrCat(path, ": section ", name,
-                                                        " does not match this model (expected ",
-                                                        state->size(), " values)"));
-    }
-    *state = it->second;
+    HPTRAIN_RETURN_IF_ERROR(CheckSection(checkpoint, path, name, state->size()));
+    *state = checkpoint.sections.at(name);
   }
   host_.set_steps(checkpoint.optimizer_steps);
   return StateToDevice();

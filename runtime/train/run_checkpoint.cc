@@ -5,7 +5,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "runtime/base/status.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/model_buffers.h"
@@ -15,16 +14,6 @@ namespace {
 
 constexpr char kParams[] = "params";
 constexpr char kBuffers[] = "buffers";
-
-absl::Status CheckSection(const Checkpoint& c, const std::string& path, const std::string& name,
-                          size_t expected) {
-  auto it = c.sections.find(name);
-  if (it == c.sections.end() || it->second.size() != expected) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, ": section ", name, " does not match this model (expected ", expected, " values)"));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -36,7 +25,6 @@ absl::Status WriteRunCheckpoint(const std::string& path, const std::string& job,
   checkpoint.epoch = position.epoch;
   checkpoint.step_in_epoch = position.step_in_epoch;
   HPTRAIN_RETURN_IF_ERROR(state.optimizer->Save(&checkpoint));
-  state.flat->ToHost();
   const absl::Span<float> p = state.flat->host();
   checkpoint.sections[kParams].assign(p.begin(), p.end());
   FlattenBuffers(*state.model, &checkpoint.sections[kBuffers]);

@@ -33,8 +33,8 @@ struct RunState {
   sync::Strategy* strategy = nullptr;
 };
 
-// Rank 0, after Strategy::Synchronize: writes the checkpoint of `state` at `position` to `path`
-// atomically (the flat parameters are copied to the host first).
+// Rank 0, after Strategy::Synchronize, which left the host copy of the flat parameters current:
+// writes the checkpoint of `state` at `position` to `path` atomically.
 absl::Status WriteRunCheckpoint(const std::string& path, const std::string& job,
                                 const RunPosition& position, const RunState& state);
 
