@@ -24,6 +24,16 @@ struct ModelSpec {
   std::vector<int> hidden;        // mlp only: hidden layer widths (default {256, 128})
 };
 
+// spec.trainer: the user's own training program (python/hptrain, docs/python.md), run in place of
+// the built-in trainer in every worker with the HPTRAIN_* environment of `hptrain worker`. Empty
+// command: the built-in trainer.
+struct TrainerSpec {
+  std::vector<std::string> command;  // the program and its fixed arguments
+  std::vector<std::string> args;     // appended to command
+  std::string working_dir;           // "" = the job file's directory (hptrain run), the image's (pods)
+  bool set() const { return !command.empty(); }
+};
+
 struct SyntheticSpec {
   int64_t samples = 4096;         // training samples
   int64_t test_samples = 1024;
@@ -214,6 +224,7 @@ struct JobSpec {
   std::string ns = "default";
 
   // spec
+  TrainerSpec trainer;
   ModelSpec model;
   DatasetSpec dataset;
   StrategySpec strategy;
