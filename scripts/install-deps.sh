@@ -14,6 +14,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev prometheus procps iproute2
   # data and the PyTorch peer
   dataset-fashion-mnist python3-torch python3-yaml
+  # the Python package (python/hptrain): pybind11 and Python's headers
+  pybind11-dev python3-dev python3-numpy
   # deploy checks (tests/deploy)
   python3-jsonschema
   # benchmark report plots

@@ -23,6 +23,7 @@ default_targets=(
   kernels_update_cuda_test optim_device_test comm_nccl_test sync_device_codecs_test
   nccl_allreduce_check hptrain-kernels-cuda-benchmark integration_cuda_training_test
   exchange_bucket_bench sync_device_strategies_test sync_device_scale_test
+  hptrain_python_package integration_python_test
 )
 if (($#)); then targets=("$@"); else targets=("${default_targets[@]}"); fi
 
@@ -101,6 +102,7 @@ phase probe
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DHPTRAIN_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER="$nvcc" \
   "${HPTRAIN_PREFIX_CMAKE_ARGS[@]}" \
+  -DHPTRAIN_PYTHON="$(command -v "$python")" \
   -DNCCL_LIBRARY="$build/nccl-link/libnccl.so" -DNCCL_INCLUDE_DIR="$nccl_root/include" \
   "-DCMAKE_EXE_LINKER_FLAGS=-Wl,--no-as-needed,$hptrain_prefix/lib/libgloo.so" \
   >"$build/configure.log" 2>&1

@@ -125,6 +125,25 @@ GOSSIP_SYSTEMS = ("hptrain-gossip", "hptrain-gossip-p1", "hptrain-easgd", "hptra
 # The strategies whose workers exchange with parameter-server processes on the ps host.
 PS_STRATEGIES = ("ps", "hps", "mp2")
 
+# The Python package's systems (docs/python.md): python-X trains examples/python/lenet5.py, a plain
+# PyTorch LeNet-5 script, as the job's spec.trainer with hptrain-X's strategy. LeNet-5 only; not
+# in the default list (name them with --systems).
+PYTHON_SCRIPT = os.path.join(ROOT, "examples", "python", "lenet5.py")
+PYTHON_PREFIX = "python-"
+
+
+def is_python(name):
+    """Whether `name` is a Python-package system (python-X, X an hptrain system's suffix)."""
+    return name.startswith(PYTHON_PREFIX) and "hptrain-" + name[len(PYTHON_PREFIX):] in HPTRAIN
+
+
+def strategy_of(name):
+    """The job overrides of hptrain system `name`, or of the hptrain system a python-X mirrors."""
+    if is_python(name):
+        return HPTRAIN["hptrain-" + name[len(PYTHON_PREFIX):]]
+    return HPTRAIN.get(name, {})
+
+
 # PyTorch DDP systems: name -> ddp_peer.py flags.
 DDP = {
     "ddp": ["--hook", "none"],
@@ -135,9 +154,12 @@ DDP = {
 }
 
 
-def all_systems(built_strategies):
-    """Every hptrain system whose strategy this binary has, then every DDP system."""
-    return [n for n, s in HPTRAIN.items() if s["type"] in built_strategies] + list(DDP)
+def all_systems(built_strategies, python=False):
+    """Every hptrain system whose strategy this binary has, then every DDP system; with
+    `python` (the package was built), the python-X twin of every hptrain system too."""
+    names = [n for n, s in HPTRAIN.items() if s["type"] in built_strategies]
+    twins = [PYTHON_PREFIX + n[len("hptrain-"):] for n in names] if python else []
+    return names + list(DDP) + twins
 
 
 def default_systems(built_strategies, workers_per_node=1):
@@ -152,7 +174,7 @@ def default_systems(built_strategies, workers_per_node=1):
 
 def is_gossip(name):
     """Whether hptrain system `name` runs strategy gossip."""
-    return HPTRAIN.get(name, {}).get("type") == "gossip"
+    return strategy_of(name).get("type") == "gossip"
 
 
 def is_ddp(name):
@@ -161,7 +183,7 @@ def is_ddp(name):
 
 def uses_ps(name):
     """Whether hptrain system `name` sends its gradients through the ps host."""
-    return name in HPTRAIN and HPTRAIN[name]["type"] in PS_STRATEGIES
+    return strategy_of(name).get("type") in PS_STRATEGIES
 
 
 def ps_shards(name, hptrain_sets=()):
@@ -169,7 +191,7 @@ def ps_shards(name, hptrain_sets=()):
     the suite's `--hptrain-set`s, which come after them; 1 for every other system."""
     if not uses_ps(name):
         return 1
-    shards = HPTRAIN[name].get("spec.ps.shards", "1")
+    shards = strategy_of(name).get("spec.ps.shards", "1")
     for item in hptrain_sets:
         key, _, value = item.partition("=")
         if key.strip() == "spec.ps.shards":
@@ -263,17 +285,25 @@ def hptrain_command(name, settings, cluster, binary, out_dir):
     sets = {"spec.epochs": settings.epochs, "spec.globalBatchSize": settings.m["batch"],
             "spec.optimizer.lr": settings.m["lr"], "spec.threads": settings.threads,
             "spec.workerGroups.0.replicas": settings.workers, "spec.seed": 42}
-    sets.update(settings.m["job"])
+    job = os.path.join(ROOT, "examples", "fashion-mnist.yaml")
+    if is_python(name):
+        if settings.model != "lenet5":
+            raise ValueError(f"{name}: the Python systems train LeNet-5 only "
+                             f"(examples/python/lenet5.py), not {settings.model}")
+        job = os.path.join(ROOT, "examples", "python", "lenet5.yaml")
+        sets["spec.trainer.command"] = f"[{PYTHON},{PYTHON_SCRIPT},--builtin-init]"
+    else:
+        sets.update(settings.m["job"])
     if settings.max_steps:
         sets["spec.maxSteps"] = settings.max_steps
     if settings.eval_every:
         sets["spec.evalEverySteps"] = settings.eval_every
     if settings.slowdown:
         sets["spec.testing.slowdown"] = "[" + ",".join(f"{f:g}" for f in settings.slowdown) + "]"
-    for key, value in HPTRAIN[name].items():
+    for key, value in strategy_of(name).items():
         sets[key if key.startswith("spec.") else f"spec.strategy.{key}"] = value
     summary = os.path.join(out_dir, f"{name}.json")
-    argv = [binary, "run", os.path.join(ROOT, "examples", "fashion-mnist.yaml"), "--quiet",
+    argv = [binary, "run", job, "--quiet",
             "--placement", placement_file, "--output-json", summary]
     for key, value in sets.items():
         argv += ["--set", f"{key}={value}"]

@@ -77,7 +77,20 @@ torch::Tensor FlatModel::Load(const torch::Tensor& host) const {
   return host.pin_memory().to(device_, /*non_blocking=*/true);
 }
 
-void FlatModel::StoreGradient(int index, const torch::Tensor& grad) {
+void FlatModel::StoreGradient(int index, const torch::Tensor& grad, float scale) {
+  if (scale != 1.0f) {
+    torch::NoGradGuard no_grad;
+    if (on_device_) {
+      slots_[index].copy_(grad * scale);
+    } else {
+      // Into the reducer's slot, then scaled there: no temporary.
+      torch::Tensor slot = torch::from_blob(reducer_->data_for(index), grad.sizes(),
+                                            torch::TensorOptions().dtype(torch::kFloat32));
+      slot.copy_(grad);
+      slot.mul_(scale);
+    }
+    return;
+  }
   if (!on_device_) {
     torch::Tensor g = grad.contiguous();
     std::memcpy(reducer_->data_for(index), g.data_ptr<float>(), g.numel() * sizeof(float));

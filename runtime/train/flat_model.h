@@ -60,8 +60,10 @@ class FlatModel {
   // tensor itself otherwise.
   torch::Tensor Load(const torch::Tensor& host) const;
 
-  // In the autograd hook of parameter `index`: its gradient into its slot.
-  void StoreGradient(int index, const torch::Tensor& grad);
+  // In the autograd hook of parameter `index`: its gradient, times `scale`, into its slot.
+  // (The Python API's losses are means over the local batch b: scale b makes them the sums the
+  // reducers expect.)
+  void StoreGradient(int index, const torch::Tensor& grad, float scale = 1.0f);
   // Device route, before backward: zeroes the device gradients, so that a parameter that gets
   // no gradient this step contributes zeros, as on the host, where the reducer zero-fills it.
   void ClearGradients();

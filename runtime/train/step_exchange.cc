@@ -93,18 +93,29 @@ void StepExchange::BeginStep(const sync::StepInfo& step) {
 }
 
 absl::Status StepExchange::FinishStep(ExchangeTimes* times) {
+  HPTRAIN_RETURN_IF_ERROR(WaitForExchange(times));
+  if (strategy_->updater() == nullptr) {
+    HPTRAIN_ASSIGN_OR_RETURN(float* grads, ReducedGradients());
+    HPTRAIN_RETURN_IF_ERROR(optimizer_->Step(flat_->data(), grads, step_.lr), "optimizer step");
+  }
+  return AfterLocalStep(times);
+}
+
+absl::Status StepExchange::WaitForExchange(ExchangeTimes* times) {
   HPTRAIN_RETURN_IF_ERROR(reducer_->FinishStep(), "step ", step_.step);
   times->comm = reducer_->last_comm_seconds();
   times->exposed = reducer_->last_exposed_seconds();
-  if (strategy_->updater() == nullptr) {
-    // The reduced gradients are the ones to step on (gradient_reducer.h): on the device path
-    // they are (staged: brought back) in device memory.
-    float* grads = reducer_->data();
-    if (flat_->on_device()) {
-      HPTRAIN_ASSIGN_OR_RETURN(grads, flat_->GradientsForStep());
-    }
-    HPTRAIN_RETURN_IF_ERROR(optimizer_->Step(flat_->data(), grads, step_.lr), "optimizer step");
-  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<float*> StepExchange::ReducedGradients() {
+  // The reduced gradients are the ones to step on (gradient_reducer.h): on the device path
+  // they are (staged: brought back) in device memory.
+  if (flat_->on_device()) return flat_->GradientsForStep();
+  return reducer_->data();
+}
+
+absl::Status StepExchange::AfterLocalStep(ExchangeTimes* times) {
   // The strategies that work on the model after the step (averagers, updaters) wait for their
   // exchange with nothing to overlap: communication, all of it exposed.
   const auto start = std::chrono::steady_clock::now();

@@ -64,6 +64,13 @@ class StepExchange {
   // After backward: waits for the exchange, then the optimizer and the averager, or the
   // updater; then, when the step synchronized the models, AfterSynchronization.
   absl::Status FinishStep(ExchangeTimes* times);
+  // FinishStep in its three parts, for a loop that steps with an optimizer of its own
+  // (user_loop.h): the exchange awaited; the reduced gradients, flat in the reducer's layout on
+  // the training device, valid until the next BeginStep; after the loop's optimizer step, the
+  // averager or the updater (and AfterSynchronization when the models then agree).
+  absl::Status WaitForExchange(ExchangeTimes* times);
+  absl::StatusOr<float*> ReducedGradients();
+  absl::Status AfterLocalStep(ExchangeTimes* times);
   // After a step that left every worker with the same parameters: the BatchNorm buffers, and
   // (StrategyTraits::averages_optimizer_state) the optimizer state, averaged over the workers.
   absl::Status AfterSynchronization();

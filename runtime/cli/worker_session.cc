@@ -1,0 +1,461 @@
+#include "runtime/cli/worker_session.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "runtime/base/status.h"
+#include "runtime/cli/flags.h"
+#include "runtime/cli/worker_metrics.h"
+#include "runtime/comm/gloo/gloo_transport.h"
+#include "runtime/comm/topology.h"
+#ifdef HPTRAIN_HAVE_NCCL
+#include "runtime/comm/nccl/nccl_communicator.h"
+#endif
+#include "runtime/job/job_parser.h"
+#include "runtime/job/job_validate.h"
+#include "runtime/metrics/http_server.h"
+#include "runtime/metrics/registry.h"
+#include "runtime/ps/allocation_prefetcher.h"
+#include "runtime/ps/coordinator_client.h"
+#include "runtime/ps/progress_sender.h"
+#include "runtime/ps/ps_client.h"
+#include "runtime/ps/tls_credentials.h"
+#include "runtime/sync/hierarchical.h"
+#include "runtime/train/preflight.h"
+
+namespace hptrain::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Heartbeats every second; remembers a stop request or a coordinator that stays unreachable.
+class Heartbeat {
+ public:
+  Heartbeat(ps::CoordinatorClient& client, int rank) : client_(client), rank_(rank) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~Heartbeat() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  bool stop_requested() const { return stop_.load(); }
+  std::string reason() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reason_;
+  }
+
+ private:
+  void Loop() {
+    auto last_ok = Clock::now();
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!done_) {
+      cv_.wait_for(lock, std::chrono::seconds(1));
+      if (done_) break;
+      lock.unlock();
+      auto response = client_.Heartbeat(rank_);
+      lock.lock();
+      if (response.ok()) {
+        last_ok = Clock::now();
+        if (response->stop()) {
+          reason_ = response->stop_reason();
+          stop_ = true;
+        }
+      } else if (Clock::now() - last_ok > std::chrono::seconds(30)) {
+        reason_ = absl::StrCat("coordinator unreachable for 30 s: ", response.status().message());
+        stop_ = true;
+      }
+    }
+  }
+
+  ps::CoordinatorClient& client_;
+  int rank_;
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::string reason_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+void DefineWorkerFlags(FlagSet& set, WorkerConfig* config) {
+  set.String("job", &config->job_file, "HPTRAIN_JOB", "TrainingJob file");
+  set.Repeated("set", &config->overrides,
+               "override a job field: path=value (repeatable) [$HPTRAIN_SET: one per line]");
+  set.String("coordinator", &config->coordinator, "HPTRAIN_COORDINATOR",
+             "address of the job's coordinator (hptrain ps)");
+  set.Int("rank", &config->rank, "HPTRAIN_RANK", "this worker's rank, 0-based, groups in order");
+  set.String("group", &config->group, "HPTRAIN_GROUP", "worker group (checked against the rank)");
+  set.String("token-file", &config->token_file, "HPTRAIN_TOKEN_FILE",
+             "file holding the job token");
+  set.String("tls-dir", &config->tls_dir, "HPTRAIN_TLS_DIR",
+             "directory holding ca.crt, tls.crt and tls.key (spec.security.tls)");
+  set.String("metrics-host", &config->metrics_host, "HPTRAIN_METRICS_HOST",
+             "address /metrics listens on (default 0.0.0.0)");
+  set.Int("metrics-port", &config->metrics_port, "HPTRAIN_METRICS_PORT",
+          "port of /metrics, /healthz, /readyz (0 = any free port)");
+  set.String("node-name", &config->node_name, "HPTRAIN_NODE_NAME",
+             "the node this worker runs on; workers with equal names share a node");
+  set.String("bind", &config->bind_host, "HPTRAIN_BIND_HOST",
+             "address peers reach this worker on (default 127.0.0.1)");
+  set.Int("rendezvous-timeout", &config->rendezvous_timeout_s, "HPTRAIN_RENDEZVOUS_TIMEOUT",
+          "seconds to wait for all workers to join, and for one collective (default 120)");
+  set.Bool("resume", &config->resume,
+           "continue from spec.checkpoint.path if it exists [$HPTRAIN_RESUME: 1 or true]");
+  set.Int("local-rank", &config->local_rank, "HPTRAIN_LOCAL_RANK",
+          "this worker's index among its host's workers, which picks its GPU (default: rank "
+          "mod --workers-on-host)");
+  set.Int("workers-on-host", &config->workers_on_host, "HPTRAIN_WORKERS_ON_HOST",
+          "workers of the job sharing this host's CPUs, among which spec.threads 0 divides the "
+          "CPU quota or cores (default 1, as in a pod)");
+}
+
+// FlagSet's booleans read no environment variable, so this is read before the command line,
+// which then overrides it.
+absl::Status ResumeFromEnvironment(bool* resume) {
+  const char* value = std::getenv("HPTRAIN_RESUME");
+  if (value == nullptr || *value == '\0') return absl::OkStatus();
+  const std::string text = value;
+  if (text == "1" || text == "true") {
+    *resume = true;
+  } else if (text == "0" || text == "false") {
+    *resume = false;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("$HPTRAIN_RESUME: expected 1, true, 0 or false, got \"", text, "\""));
+  }
+  return absl::OkStatus();
+}
+
+void OverridesFromEnvironment(std::vector<std::string>* overrides) {
+  const char* text = std::getenv("HPTRAIN_SET");
+  if (text == nullptr) return;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
+    overrides->emplace_back(line);
+  }
+}
+
+absl::StatusOr<WorkerConfig> WorkerConfigFromEnvironment(const std::string& caller) {
+  for (const char* name :
+       {"HPTRAIN_JOB", "HPTRAIN_COORDINATOR", "HPTRAIN_RANK", "HPTRAIN_TOKEN_FILE"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') {
+      return absl::FailedPreconditionError(absl::StrCat(
+          caller, ": $", name,
+          " is not set: run this program as a TrainingJob's spec.trainer, under `hptrain run` "
+          "or on Kubernetes"));
+    }
+  }
+  WorkerConfig config;
+  FlagSet set("worker", "");
+  DefineWorkerFlags(set, &config);
+  char program[] = "hptrain-worker";
+  char* argv[] = {program, nullptr};
+  HPTRAIN_RETURN_IF_ERROR(set.Parse(1, argv), caller);
+  HPTRAIN_RETURN_IF_ERROR(ResumeFromEnvironment(&config.resume), caller);
+  OverridesFromEnvironment(&config.overrides);
+  return config;
+}
+
+class WorkerSession::Impl {
+ public:
+  absl::Status Init(const WorkerConfig& config);
+
+  WorkerConfig config_;
+  job::JobSpec spec_;
+  int world_ = 0;
+  WorkerDevice device_;
+  std::vector<int> allocation_;
+  std::unique_ptr<metrics::Registry> registry_;
+  std::unique_ptr<WorkerMetrics> metrics_;
+  std::unique_ptr<metrics::MetricsServer> server_;
+  std::unique_ptr<ps::CoordinatorClient> client_;
+  std::unique_ptr<comm::Communicator> communicator_;
+  std::unique_ptr<comm::Communicator> device_communicator_;
+  std::unique_ptr<ps::PsClient> ps_client_;
+  std::unique_ptr<Heartbeat> heartbeat_;
+  std::unique_ptr<ps::ProgressSender> sender_;
+  std::unique_ptr<ps::AllocationPrefetcher> prefetcher_;
+
+  // Running totals of the progress reports.
+  Clock::time_point last_report_ = Clock::now() - std::chrono::seconds(1);
+  double compute_total_ = 0, comm_total_ = 0, exposed_total_ = 0, train_total_ = 0;
+  int64_t exchanges_ = 0;
+  hptrain::v1::ProgressReport report_;
+
+  // Everything this worker put on and took off the network: collectives and the PS.
+  int64_t bytes_sent() const {
+    return communicator_->bytes_sent() + (ps_client_ ? ps_client_->bytes_sent() : 0) +
+           (device_communicator_ ? device_communicator_->bytes_sent() : 0);
+  }
+  int64_t bytes_received() const {
+    return communicator_->bytes_received() + (ps_client_ ? ps_client_->bytes_received() : 0) +
+           (device_communicator_ ? device_communicator_->bytes_received() : 0);
+  }
+  void SendReport();
+  void RecordNodeBytes();
+  void OnStep(const train::StepStats& stats);
+  void OnEpoch(const train::EpochStats& stats);
+};
+
+absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
+  config_ = config;
+  HPTRAIN_ASSIGN_OR_RETURN(spec_, job::ParseJobFile(config.job_file, config.overrides));
+  world_ = spec_.WorldSize();
+  if (config.rank < 0 || config.rank >= world_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank ", config.rank, " out of range: the job has ", world_, " workers"));
+  }
+  const std::string group = spec_.RankGroups()[config.rank];
+  if (!config.group.empty() && config.group != group) {
+    return absl::InvalidArgumentError(absl::StrCat("--group ", config.group,
+                                                   " does not match rank ", config.rank,
+                                                   "'s group ", group));
+  }
+  if (config.coordinator.empty()) {
+    return absl::InvalidArgumentError("--coordinator (or $HPTRAIN_COORDINATOR) is required");
+  }
+  if (config.workers_on_host < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--workers-on-host must be at least 1, got ", config.workers_on_host));
+  }
+  HPTRAIN_ASSIGN_OR_RETURN(std::string token, ps::ReadTokenFile(config.token_file));
+  HPTRAIN_RETURN_IF_ERROR(
+      ps::UseJobTls(spec_.security.tls.enabled, spec_.security.tls.mutual, config.tls_dir));
+
+  registry_ = std::make_unique<metrics::Registry>(metrics::Labels{
+      {"job", spec_.name}, {"role", "worker"}, {"rank", std::to_string(config.rank)}});
+  metrics_ = std::make_unique<WorkerMetrics>(*registry_);
+  server_ = std::make_unique<metrics::MetricsServer>(registry_.get());
+  HPTRAIN_RETURN_IF_ERROR(server_->Start(config.metrics_host, config.metrics_port));
+
+  client_ = std::make_unique<ps::CoordinatorClient>(config.coordinator, token);
+  ps::CoordinatorClient& client = *client_;
+  HPTRAIN_RETURN_IF_ERROR(client.WaitUntilReachable(std::chrono::seconds(30)));
+  hptrain::v1::RegisterRequest registration;
+  registration.set_rank(config.rank);
+  registration.set_group(group);
+  registration.set_metrics_address(absl::StrCat(config.bind_host, ":", server_->port()));
+  char hostname[256] = {0};
+  gethostname(hostname, sizeof(hostname) - 1);
+  registration.set_hostname(hostname);
+  registration.set_pid(getpid());
+  registration.set_node_name(config.node_name);
+  HPTRAIN_RETURN_IF_ERROR(client.Register(registration).status());
+  HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::Allocation allocation, client.GetAllocation());
+  allocation_.assign(allocation.batch_sizes().begin(), allocation.batch_sizes().end());
+
+  // Where this worker trains, and the check that every worker of the job chose alike.
+#ifdef HPTRAIN_HAVE_NCCL
+  constexpr bool kNcclBuilt = true;
+#else
+  constexpr bool kNcclBuilt = false;
+#endif
+  const int local_rank =
+      config.local_rank >= 0 ? config.local_rank : config.rank % config.workers_on_host;
+  HPTRAIN_ASSIGN_OR_RETURN(device_, ChooseWorkerDevice(spec_, local_rank, config.workers_on_host,
+                                                       train::VisibleCudaDevices(), kNcclBuilt));
+  const auto timeout = std::chrono::seconds(config.rendezvous_timeout_s);
+  HPTRAIN_RETURN_IF_ERROR(CheckSameDevice(client, config.rank, world_, device_, timeout));
+  if (device_.kind == "cuda") {
+    std::fprintf(stderr, "hptrain worker %d: training on %s, exchanging over %s\n", config.rank,
+                 device_.device.c_str(), device_.backend.c_str());
+    metrics_->EnableGpu(device_.cuda_index);
+  }
+
+  comm::GlooOptions gloo;
+  gloo.bind_host = config.bind_host;
+  gloo.timeout = timeout;
+  // A hung or cut-off peer (spec.runPolicy.peerTimeoutSeconds) fails this worker within the limit.
+  if (spec_.run_policy.peer_timeout_seconds > 0) {
+    gloo.timeout = std::chrono::seconds(spec_.run_policy.peer_timeout_seconds);
+  }
+  HPTRAIN_ASSIGN_OR_RETURN(auto transport,
+                           comm::GlooTransport::Connect(client, config.rank, world_, gloo));
+  // The workers' nodes: spec.topology, else the node names the coordinator published (every
+  // worker of a job has one or none). They pick the hierarchical all-reduce and split the bytes.
+  std::optional<comm::Topology> named;
+  if (!spec_.topology.set() && !config.node_name.empty()) {
+    HPTRAIN_ASSIGN_OR_RETURN(named, comm::TopologyFromStore(client, world_, timeout));
+  }
+  HPTRAIN_ASSIGN_OR_RETURN(communicator_,
+                           sync::MakeJobCommunicator(spec_, std::move(transport), named));
+  // The gradients' communicator on nccl (device buffers); Gloo keeps everything else.
+  if (device_.backend == "nccl") {
+#ifdef HPTRAIN_HAVE_NCCL
+    auto nccl = comm::NcclCommunicator::Create(client, config.rank, world_, device_.cuda_index,
+                                               gloo.timeout, "nccl");
+    if (!nccl.ok()) return Annotate(nccl.status(), "spec.communicator.backend: nccl");
+    device_communicator_ = *std::move(nccl);
+#else
+    return absl::FailedPreconditionError(
+        "spec.communicator.backend: nccl, but this build has no NCCL");
+#endif
+  }
+  if (job::UsesParameterServer(spec_.strategy.type)) {
+    HPTRAIN_ASSIGN_OR_RETURN(ps_client_,
+                             ps::PsClient::Discover(client, spec_.ps_shards, token, timeout));
+  }
+  heartbeat_ = std::make_unique<Heartbeat>(client, config.rank);
+  // Reports go out from a background thread: a round trip must not delay the next step.
+  sender_ = std::make_unique<ps::ProgressSender>(
+      [&client](const hptrain::v1::ProgressReport& r) { return client.ReportProgress(r); });
+  // Every step's allocation is asked for (one step ahead, off the step's critical path), so
+  // every worker switches allocations at the same step boundary.
+  prefetcher_ = std::make_unique<ps::AllocationPrefetcher>(
+      [&client](int64_t step) -> absl::StatusOr<std::vector<int>> {
+        HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::Allocation a, client.GetAllocation(step));
+        return std::vector<int>(a.batch_sizes().begin(), a.batch_sizes().end());
+      });
+  return absl::OkStatus();
+}
+
+void WorkerSession::Impl::SendReport() {
+  report_.set_bytes_sent(bytes_sent());
+  report_.set_bytes_received(bytes_received());
+  if (ps_client_) {
+    report_.set_ps_bytes_sent(ps_client_->bytes_sent());
+    report_.set_ps_bytes_received(ps_client_->bytes_received());
+  }
+  report_.set_compute_seconds(compute_total_);
+  report_.set_comm_seconds(comm_total_);
+  report_.set_exposed_comm_seconds(exposed_total_);
+  report_.set_train_seconds(train_total_);
+  report_.set_exchanges(exchanges_);
+  sender_->Offer(report_);
+}
+
+void WorkerSession::Impl::RecordNodeBytes() {
+  const comm::Communicator& c = *communicator_;
+  metrics_->OnNodeBytes(c.bytes_sent() - c.inter_node_bytes_sent(),
+                        c.bytes_received() - c.inter_node_bytes_received(),
+                        c.inter_node_bytes_sent(), c.inter_node_bytes_received());
+}
+
+void WorkerSession::Impl::OnStep(const train::StepStats& stats) {
+  compute_total_ += stats.compute_seconds;
+  comm_total_ += stats.comm_seconds;
+  exposed_total_ += stats.exposed_comm_seconds;
+  train_total_ += stats.step_seconds;
+  exchanges_ = stats.exchanges;
+  metrics_->OnStep(stats, bytes_sent(), bytes_received());
+  RecordNodeBytes();
+  const bool last = stats.step == stats.total_steps;
+  // The launcher's balancer (spec.rebalance) measures speeds from these reports: more often then.
+  const auto period = std::chrono::milliseconds(spec_.rebalance.enabled ? 200 : 500);
+  if (!last && Clock::now() - last_report_ < period) return;
+  last_report_ = Clock::now();
+  report_.set_rank(config_.rank);
+  report_.set_step(stats.step);
+  report_.set_epoch(stats.epoch);
+  report_.set_steps_per_epoch(stats.steps_per_epoch);
+  report_.set_train_loss(stats.train_loss);
+  report_.set_samples_per_second(stats.step_seconds > 0 ? stats.batch_size / stats.step_seconds
+                                                        : 0);
+  report_.set_batch_size(stats.batch_size);
+  SendReport();
+}
+
+void WorkerSession::Impl::OnEpoch(const train::EpochStats& stats) {
+  metrics_->OnEpoch(stats);
+  if (config_.rank != 0) return;
+  hptrain::v1::EpochReport report;
+  report.set_epoch(stats.epoch);
+  report.set_test_accuracy(stats.test_accuracy);
+  report.set_test_loss(stats.test_loss);
+  report.set_train_loss(stats.train_loss);
+  report.set_wall_seconds(stats.wall_seconds);
+  report.set_step(stats.step);
+  report.set_epochs_done(stats.epochs_done);
+  report.set_interim(stats.interim);
+  for (double accuracy : stats.worker_test_accuracy) report.add_worker_test_accuracy(accuracy);
+  report.set_end_unix_seconds(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  (void)client_->ReportEpoch(report);
+}
+
+WorkerSession::WorkerSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+WorkerSession::~WorkerSession() = default;
+
+absl::StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Create(const WorkerConfig& config) {
+  auto impl = std::make_unique<Impl>();
+  HPTRAIN_RETURN_IF_ERROR(impl->Init(config));
+  return std::unique_ptr<WorkerSession>(new WorkerSession(std::move(impl)));
+}
+
+const job::JobSpec& WorkerSession::spec() const { return impl_->spec_; }
+const WorkerConfig& WorkerSession::config() const { return impl_->config_; }
+int WorkerSession::rank() const { return impl_->config_.rank; }
+int WorkerSession::world() const { return impl_->world_; }
+const WorkerDevice& WorkerSession::device() const { return impl_->device_; }
+const std::vector<int>& WorkerSession::initial_allocation() const { return impl_->allocation_; }
+comm::Communicator* WorkerSession::communicator() { return impl_->communicator_.get(); }
+
+train::TrainerOptions WorkerSession::TrainerOptions() const {
+  train::TrainerOptions options;
+  options.rank = impl_->config_.rank;
+  options.allocation = impl_->allocation_;
+  options.resume = impl_->config_.resume;
+  options.workers_on_host = impl_->config_.workers_on_host;
+  options.ps = impl_->ps_client_.get();
+  options.device = impl_->device_.device;
+  options.device_comm = impl_->device_communicator_.get();
+  options.device_path_on_cpu = impl_->spec_.testing.device_path;
+  return options;
+}
+
+train::TrainerCallbacks WorkerSession::TrainerCallbacks() {
+  Impl* impl = impl_.get();
+  train::TrainerCallbacks callbacks;
+  callbacks.on_step = [impl](const train::StepStats& stats) { impl->OnStep(stats); };
+  callbacks.on_epoch = [impl](const train::EpochStats& stats) { impl->OnEpoch(stats); };
+  callbacks.on_resumed = [impl](int64_t step) {
+    impl->metrics_->SetResumedFromStep(step);
+    std::fprintf(stderr, "hptrain worker %d: resuming from step %lld%s\n", impl->config_.rank,
+                 static_cast<long long>(step), step == 0 ? " (no checkpoint yet)" : "");
+  };
+  callbacks.should_stop = [impl] { return impl->heartbeat_->stop_requested(); };
+  if (impl->spec_.rebalance.enabled) {
+    callbacks.allocation_for_step = [impl](int64_t step) { return impl->prefetcher_->For(step); };
+  }
+  return callbacks;
+}
+
+void WorkerSession::SetTorchThreads(int threads, const std::string& basis) {
+  std::fprintf(stderr, "hptrain worker %d: %d libtorch thread%s (%s)\n", rank(), threads,
+               threads == 1 ? "" : "s", basis.c_str());
+  impl_->metrics_->SetTorchThreads(threads);
+}
+
+void WorkerSession::SetReady() { impl_->server_->SetReady(true); }
+bool WorkerSession::stop_requested() const { return impl_->heartbeat_->stop_requested(); }
+std::string WorkerSession::stop_reason() const { return impl_->heartbeat_->reason(); }
+
+absl::Status WorkerSession::Finish(absl::Status status) {
+  if (absl::IsCancelled(status)) {
+    status = absl::AbortedError(absl::StrCat("stopped: ", stop_reason()));
+  }
+  // Final progress (byte totals including the end-of-epoch collectives) and the outcome.
+  impl_->RecordNodeBytes();
+  if (impl_->report_.step() > 0) impl_->SendReport();
+  impl_->sender_->Flush();
+  (void)impl_->client_->ReportDone(rank(), status.ok(), std::string(status.message()));
+  return status;
+}
+
+}  // namespace hptrain::cli
