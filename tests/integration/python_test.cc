@@ -40,7 +40,8 @@ std::string Script() {
 }
 
 // LeNet-5 on Fashion-MNIST, 4 workers with batches 8/8/24/24, trained by the built-in trainer
-// (`python_args` empty) or by the script with those arguments.
+// (`python_args` empty) or by the script with those arguments. `extra` (spec lines) may name an
+// optimizer of its own in place of SGD with momentum.
 std::string Job(const std::string& name, const std::string& strategy,
                 const std::vector<std::string>& python_args, const std::string& extra) {
   std::string trainer = "  model: {name: lenet5}\n";
@@ -56,7 +57,9 @@ std::string Job(const std::string& name, const std::string& strategy,
          "spec:\n" + trainer +
          "  dataset: {name: fashion-mnist}\n"
          "  strategy: " + strategy + "\n"
-         "  optimizer: {type: sgd, lr: 0.05, momentum: 0.9, weightDecay: 5.0e-4}\n"
+         (extra.find("  optimizer:") == std::string::npos
+              ? "  optimizer: {type: sgd, lr: 0.05, momentum: 0.9, weightDecay: 5.0e-4}\n"
+              : "") +
          "  globalBatchSize: 64\n"
          "  epochs: 1\n"
          "  seed: 11\n"
@@ -162,7 +165,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"topk", "{type: topk, density: 0.01}", ""},
                       Case{"dgc", "{type: dgc, density: 0.01}", ""},
                       Case{"localsgd", "{type: localsgd, interval: 4}", ""},
-                      Case{"hierarchical", "{type: hierarchical}", ""},
+                      Case{"hierarchical", "{type: hierarchical}",
+                           "  topology: {workersPerNode: 2}\n"},
                       Case{"gossip", "{type: gossip}", ""},
                       Case{"multistep", "{type: multistep}", ""},
                       Case{"hps", "{type: hps, bits: 8, staleness: 1}", ""},
