@@ -22,7 +22,8 @@ std::string SelfPath(const char* argv0) {
   return std::string(buffer, static_cast<size_t>(n));
 }
 
-// The flags `run` and `mp2 collect` share: --set, --output-json, --quiet, --placement.
+// The flags `run` and `mp2 collect` share: --set, --output-json, --quiet, --placement,
+// --rendezvous-timeout.
 void AddLaunchFlags(FlagSet& set, job::LaunchOptions* options, const char* set_example) {
   set.Repeated("set", &options->overrides,
                absl::StrCat("override a job field, e.g. --set ", set_example, " (repeatable)"));
@@ -31,6 +32,16 @@ void AddLaunchFlags(FlagSet& set, job::LaunchOptions* options, const char* set_e
   set.Bool("quiet", &options->quiet, "no progress display, only the summary");
   set.String("placement", &options->placement_file, "",
              "run the ps and each worker on other hosts (a placement file, see bench/README.md)");
+  set.Int("rendezvous-timeout", &options->rendezvous_timeout_s, "HPTRAIN_RENDEZVOUS_TIMEOUT",
+          "seconds a worker waits for its peers, and a spec.trainer program may take to join the "
+          "job (default 120)");
+}
+
+// --rendezvous-timeout below 1 second: InvalidArgument naming the flag.
+absl::Status CheckLaunchFlags(const job::LaunchOptions& options) {
+  if (options.rendezvous_timeout_s >= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--rendezvous-timeout must be at least 1 second, got ", options.rendezvous_timeout_s));
 }
 
 }  // namespace
@@ -46,6 +57,7 @@ int RunCommand(int argc, char** argv) {
     return ReportError("run", absl::InvalidArgumentError(
                                   "expected exactly one job file (hptrain run JOB.yaml)"));
   }
+  if (absl::Status s = CheckLaunchFlags(options); !s.ok()) return ReportError("run", s);
   options.job_file = set.positional()[0];
   options.binary = SelfPath(argv[0]);
   return job::Launch(options);
@@ -79,6 +91,7 @@ int Mp2CollectCommand(int argc, char** argv) {
     return ReportError("mp2 collect",
                        absl::InvalidArgumentError("--out FILE is required: the dataset to write"));
   }
+  if (absl::Status s = CheckLaunchFlags(options); !s.ok()) return ReportError("mp2 collect", s);
   options.job_file = set.positional()[0];
   options.binary = SelfPath(argv[0]);
   // Validation of the values is the job's (spec.collect), so the messages name the job field.

@@ -252,6 +252,22 @@ absl::Status ParseModel(const YAML::Node& node, ModelSpec* model) {
   return r.Finish();
 }
 
+// spec.trainer: the user's program. Written at all, it needs a command; an empty one would
+// silently run the built-in trainer instead.
+absl::Status ParseTrainer(const YAML::Node& node, TrainerSpec* trainer) {
+  MapReader r(node, "spec.trainer");
+  r.Read("command", &trainer->command);
+  r.Read("args", &trainer->args);
+  r.Read("workingDir", &trainer->working_dir);
+  HPTRAIN_RETURN_IF_ERROR(r.Finish());
+  if (!Absent(node) && trainer->command.empty()) {
+    return FieldError("spec.trainer.command",
+                      "required: the program to run and its fixed arguments, e.g. "
+                      "[python3, train.py]");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseDataset(const YAML::Node& node, DatasetSpec* dataset) {
   MapReader r(node, "spec.dataset");
   r.Read("name", &dataset->name);
@@ -457,6 +473,7 @@ absl::Status ParseTopology(const YAML::Node& node, TopologySpec* topology) {
 
 absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   MapReader r(node, "spec");
+  YAML::Node trainer = r.Child("trainer");
   YAML::Node model = r.Child("model");
   YAML::Node dataset = r.Child("dataset");
   YAML::Node strategy = r.Child("strategy");
@@ -493,6 +510,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   g.Read("priorityClassName", &spec->gang_scheduling.priority_class_name);
   HPTRAIN_RETURN_IF_ERROR(g.Finish());
 
+  HPTRAIN_RETURN_IF_ERROR(ParseTrainer(trainer, &spec->trainer));
   HPTRAIN_RETURN_IF_ERROR(ParseModel(model, &spec->model));
   HPTRAIN_RETURN_IF_ERROR(ParseDataset(dataset, &spec->dataset));
   HPTRAIN_RETURN_IF_ERROR(ParseStrategy(strategy, &spec->strategy));

@@ -6,6 +6,7 @@
 //   kind: TrainingJob
 //   metadata: {name: my-job, namespace: team-a}     # name: DNS-1123 label; any other keys allowed
 //   spec: {model: ..., dataset: ..., strategy: ..., workerGroups: [...], ...}
+//   (or spec: {trainer: {command: [...], args: [...], workingDir: ...}, ...}: the user's program)
 //
 // so `hptrain run job.yaml` and `kubectl apply -f job.yaml` take the same file. Keys are the
 // camelCase names of the CRD (spec.globalBatchSize, spec.strategy.bucketSize, ...). A key the

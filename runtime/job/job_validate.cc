@@ -121,6 +121,35 @@ absl::Status ValidateDataset(const DatasetSpec& dataset) {
   return absl::OkStatus();
 }
 
+bool ModelGiven(const ModelSpec& model) {
+  return !model.name.empty() || !model.torchscript.empty() || !model.hidden.empty();
+}
+
+bool DatasetGiven(const DatasetSpec& dataset) {
+  return !dataset.name.empty() || !dataset.path.empty() || !dataset.format.empty();
+}
+
+// spec.trainer: a program to run. What it trains is its own, so spec.model cannot say it too.
+absl::Status ValidateTrainer(const JobSpec& spec) {
+  const TrainerSpec& t = spec.trainer;
+  if (!t.set()) {
+    if (!t.args.empty() || !t.working_dir.empty()) {
+      return Invalid("spec.trainer.command", "required when spec.trainer.",
+                     t.args.empty() ? "workingDir" : "args", " is set");
+    }
+    return absl::OkStatus();
+  }
+  if (t.command.front().empty()) {
+    return Invalid("spec.trainer.command[0]", "must not be empty (the program to run)");
+  }
+  if (ModelGiven(spec.model)) {
+    return Invalid("spec.model",
+                   "cannot be combined with spec.trainer (the trainer's program builds its own "
+                   "model; remove one of them)");
+  }
+  return absl::OkStatus();
+}
+
 // spec.strategy: the type, then everything its descriptor defines (strategy_options_check.h).
 absl::Status ValidateStrategy(const StrategySpec& s) {
   std::vector<std::string> types;
@@ -522,8 +551,12 @@ absl::Status ValidateDevice(const JobSpec& spec) {
 absl::Status ValidateJob(const JobSpec& spec) {
   HPTRAIN_RETURN_IF_ERROR(DnsLabel("metadata.name", spec.name));
   HPTRAIN_RETURN_IF_ERROR(DnsLabel("metadata.namespace", spec.ns));
-  HPTRAIN_RETURN_IF_ERROR(ValidateModel(spec.model));
-  HPTRAIN_RETURN_IF_ERROR(ValidateDataset(spec.dataset));
+  HPTRAIN_RETURN_IF_ERROR(ValidateTrainer(spec));
+  // The user's program (spec.trainer) needs no model, and a data set only if it reads one.
+  if (!spec.trainer.set()) HPTRAIN_RETURN_IF_ERROR(ValidateModel(spec.model));
+  if (!spec.trainer.set() || DatasetGiven(spec.dataset)) {
+    HPTRAIN_RETURN_IF_ERROR(ValidateDataset(spec.dataset));
+  }
   HPTRAIN_RETURN_IF_ERROR(ValidateStrategy(spec.strategy));
   HPTRAIN_RETURN_IF_ERROR(ValidatePs(spec));
   HPTRAIN_RETURN_IF_ERROR(ValidateScheduler(spec));
@@ -535,7 +568,8 @@ absl::Status ValidateJob(const JobSpec& spec) {
   }
   HPTRAIN_RETURN_IF_ERROR(ValidateRunKnobs(spec));
   HPTRAIN_RETURN_IF_ERROR(ValidateWorkers(spec));
-  if (spec.dataset.name == "synthetic" && spec.dataset.synthetic.samples < spec.WorldSize()) {
+  if (!spec.trainer.set() && spec.dataset.name == "synthetic" &&
+      spec.dataset.synthetic.samples < spec.WorldSize()) {
     // Each worker reads its own shard of the training set; an empty shard cannot train.
     return Invalid("spec.dataset.synthetic.samples", spec.dataset.synthetic.samples,
                    " samples cannot be split over ", spec.WorldSize(),

@@ -4,7 +4,8 @@
 //
 // What is checked:
 //   * required fields: metadata.name (a DNS-1123 label, as is metadata.namespace), a model
-//     (spec.model.name or spec.model.torchscript, not both), spec.dataset.name,
+//     (spec.model.name or spec.model.torchscript, not both) and spec.dataset.name unless
+//     spec.trainer is set,
 //     spec.globalBatchSize > 0, spec.epochs >= 1, at least one worker group with replicas >= 1
 //     and a unique DNS-1123 label as name;
 //   * spec.strategy: the type, then every parameter against its strategy's descriptor (type,
@@ -24,7 +25,13 @@
 //     multistep, never with multistep's delay 1 or compression, nor with device cuda; backend
 //     nccl never with device cpu or the priority scheduler, only with a strategy that exchanges
 //     on the device (ExchangesOnDevice()) and without spec.communicator.hierarchical (what a
-//     worker learns at start, its GPU and the build, ResolveDevice() and ResolveBackend() check).
+//     worker learns at start, its GPU and the build, ResolveDevice() and ResolveBackend() check);
+//   * spec.trainer (the user's program): a non-empty command whose program is not ""; args or
+//     workingDir without a command is an error, and so is any of spec.model with it
+//     ("spec.model: cannot be combined with spec.trainer ..."). With it spec.model and
+//     spec.dataset are not required; a data set the job names is still checked, but not against
+//     the number of workers (what the built-in trainer alone needs: a model, a synthetic data set
+//     of at least one sample per worker).
 //
 // spec.strategy is checked against its strategy's descriptor (runtime/sync/strategy_descriptor.h,
 // sync::CheckStrategyOptions): a parameter is set when the job file (or code) gave it a value,

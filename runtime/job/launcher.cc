@@ -11,8 +11,10 @@
 #include <iostream>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "runtime/base/atomic_file.h"
 #include "runtime/base/status.h"
 #include "runtime/base/exit_codes.h"
@@ -25,6 +27,7 @@
 #include "runtime/job/restart_policy.h"
 #include "runtime/job/run_summary.h"
 #include "runtime/job/supervisor.h"
+#include "runtime/job/worker_process.h"
 #include "runtime/ps/coordinator_client.h"
 #include "runtime/ps/tls_credentials.h"
 #include "runtime/train/checkpoint.h"
@@ -205,7 +208,15 @@ int Launch(const LaunchOptions& options) {
     if (!read.ok()) return ReportError("run", read.status());
     placement = *std::move(read);
   }
-  // The command line of a child: its host's prefix (placement.h), then the hptrain command.
+  if (spec.trainer.set()) {
+    const std::string dir = TrainerWorkingDir(spec.trainer, options.job_file);
+    struct stat st;
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return ReportError("run", absl::InvalidArgumentError(absl::StrCat(
+                                    "spec.trainer.workingDir: ", dir, " is not a directory")));
+    }
+  }
+  // The command line of a ps: its host's prefix (placement.h), then the hptrain command.
   auto command = [&](const HostPlacement& host, const char* role) {
     std::vector<std::string> argv = host.exec;
     argv.push_back(options.binary);
@@ -230,6 +241,19 @@ int Launch(const LaunchOptions& options) {
   // spec.security.tls: a CA and a certificate of this run, for every address a ps serves on
   // (docs/security.md); the children get the directory, this process's client uses it too.
   std::vector<std::string> tls_args;
+  WorkerLaunch workers;  // what every worker of a gang shares
+  workers.binary = options.binary;
+  workers.job_file = options.job_file;
+  workers.overrides = options.overrides;
+  workers.token_file = token_file;
+  workers.rendezvous_timeout_s = options.rendezvous_timeout_s;
+  workers.placed = !placement.workers.empty();
+  if (spec.trainer.set()) {
+    const char* package = std::getenv("HPTRAIN_PYTHONPATH");
+    const char* inherited = std::getenv("PYTHONPATH");
+    workers.python_path = TrainerPythonPath(options.binary, package ? package : "",
+                                            inherited ? inherited : "");
+  }
   if (spec.security.tls.enabled) {
     const std::string tls_dir = (*dir)->path() + "/tls";
     if (mkdir(tls_dir.c_str(), 0700) != 0) {
@@ -247,6 +271,7 @@ int Launch(const LaunchOptions& options) {
     if (tls.ok()) tls = ps::UseTls(tls_dir, spec.security.tls.mutual);
     if (!tls.ok()) return ReportError("run", tls);
     tls_args = {"--tls-dir", tls_dir};
+    workers.tls_dir = tls_dir;
   }
 
   if (absl::Status s = Supervisor::InstallInterruptHandlers(); !s.ok()) {
@@ -304,29 +329,30 @@ int Launch(const LaunchOptions& options) {
         return ReportError("run", pid.status());
       }
     }
+    workers.coordinator = address;
+    workers.resume = resume;
     for (int rank = 0; rank < spec.WorldSize(); ++rank) {
       const HostPlacement host = placement.workers.empty()
                                      ? HostPlacement{}
                                      : placement.workers[static_cast<size_t>(rank)];
-      std::vector<std::string> argv = command(host, "worker");
-      argv.insert(argv.end(), {"--coordinator", address, "--rank", std::to_string(rank),
-                               "--token-file", token_file, "--bind", host.address, "--metrics-host",
-                               host.address, "--metrics-port", "0"});
-      // Every worker of a local run shares this machine's CPUs, a placement's hosts too (network
-      // namespaces of it): spec.threads 0 divides them among all of them.
-      argv.insert(argv.end(), {"--workers-on-host", std::to_string(spec.WorldSize())});
-      // A placement's hosts are the workers' nodes (docs/algorithms.md §2; spec.topology, when
-      // set, takes precedence in the worker).
-      if (!placement.workers.empty()) argv.insert(argv.end(), {"--node-name", host.address});
-      argv.insert(argv.end(), tls_args.begin(), tls_args.end());
-      // Said either way, so that an $HPTRAIN_RESUME left in the caller's environment cannot decide.
-      argv.push_back(resume ? "--resume" : "--resume=false");
-      auto pid = supervisor.Spawn(absl::StrCat("worker-", rank), argv, {}, ChildRole::kMustSucceed);
+      WorkerProcess process = MakeWorkerProcess(spec, workers, rank, host);
+      ChildSpec child;
+      child.name = absl::StrCat("worker-", rank);
+      child.argv = std::move(process.argv);
+      child.env = std::move(process.env);
+      child.unset_env = std::move(process.unset_env);
+      child.working_dir = std::move(process.working_dir);
+      auto pid = supervisor.Spawn(child);
       if (!pid.ok()) {
         supervisor.Wait(WaitOptions{absl::Seconds(2)});
         return ReportError("run", pid.status());
       }
     }
+    // A user's program (spec.trainer) joins the job by registering with the coordinator
+    // (hp.init()); one that has not within the rendezvous timeout, or that exits 0 without
+    // having done so, fails the gang, naming it.
+    const auto join_deadline = Clock::now() + std::chrono::seconds(options.rendezvous_timeout_s);
+    std::string join_failure;
 
     ps::CoordinatorClient client(address, *token, std::chrono::seconds(5));
     last = hptrain::v1::JobStatus();
@@ -346,6 +372,14 @@ int Launch(const LaunchOptions& options) {
       auto status = client.GetJobStatus();
       if (!status.ok()) return absl::OkStatus();  // the ps may be starting or stopping
       last = *status;
+      if (spec.trainer.set() && last.registered() < spec.WorldSize() &&
+          Clock::now() >= join_deadline) {
+        join_failure = NotJoinedMessage(
+            MissingRanks({last.registered_ranks().begin(), last.registered_ranks().end()},
+                         spec.WorldSize()),
+            options.rendezvous_timeout_s);
+        return absl::DeadlineExceededError(join_failure);
+      }
       const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
       ProgressState state;
       state.epochs = spec.epochs;
@@ -419,7 +453,27 @@ int Launch(const LaunchOptions& options) {
       }
       return absl::OkStatus();
     };
+    if (spec.trainer.set()) {
+      wait.exit_check = [&](const ChildStatus& child) -> absl::Status {
+        int rank = -1;
+        if (!absl::SimpleAtoi(absl::StripPrefix(child.name, "worker-"), &rank)) {
+          return absl::OkStatus();  // a ps
+        }
+        // Asked now, after the exit: a program that registered did so before it exited.
+        auto status = client.GetJobStatus();
+        if (!status.ok()) return absl::OkStatus();  // the ps's own failure says more
+        const auto& registered = status->registered_ranks();
+        if (std::find(registered.begin(), registered.end(), rank) != registered.end()) {
+          return absl::OkStatus();
+        }
+        return absl::FailedPreconditionError(ExitedWithoutJoiningMessage(child.Describe()));
+      };
+    }
     result = supervisor.Wait(wait);
+    if (!join_failure.empty() && result.outcome == RunOutcome::kFailed &&
+        result.first_failure == absl::StrCat("progress callback: ", join_failure)) {
+      result.first_failure = join_failure;
+    }
     if (result.ok()) break;
     const RestartDecision decision = DecideRestart(
         spec.run_policy.restart_policy, spec.run_policy.backoff_limit, restarts, result);

@@ -4,7 +4,10 @@
 //      before any process starts;
 //   2. create a private run directory with a fresh job token (mode 0600);
 //   3. start `hptrain ps` on a free 127.0.0.1 port, wait for its port file;
-//   4. start `hptrain worker` for every rank, pointed at the coordinator;
+//   4. start `hptrain worker` for every rank, pointed at the coordinator, or, for a job with
+//      spec.trainer, the user's program with the same settings as HPTRAIN_* environment
+//      (worker_process.h); such a program must join the job (register with the coordinator, as
+//      hp.init() does) within the rendezvous timeout, and may not exit 0 without having joined;
 //   5. supervise them (supervisor.h): poll the coordinator for progress, draw it, and once every
 //      worker reported done, ask the ps to shut down; any child failing stops all of them, and
 //      spec.runPolicy (restart_policy.h) decides whether steps 3-5 run again, the workers resuming
@@ -28,6 +31,9 @@ struct LaunchOptions {
   std::string binary;                  // the hptrain executable children run
   bool quiet = false;                  // no progress display
   std::string placement_file;          // where each process runs (placement.h); empty = here
+  // How long a worker waits for its peers (passed on to every worker), and how long a
+  // spec.trainer program may take to join the job.
+  int rendezvous_timeout_s = 120;
 };
 
 // Returns the process exit code (0 success, 1 failure, 2 bad input, 130 interrupted) after

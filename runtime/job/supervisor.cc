@@ -63,17 +63,22 @@ struct ExecFailure {
   int error;
 };
 
-absl::StatusOr<std::string> ResolveProgram(const std::string& program) {
+// `working_dir` (empty: the launcher's) is where the child will run, which a relative path names
+// a program from.
+absl::StatusOr<std::string> ResolveProgram(const std::string& program,
+                                           const std::string& working_dir) {
   auto executable = [](const std::string& path) {
     struct stat st;
     return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
            ::access(path.c_str(), X_OK) == 0;
   };
   if (program.find('/') != std::string::npos) {
-    if (executable(program)) return program;
-    if (::access(program.c_str(), F_OK) != 0)
-      return HPTRAIN_ERRNO(absl::StrCat("program ", program));
-    return absl::PermissionDeniedError(absl::StrCat("program ", program, " is not executable"));
+    const std::string path = program.front() == '/' || working_dir.empty()
+                                 ? program
+                                 : absl::StrCat(working_dir, "/", program);
+    if (executable(path)) return path;
+    if (::access(path.c_str(), F_OK) != 0) return HPTRAIN_ERRNO(absl::StrCat("program ", path));
+    return absl::PermissionDeniedError(absl::StrCat("program ", path, " is not executable"));
   }
   const char* path_env = std::getenv("PATH");
   for (absl::string_view dir :
@@ -85,10 +90,13 @@ absl::StatusOr<std::string> ResolveProgram(const std::string& program) {
 }
 
 absl::StatusOr<std::vector<std::string>> BuildEnvironment(
-    const std::vector<std::pair<std::string, std::string>>& additions) {
+    const std::vector<std::pair<std::string, std::string>>& additions,
+    const std::vector<std::string>& unset) {
   std::vector<std::string> env;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    env.emplace_back(*entry);
+    const absl::string_view text(*entry);
+    const absl::string_view name = text.substr(0, text.find('='));
+    if (std::find(unset.begin(), unset.end(), name) == unset.end()) env.emplace_back(text);
   }
   for (const auto& [key, value] : additions) {
     if (key.empty() || key.find('=') != std::string::npos) {
@@ -138,7 +146,7 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const char* which) {
 // Runs in the child between fork() and execve(): only async-signal-safe calls, no allocation (the
 // parent may be multi-threaded, and another thread may have held the malloc lock at fork time).
 [[noreturn]] void ExecChild(const char* program, char* const argv[], char* const envp[],
-                            const SpawnFds& fds, pid_t parent) {
+                            const char* working_dir, const SpawnFds& fds, pid_t parent) {
   auto fail = [&](const char* stage) {
     const ExecFailure failure{stage, errno};
     (void)!::write(fds.report[1], &failure, sizeof(failure));
@@ -175,6 +183,7 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const char* which) {
   // (Linux 5.11).
   ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 
+  if (working_dir != nullptr && ::chdir(working_dir) != 0) fail("chdir");
   ::execve(program, argv, envp);
   fail("execve");
   ::_exit(127);  // not reached
@@ -184,10 +193,22 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const char* which) {
 // the child has exec'd the program, or its error once it has failed to and been reaped.
 absl::StatusOr<pid_t> ForkExec(const ChildSpec& spec) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("empty argv");
-  HPTRAIN_ASSIGN_OR_RETURN(const std::string program, ResolveProgram(spec.argv[0]));
+  if (!spec.working_dir.empty()) {
+    struct stat st;
+    if (::stat(spec.working_dir.c_str(), &st) != 0) {
+      return HPTRAIN_ERRNO(absl::StrCat("working directory ", spec.working_dir));
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      return absl::NotFoundError(
+          absl::StrCat("working directory ", spec.working_dir, " is not a directory"));
+    }
+  }
+  HPTRAIN_ASSIGN_OR_RETURN(const std::string program,
+                           ResolveProgram(spec.argv[0], spec.working_dir));
   std::vector<std::string> argv_strings = spec.argv;
   std::vector<char*> argv = CStrings(argv_strings);
-  HPTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> env_strings, BuildEnvironment(spec.env));
+  HPTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> env_strings,
+                           BuildEnvironment(spec.env, spec.unset_env));
   std::vector<char*> envp = CStrings(env_strings);
 
   SpawnFds fds;
@@ -213,7 +234,10 @@ absl::StatusOr<pid_t> ForkExec(const ChildSpec& spec) {
   ::pthread_sigmask(SIG_SETMASK, &all_signals, &old_mask);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid == 0) ExecChild(program.c_str(), argv.data(), envp.data(), fds, parent);
+  if (pid == 0) {
+    ExecChild(program.c_str(), argv.data(), envp.data(),
+              spec.working_dir.empty() ? nullptr : spec.working_dir.c_str(), fds, parent);
+  }
   const int fork_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   if (pid < 0) return ErrnoStatus(fork_errno, "fork", __FILE__, __LINE__);
@@ -231,7 +255,8 @@ absl::StatusOr<pid_t> ForkExec(const ChildSpec& spec) {
   if (n == static_cast<ssize_t>(sizeof(failure))) {  // the child has _exit()ed
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
-    return ErrnoStatus(failure.error, absl::StrCat(failure.stage, " ", program), __FILE__,
+    const std::string subject = std::string(failure.stage) == "chdir" ? spec.working_dir : program;
+    return ErrnoStatus(failure.error, absl::StrCat(failure.stage, " ", subject), __FILE__,
                        __LINE__);
   }
   return pid;  // n == 0: the report pipe closed on exec, so the child runs the program
@@ -488,6 +513,16 @@ RunResult Supervisor::Wait(const WaitOptions& options) {
       options.periodic_callback ? start + options.callback_interval : absl::InfiniteFuture();
   for (;;) {
     ReapExited();
+    if (first_failed_ < 0 && options.exit_check) {
+      for (Child& child : children_) {
+        if (!child.reaped || child.exit_checked || !child.status.Succeeded()) continue;
+        child.exit_checked = true;
+        if (absl::Status checked = options.exit_check(child.status); !checked.ok()) {
+          StopAll(options.grace_period);
+          return MakeResult(RunOutcome::kFailed, std::string(checked.message()), 0);
+        }
+      }
+    }
     if (first_failed_ >= 0) {
       std::string failure = children_[first_failed_].status.Describe();
       StopAll(options.grace_period);

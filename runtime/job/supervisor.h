@@ -55,6 +55,12 @@ struct ChildSpec {
   std::vector<std::string> argv;  // argv[0]: a path, or a name looked up in $PATH
   // Added to (or replacing in) the launcher's environment, in order.
   std::vector<std::pair<std::string, std::string>> env;
+  // Inherited variables of these names are left out (before `env` applies), so that a value left
+  // in the caller's environment cannot reach the child.
+  std::vector<std::string> unset_env;
+  // Empty: the launcher's. Otherwise the child changes into this directory before the exec, and a
+  // relative argv[0] with a '/' is found from it (NotFound from Spawn() when it does not exist).
+  std::string working_dir;
   ChildRole role = ChildRole::kMustSucceed;
   // Empty: inherited from the launcher. Otherwise the file is created or truncated (mode 0666 minus
   // umask); stdout and stderr naming the same path share one open file, so lines interleave.
@@ -113,6 +119,11 @@ struct WaitOptions {
   // with kFailed and "progress callback: <message>". May be empty.
   std::function<absl::Status()> periodic_callback;
   absl::Duration callback_interval = absl::Milliseconds(200);
+  // Called on Wait()'s thread once for each child that exits 0 on its own (not stopped by step 4),
+  // as soon as it is reaped, e.g. to check that a worker did its part before it left. Returning an
+  // error fails the run (kFailed) with the error's message as first_failure, then step 4. May be
+  // empty.
+  std::function<absl::Status(const ChildStatus&)> exit_check;
 };
 
 class Supervisor {
@@ -154,6 +165,7 @@ class Supervisor {
     ChildStatus status;
     int pidfd = -1;  // readable once the child has exited; -1 where pidfd_open is unavailable
     bool reaped = false;
+    bool exit_checked = false;  // WaitOptions::exit_check has seen it
   };
 
   bool AllReaped() const;

@@ -241,6 +241,7 @@ v1::JobStatus CoordinatorService::Snapshot() {
   status.set_strategy(config_.strategy);
   status.set_world_size(world_size());
   status.set_registered(static_cast<int>(members_.size()));
+  for (const auto& [rank, member] : members_) status.add_registered_ranks(rank);
   int failed = 0;
   for (const auto& [rank, done] : done_) failed += done.ok() ? 0 : 1;
   status.set_done(static_cast<int>(done_.size()) - failed);

@@ -61,16 +61,26 @@ absl::Status Preflight(const job::JobSpec& spec) {
         "spec.strategy.type: strategy \"", spec.strategy.type,
         "\" is not available in this build (available: ", absl::StrJoin(strategies, ", "), ")"));
   }
-  HPTRAIN_ASSIGN_OR_RETURN(auto train, OpenDataset(spec.dataset, Split::kTrain, spec.seed));
-  HPTRAIN_ASSIGN_OR_RETURN(auto test, OpenDataset(spec.dataset, Split::kTest, spec.seed));
-  if (StepsPerEpoch(train->size(), spec.global_batch_size) <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.globalBatchSize: ", spec.global_batch_size,
-                                                   " is larger than the ", train->size(),
-                                                   " training samples"));
+  if (spec.trainer.set()) {
+    // The user's program builds its own model and may read no data set, or this one in its own
+    // way: only that a data set it names opens is checked.
+    if (!spec.dataset.name.empty()) {
+      HPTRAIN_ASSIGN_OR_RETURN(auto train, OpenDataset(spec.dataset, Split::kTrain, spec.seed));
+      (void)train;
+    }
+  } else {
+    HPTRAIN_ASSIGN_OR_RETURN(auto train, OpenDataset(spec.dataset, Split::kTrain, spec.seed));
+    HPTRAIN_ASSIGN_OR_RETURN(auto test, OpenDataset(spec.dataset, Split::kTest, spec.seed));
+    if (StepsPerEpoch(train->size(), spec.global_batch_size) <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("spec.globalBatchSize: ",
+                                                     spec.global_batch_size, " is larger than the ",
+                                                     train->size(), " training samples"));
+    }
+    HPTRAIN_ASSIGN_OR_RETURN(auto model,
+                             CreateModel(spec.model, ModelShapeFor(*train), spec.seed));
+    (void)test;
+    (void)model;
   }
-  HPTRAIN_ASSIGN_OR_RETURN(auto model, CreateModel(spec.model, ModelShapeFor(*train), spec.seed));
-  (void)test;
-  (void)model;
   if (spec.strategy.type == "mp2") {
     // The ps (and, in mode B, every worker) loads it at start: refuse a missing or foreign file
     // before any process starts.

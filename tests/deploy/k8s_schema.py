@@ -214,6 +214,12 @@ CEL_TWINS = {
         lambda s: not ("workers" in s and "workerGroups" in s),
     "has(self.workers) || has(self.workerGroups)":
         lambda s: "workers" in s or "workerGroups" in s,
+    "has(self.model) || has(self.trainer)":
+        lambda s: "model" in s or "trainer" in s,
+    "has(self.dataset) || has(self.trainer)":
+        lambda s: "dataset" in s or "trainer" in s,
+    "!(has(self.trainer) && has(self.model))":
+        lambda s: not ("trainer" in s and "model" in s),
     "!has(self.ps) || !has(self.ps.shards) || self.ps.shards <= 1 || (has(self.strategy) && "
     "has(self.strategy.type) && self.strategy.type in ['ps', 'hps', 'mp2'])":
         _ps_shards_fit_strategy,

@@ -65,6 +65,82 @@ TEST(JobParserTest, EveryExampleParsesAndValidates) {
   EXPECT_GE(count, 4);
 }
 
+// A job that runs the user's program: no model, no data set.
+constexpr char kTrainer[] = R"(apiVersion: hptrain.io/v1alpha1
+kind: TrainingJob
+metadata:
+  name: t
+spec:
+  trainer:
+    command: [python3, train.py]
+    args: [--epochs, "1"]
+    workingDir: src
+  globalBatchSize: 64
+  workers: {replicas: 2}
+)";
+
+TEST(JobParserTest, TrainerNeedsNoModelNorDataset) {
+  absl::StatusOr<JobSpec> spec = Parse(kTrainer);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->trainer.command, ElementsAre("python3", "train.py"));
+  EXPECT_THAT(spec->trainer.args, ElementsAre("--epochs", "1"));
+  EXPECT_EQ(spec->trainer.working_dir, "src");
+  EXPECT_TRUE(spec->trainer.set());
+  EXPECT_TRUE(spec->model.name.empty());
+  EXPECT_TRUE(spec->dataset.name.empty());
+}
+
+TEST(JobParserTest, WithoutTrainerTheBuiltinTrainerRuns) {
+  absl::StatusOr<JobSpec> spec = Parse(kMinimal);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_FALSE(spec->trainer.set());
+}
+
+TEST(JobParserTest, TrainerMayNameADataSet) {
+  absl::StatusOr<JobSpec> spec = Parse(kTrainer, {"spec.dataset.name=mnist"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->dataset.path, "/usr/share/datasets/mnist");  // the defaults still apply
+  // ... and the data set is still checked.
+  EXPECT_THAT(ErrorOf(kTrainer, {"spec.dataset.name=imagenet"}),
+              StartsWith("job.yaml: spec.dataset.name: unknown dataset \"imagenet\""));
+  EXPECT_THAT(ErrorOf(kTrainer, {"spec.dataset.path=/data"}),
+              StartsWith("job.yaml: spec.dataset.name: required"));
+}
+
+TEST(JobParserTest, TrainerSkipsTheBuiltinTrainersDataChecks) {
+  // One synthetic sample for two workers: the built-in trainer cannot split it, a program may
+  // not even read it.
+  absl::StatusOr<JobSpec> spec =
+      Parse(kTrainer, {"spec.dataset.name=synthetic", "spec.dataset.synthetic.samples=1"});
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(SetError({"spec.dataset.name=synthetic", "spec.dataset.synthetic.samples=1"}),
+              StartsWith("job.yaml: spec.dataset.synthetic.samples: 1 samples cannot be split"));
+}
+
+TEST(JobParserTest, TrainerErrorsNameTheFields) {
+  std::string both = ErrorOf(kTrainer, {"spec.model.name=lenet5"});
+  EXPECT_THAT(both, StartsWith("job.yaml: spec.model: cannot be combined with spec.trainer"));
+  EXPECT_THAT(ErrorOf(kTrainer, {"spec.model.torchscript=m.pt"}),
+              StartsWith("job.yaml: spec.model: cannot be combined with spec.trainer"));
+  EXPECT_THAT(ErrorOf(kTrainer, {"spec.trainer.command=[]"}),
+              StartsWith("job.yaml: spec.trainer.command: required"));
+  EXPECT_THAT(ErrorOf(kTrainer, {"spec.trainer={args: [x]}"}),
+              StartsWith("job.yaml: spec.trainer.command: required"));
+  EXPECT_THAT(ErrorOf(kTrainer, {"spec.trainer.command=python3 train.py"}),
+              StartsWith("job.yaml: spec.trainer.command: must be a list"));
+  EXPECT_THAT(ErrorOf(kTrainer, {"spec.trainer.command=[[a]]"}),
+              StartsWith("job.yaml: spec.trainer.command[0]: must be a string"));
+  EXPECT_THAT(ErrorOf(kTrainer, {"spec.trainer.command=[\"\", x]"}),
+              StartsWith("job.yaml: spec.trainer.command[0]: must not be empty"));
+  EXPECT_THAT(ErrorOf(kTrainer, {"spec.trainer.env=[]"}),
+              StartsWith("job.yaml: spec.trainer.env: unknown field"));
+  // Without spec.trainer the built-in trainer's requirements hold as before.
+  EXPECT_THAT(ErrorOf(kTrainer, {"spec.trainer=null"}),
+              StartsWith("job.yaml: spec.model: set name"));
+  EXPECT_THAT(ErrorOf(kTrainer, {"spec.trainer=null", "spec.model.name=lenet5"}),
+              StartsWith("job.yaml: spec.dataset.name: required"));
+}
+
 TEST(JobParserTest, FashionMnistDemo) {
   absl::StatusOr<JobSpec> spec = ParseJobFile("examples/fashion-mnist.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();

@@ -74,6 +74,41 @@ INSTANTIATE_TEST_SUITE_P(
              "spec.model.name: unknown model \"gpt\" (expected one of lenet5, mlp,"},
         Case{"HiddenNotMlp", [](JobSpec& s) { s.model.hidden = {8}; },
              "spec.model.hidden: applies only to model mlp"},
+        // trainer
+        Case{"TrainerWithModel", [](JobSpec& s) { s.trainer.command = {"python3", "t.py"}; },
+             "spec.model: cannot be combined with spec.trainer"},
+        Case{"TrainerWithTorchScript",
+             [](JobSpec& s) {
+               s.trainer.command = {"python3", "t.py"};
+               s.model.name = "";
+               s.model.torchscript = "m.pt";
+             },
+             "spec.model: cannot be combined with spec.trainer"},
+        Case{"TrainerEmptyProgram",
+             [](JobSpec& s) {
+               s.model.name = "";
+               s.trainer.command = {"", "t.py"};
+             },
+             "spec.trainer.command[0]: must not be empty"},
+        Case{"TrainerArgsWithoutCommand", [](JobSpec& s) { s.trainer.args = {"x"}; },
+             "spec.trainer.command: required when spec.trainer.args is set"},
+        Case{"TrainerWorkingDirWithoutCommand", [](JobSpec& s) { s.trainer.working_dir = "src"; },
+             "spec.trainer.command: required when spec.trainer.workingDir is set"},
+        Case{"TrainerBadDataSet",
+             [](JobSpec& s) {
+               s.model.name = "";
+               s.trainer.command = {"./train"};
+               s.dataset.name = "cifar10";
+               s.dataset.format = "cifar-binary";
+             },
+             "spec.dataset.path: required for dataset cifar10"},
+        Case{"TrainerStillNeedsWorkers",
+             [](JobSpec& s) {
+               s.model.name = "";
+               s.trainer.command = {"./train"};
+               s.worker_groups.clear();
+             },
+             "spec.workerGroups: at least one worker group is required"},
         Case{"HiddenZero",
              [](JobSpec& s) {
                s.model.name = "mlp";
@@ -866,6 +901,27 @@ TEST(ValidateJobTest, TorchScriptNeedsNoZooName) {
   spec.model.name = "";
   spec.model.torchscript = "model.pt";
   EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
+}
+
+// What only the built-in trainer needs does not fail a job that runs the user's program.
+TEST(ValidateJobTest, TrainerNeedsNoModelNorDataset) {
+  JobSpec spec = ValidSpec();
+  spec.model = ModelSpec();
+  spec.dataset = DatasetSpec();
+  spec.trainer.command = {"python3", "train.py"};
+  EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
+  spec.trainer.args = {"--lr", "0.1"};
+  spec.trainer.working_dir = "/app";
+  EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
+  // A synthetic data set smaller than the number of workers: the program splits it, not hptrain.
+  spec.dataset.name = "synthetic";
+  spec.dataset.format = "synthetic";
+  spec.dataset.synthetic.samples = 1;
+  EXPECT_TRUE(ValidateJob(spec).ok()) << ValidateJob(spec);
+  spec.trainer = TrainerSpec();
+  spec.model.name = "mlp";
+  EXPECT_THAT(std::string(ValidateJob(spec).message()),
+              StartsWith("spec.dataset.synthetic.samples: 1 samples"));
 }
 
 TEST(IsDnsLabelTest, Cases) {

@@ -2,11 +2,13 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -378,6 +380,104 @@ TEST_F(SupervisorTest, EnvironmentAdditionsAndOutputRedirection) {
   std::stringstream log;
   log << in.rdbuf();
   EXPECT_EQ(log.str(), "out hello /nowhere\nerr\neof\n");
+}
+
+TEST_F(SupervisorTest, UnsetVariablesAreLeftOutOfTheInheritedEnvironment) {
+  ASSERT_EQ(::setenv("HPTRAIN_TEST_STALE", "stale", 1), 0);
+  ASSERT_EQ(::setenv("HPTRAIN_TEST_KEPT", "kept", 1), 0);
+  ASSERT_EQ(::setenv("HPTRAIN_TEST_REPLACED", "old", 1), 0);
+  ChildSpec spec;
+  spec.name = "worker-0";
+  spec.argv = Sh("echo \"[${HPTRAIN_TEST_STALE-unset}] [$HPTRAIN_TEST_KEPT] "
+                 "[$HPTRAIN_TEST_REPLACED]\"");
+  spec.unset_env = {"HPTRAIN_TEST_STALE", "HPTRAIN_TEST_REPLACED", "HPTRAIN_TEST_KEP"};
+  spec.env = {{"HPTRAIN_TEST_REPLACED", "new"}};
+  spec.stdout_path = Path("log");
+  Supervisor supervisor;
+  ASSERT_TRUE(supervisor.Spawn(spec).ok());
+  EXPECT_EQ(supervisor.Wait().outcome, RunOutcome::kSucceeded);
+  ::unsetenv("HPTRAIN_TEST_STALE");
+  ::unsetenv("HPTRAIN_TEST_KEPT");
+  ::unsetenv("HPTRAIN_TEST_REPLACED");
+  std::ifstream in(Path("log"));
+  std::stringstream log;
+  log << in.rdbuf();
+  // Whole names only: HPTRAIN_TEST_KEP does not take HPTRAIN_TEST_KEPT with it.
+  EXPECT_EQ(log.str(), "[unset] [kept] [new]\n");
+}
+
+TEST_F(SupervisorTest, WorkingDirectory) {
+  ASSERT_EQ(::mkdir(Path("work").c_str(), 0755), 0);
+  std::ofstream(Path("work/run.sh")) << "#!/bin/sh\npwd > " << Path("pwd") << "\n";
+  ASSERT_EQ(::chmod(Path("work/run.sh").c_str(), 0755), 0);
+  ChildSpec spec;
+  spec.name = "worker-0";
+  spec.argv = {"./run.sh"};  // found from the working directory
+  spec.working_dir = Path("work");
+  Supervisor supervisor;
+  ASSERT_TRUE(supervisor.Spawn(spec).ok());
+  EXPECT_EQ(supervisor.Wait().outcome, RunOutcome::kSucceeded);
+  std::ifstream in(Path("pwd"));
+  std::string pwd;
+  std::getline(in, pwd);
+  char real[PATH_MAX];
+  ASSERT_NE(::realpath(Path("work").c_str(), real), nullptr);
+  EXPECT_EQ(pwd, real);
+
+  Supervisor another;
+  spec.working_dir = Path("no-such-dir");
+  spec.argv = {"/bin/true"};
+  auto status = another.Spawn(spec).status();
+  EXPECT_TRUE(absl::IsNotFound(status)) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("no-such-dir"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("worker-0"));
+  EXPECT_EQ(another.Wait().outcome, RunOutcome::kSucceeded);
+}
+
+TEST_F(SupervisorTest, ExitCheckTurnsAnExitZeroIntoTheRunsFailure) {
+  Supervisor supervisor;
+  ASSERT_TRUE(supervisor.Spawn("ps-0", {"/bin/sleep", "30"}, {}, ChildRole::kService).ok());
+  ASSERT_TRUE(supervisor.Spawn("worker-0", {"/bin/true"}).ok());
+  ASSERT_TRUE(supervisor.Spawn("worker-1", {"/bin/sleep", "30"}).ok());
+  std::vector<std::string> checked;
+  WaitOptions options;
+  options.grace_period = absl::Seconds(2);
+  options.exit_check = [&](const ChildStatus& child) -> absl::Status {
+    checked.push_back(child.name);
+    return absl::FailedPreconditionError(absl::StrCat(child.Describe(), " too early"));
+  };
+  const RunResult result = supervisor.Wait(options);
+  EXPECT_EQ(result.outcome, RunOutcome::kFailed);
+  EXPECT_THAT(result.first_failure, ::testing::MatchesRegex("worker-0 \\(pid [0-9]+\\) exited "
+                                                            "with status 0 too early"));
+  EXPECT_EQ(result.ExitCode(), 1);
+  // Only the child that exited on its own was checked; the others were stopped.
+  EXPECT_THAT(checked, ::testing::ElementsAre("worker-0"));
+  EXPECT_TRUE(Child(result, "worker-1").stopped_by_supervisor);
+  EXPECT_TRUE(Child(result, "ps-0").stopped_by_supervisor);
+}
+
+TEST_F(SupervisorTest, ExitCheckThatPassesLetsTheRunSucceed) {
+  Supervisor supervisor;
+  ASSERT_TRUE(supervisor.Spawn("worker-0", {"/bin/true"}).ok());
+  ASSERT_TRUE(supervisor.Spawn("worker-1", {"/bin/false"}).ok());
+  int calls = 0;
+  WaitOptions options;
+  options.exit_check = [&](const ChildStatus&) {
+    ++calls;
+    return absl::OkStatus();
+  };
+  const RunResult result = supervisor.Wait(options);
+  // A failing child fails the run as always; the check sees only exits 0.
+  EXPECT_EQ(result.outcome, RunOutcome::kFailed);
+  EXPECT_THAT(result.first_failure, HasSubstr("worker-1"));
+  EXPECT_LE(calls, 1);
+
+  Supervisor fine;
+  ASSERT_TRUE(fine.Spawn("worker-0", {"/bin/true"}).ok());
+  calls = 0;
+  EXPECT_TRUE(fine.Wait(options).ok());
+  EXPECT_EQ(calls, 1);
 }
 
 TEST_F(SupervisorTest, SpawnErrorsNameTheChildAndLeaveNothingBehind) {

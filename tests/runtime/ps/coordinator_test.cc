@@ -157,6 +157,18 @@ TEST_F(CoordinatorTest, MembershipProgressAndDone) {
   EXPECT_EQ(status->done(), 1);
   EXPECT_EQ(status->failed(), 1);
   EXPECT_EQ(status->metrics_addresses(2), "127.0.0.1:9999");
+  // Who has joined: rank 2 only (done reports are not registrations).
+  EXPECT_EQ(status->registered(), 1);
+  ASSERT_EQ(status->registered_ranks_size(), 1);
+  EXPECT_EQ(status->registered_ranks(0), 2);
+  request.set_rank(0);
+  request.set_group("a");
+  request.clear_metrics_address();  // registering without a metrics endpoint still counts
+  ASSERT_TRUE(client.Register(request).ok());
+  status = client.GetJobStatus();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(std::vector<int>(status->registered_ranks().begin(), status->registered_ranks().end()),
+            std::vector<int>({0, 2}));
 }
 
 TEST_F(CoordinatorTest, GlooRendezvousRunsThroughTheCoordinator) {
