@@ -63,14 +63,16 @@ def load_corpus(files):
 
 
 def perplexity(model, dataset, device):
-    loss, n = 0.0, 0
+    """Held-out loss per character, its perplexity, and next-character accuracy."""
+    loss, correct, n = 0.0, 0, 0
     for x, y in DataLoader(dataset, batch_size=64):
         x, y = x.to(device), y.to(device)
         logits = model(x)
         loss += F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum").item()
+        correct += (logits.argmax(-1) == y).sum().item()
         n += y.numel()
     mean = loss / n
-    return {"loss": mean, "perplexity": math.exp(mean)}
+    return {"loss": mean, "perplexity": math.exp(mean), "accuracy": correct / n}
 
 
 def main():
@@ -107,8 +109,9 @@ def main():
             epoch = hp.epoch()
             result = hp.evaluate(lambda: perplexity(model, test_set, device))
             if hp.rank() == 0:
-                print("epoch %d: held-out loss %.4f, perplexity %.2f"
-                      % (epoch, result["loss"], result["perplexity"]), flush=True)
+                print("epoch %d: held-out loss %.4f, perplexity %.2f, next-character accuracy "
+                      "%.3f" % (epoch, result["loss"], result["perplexity"], result["accuracy"]),
+                      flush=True)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,13 @@ def init():
     torch.set_num_threads(session.choose_threads())
     if session.device.startswith("cuda"):
         torch.cuda.set_device(torch.device(session.device))
+        # spec.deterministic, as the built-in trainer has it: deterministic cuDNN, no autotuning,
+        # no TF32; otherwise autotuned convolutions.
+        torch.backends.cudnn.deterministic = session.deterministic
+        torch.backends.cudnn.benchmark = not session.deterministic
+        if session.deterministic:
+            torch.backends.cudnn.allow_tf32 = False
+            torch.backends.cuda.matmul.allow_tf32 = False
     previous_hook = sys.excepthook
 
     def record_failure(kind, value, traceback):
@@ -235,12 +242,12 @@ def extra():
     return _State.extra
 
 
-def report(loss=None, **metrics):
+def report(loss):
     """The last step's loss (this worker's mean over its batch): the progress bar of `hptrain
-    run`, the worker's metrics and the job's status. Other keyword values are accepted and
-    ignored for now."""
-    del metrics
-    if _State.loop is not None and loss is not None:
+    run`, the worker's metrics (hptrain_train_loss) and the job's status, and the epoch's mean
+    train loss in the run summary. Call it after opt.step(); a step without a report is recorded
+    without its loss."""
+    if _State.loop is not None:
         _State.loop.report(float(loss))
 
 

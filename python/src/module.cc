@@ -174,6 +174,7 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("global_batch_size",
                              [](Session& s) { return s.spec().global_batch_size; })
       .def_property_readonly("seed", [](Session& s) { return s.spec().seed; })
+      .def_property_readonly("deterministic", [](Session& s) { return s.spec().deterministic; })
       .def_property_readonly("checkpoint_path",
                              [](Session& s) { return s.spec().checkpoint.path; })
       .def_property_readonly("resume", [](Session& s) { return s.get().config().resume; })

@@ -56,7 +56,7 @@ std::string Job(const std::string& name, const std::string& strategy,
          "  name: " + name + "\n"
          "spec:\n" + trainer +
          "  dataset: {name: fashion-mnist}\n"
-         "  strategy: " + strategy + "\n"
+         "  strategy: " + strategy + "\n" +
          (extra.find("  optimizer:") == std::string::npos
               ? "  optimizer: {type: sgd, lr: 0.05, momentum: 0.9, weightDecay: 5.0e-4}\n"
               : "") +
@@ -147,10 +147,8 @@ TEST_P(PythonStrategies, ScriptTrainsUnderTheStrategy) {
   TempDir dir;
   const std::string job = dir.Write(
       "job.yaml", Job(std::string("py-") + c.name, c.strategy, {"--builtin-init"},
-                      std::string(c.extra) + "  maxSteps: 12
-  checkpoint: {path: " +
-                          dir.path() + "/x.ckpt}
-"));
+                      std::string(c.extra) + "  maxSteps: 12\n  checkpoint: {path: " +
+                          dir.path() + "/x.ckpt}\n"));
   ProcessResult r = RunProcess({HptrainBinary(), "run", job, "--quiet"}, 600);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::vector<float> p = Parameters(dir.path() + "/x.ckpt", 12);
