@@ -457,6 +457,7 @@ absl::Status ParseTopology(const YAML::Node& node, TopologySpec* topology) {
 
 absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   MapReader r(node, "spec");
+  YAML::Node trainer = r.Child("trainer");
   YAML::Node model = r.Child("model");
   YAML::Node dataset = r.Child("dataset");
   YAML::Node strategy = r.Child("strategy");
@@ -492,6 +493,12 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   g.Read("queue", &spec->gang_scheduling.queue);
   g.Read("priorityClassName", &spec->gang_scheduling.priority_class_name);
   HPTRAIN_RETURN_IF_ERROR(g.Finish());
+
+  MapReader tr(trainer, "spec.trainer");
+  tr.Read("command", &spec->trainer.command);
+  tr.Read("args", &spec->trainer.args);
+  tr.Read("workingDir", &spec->trainer.working_dir);
+  HPTRAIN_RETURN_IF_ERROR(tr.Finish());
 
   HPTRAIN_RETURN_IF_ERROR(ParseModel(model, &spec->model));
   HPTRAIN_RETURN_IF_ERROR(ParseDataset(dataset, &spec->dataset));
