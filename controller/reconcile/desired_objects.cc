@@ -27,12 +27,13 @@ const Json* MainContainer(const Json& pod_template, absl::string_view name) {
   return &(*containers)[0];
 }
 
-// spec.ps.template when given, else a template with the first group's image only.
+// spec.ps.template when given, else a template with the first group's image only (none for a
+// spec.trainer job: its workers' image is the user's program's, which need not hold hptrain).
 Json PsTemplate(const ParsedJob& job) {
   if (!job.ps_template.is_null()) return job.ps_template;
   Json container = {{"name", kRolePs}};
   Json spec = Json::object();
-  if (!job.worker_templates.empty()) {
+  if (!job.worker_templates.empty() && !job.spec.trainer.set()) {
     const Json& first = job.worker_templates[0];
     if (const Json* c = MainContainer(first, kRoleWorker); c != nullptr) {
       for (const char* key : {"image", "imagePullPolicy"}) {
@@ -212,6 +213,17 @@ void FinishSettings(const ParsedJob& job, absl::string_view role, int rank, absl
   }
 }
 
+// A worker of a spec.trainer job runs the user's program with the same environment. The
+// liveness probe is left to the template: the program answers /healthz only from hp.init() on,
+// which may come after minutes of imports and data loading; a failed probe would restart the
+// gang over and over.
+void UseTrainer(const job::TrainerSpec& trainer, PodSettings* s) {
+  s->command = trainer.command;
+  s->args = trainer.args;
+  s->working_dir = trainer.working_dir;
+  s->liveness_probe = nullptr;
+}
+
 Json ObjectMeta(const ParsedJob& job, const std::string& name) {
   return Json{{"name", name},
               {"namespace", job.ns},
@@ -291,6 +303,7 @@ absl::StatusOr<DesiredObjects> BuildDesiredObjects(const ParsedJob& job, absl::s
       PodSettings w = CommonSettings(job, restart_generation, default_image, volumes);
       FinishSettings(job, kRoleWorker, rank, group.name, &w);
       if (resume) w.env.emplace_back(kResumeEnv, "1");
+      if (job.spec.trainer.set()) UseTrainer(job.spec.trainer, &w);
       if (job.spec.device == "cuda") w.default_limits[kGpuResource] = "1";
       absl::StatusOr<Json> pod = BuildPodFromTemplate(job.worker_templates[g], w);
       if (!pod.ok()) {

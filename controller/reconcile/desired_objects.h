@@ -5,16 +5,17 @@
 //                       "coordinator" and 9090 "metrics", publishNotReadyAddresses (workers
 //                       resolve J-ps-0.J.N.svc before any pod is ready).
 //   Pod     J-ps-0      `hptrain ps` from spec.ps.template or, when absent, from the first worker
-//                       group's image (and imagePullPolicy / imagePullSecrets) with the default
-//                       resources below, so no GPU is spent on it and it is not pinned to the
-//                       GPU pools.
+//                       group's image (and imagePullPolicy / imagePullSecrets; with spec.trainer,
+//                       the default image instead) with the default resources below, so no GPU
+//                       is spent on it and it is not pinned to the GPU pools.
 //   Pods    J-ps-s      parameter-server strategies (ps, hps, mp2) only: spec.ps.shards = S pods
 //                       J-ps-0 .. J-ps-<S-1>, all from the ps template, rank s. The coordinator
 //                       stays in J-ps-0; each pod serves one range of the parameters.
 //   Services J-ps-s     parameter-server strategies only, one per ps pod: ClusterIP, selecting
 //                       that pod (job, role ps, rank s), port 29400 "grpc". Each shard
 //                       advertises its Service's DNS name to the coordinator.
-//   Pods    J-worker-r  `hptrain worker`, rank r, from the template of r's group.
+//   Pods    J-worker-r  `hptrain worker` (or the spec.trainer program, below), rank r, from the
+//                       template of r's group.
 // Every object carries the job's labels and controller owner reference; pods also carry the
 // restart generation and spec hash annotations (labels.h) and, with gang scheduling, the
 // PodGroup marker (parsed_job.h), and the PodGroup itself is desired (pod_group.h); with
@@ -24,7 +25,19 @@
 // HPTRAIN_GROUP and HPTRAIN_NODE_NAME (workers; the downward API's spec.nodeName, which
 // groups the workers by node for the hierarchical exchange), HPTRAIN_PS_HOST/PORT, HPTRAIN_METRICS_HOST/PORT, HPTRAIN_BIND_HOST;
 // with a parameter-server strategy the ps pods also get HPTRAIN_PS_SHARD=<s> and
-// HPTRAIN_PS_ADVERTISE=J-ps-s.N.svc:29400 (their Service).
+// HPTRAIN_PS_ADVERTISE=J-ps-s.N.svc:29400 (their Service). `hptrain ps|worker` take all of their
+// configuration from these variables (no flags); a template may set none of the HPTRAIN_* names
+// (reserved_env.h; ParseTrainingJob refuses it).
+//
+// The user's program (spec.trainer): the worker container runs spec.trainer.command with
+// spec.trainer.args followed by the template's own args, in spec.trainer.workingDir when set
+// (else the template's or the image's), in the template's image (the default image when it
+// names none), with the environment, Secret, volumes, ports, readiness probe and defaults of an
+// `hptrain worker` container, HPTRAIN_RESUME included: the program reads them as `hptrain
+// worker` would (python/hptrain's hp.init()). It gets no liveness probe unless the template has
+// one: the program serves /healthz only once it has called hp.init(). The ps pods are those of
+// every job (`hptrain ps`), except that without spec.ps.template they run the default image
+// rather than the first group's, which holds the user's program and need not hold hptrain.
 //
 // Defaults of every pod, ps and worker, each kept only where the template leaves the field
 // unset (pod_template.h says how they merge):

@@ -6,7 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "controller/reconcile/desired_objects.h"
 #include "controller/reconcile/labels.h"
+#include "controller/reconcile/reserved_env.h"
 #include "runtime/base/status.h"
 #include "runtime/job/job_parser.h"
 
@@ -137,6 +139,12 @@ absl::StatusOr<ParsedJob> ParseTrainingJob(const Json& object) {
   }
   const Json* ps = Find(object, {"spec", "ps", "template"});
   if (ps != nullptr && ps->is_object()) job.ps_template = *ps;
+  for (size_t g = 0; g < job.worker_templates.size(); ++g) {
+    HPTRAIN_RETURN_IF_ERROR(CheckReservedEnv(job.worker_templates[g], WorkerTemplatePath(job, g)));
+  }
+  if (!job.ps_template.is_null()) {
+    HPTRAIN_RETURN_IF_ERROR(CheckReservedEnv(job.ps_template, "spec.ps.template"));
+  }
   return job;
 }
 

@@ -57,9 +57,12 @@ struct ParsedJob {
 
 // Reads and validates `object` (a TrainingJob). Returns InvalidArgument with a one-line message
 // "<field path>: <reason>" when the runtime parser or validator rejects the spec, when a
-// controller-only key is malformed, when TLS is enabled without spec.security.tls.secretName, or when the job's name cannot name its objects (the Service
-// name must start with a letter; a pod name, which is also its hostname, must fit 63
-// characters). Pure; thread-safe.
+// controller-only key is malformed, when TLS is enabled without spec.security.tls.secretName,
+// when the job's name cannot name its objects (the Service name must start with a letter; a pod
+// name, which is also its hostname, must fit 63 characters), or when a worker or ps template
+// sets a reserved HPTRAIN_* variable (reserved_env.h), e.g.
+// "spec.workerGroups[0].template.spec.containers[0].env[1].name: HPTRAIN_RANK is reserved: ...".
+// The admission webhook and the reconciler both judge a job by this function. Pure; thread-safe.
 absl::StatusOr<ParsedJob> ParseTrainingJob(const Json& object);
 
 // 16 lowercase hex digits of the 64-bit FNV-1a hash of `manifest`: stable across builds and

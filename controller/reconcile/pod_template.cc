@@ -193,6 +193,15 @@ absl::Status MergeContainer(const PodSettings& s, Json* container, absl::string_
     }
   }
   (*container)["command"] = s.command;
+  if (!s.args.empty()) {
+    Json args(s.args);
+    if (const Json* own = Find(*container, {"args"}); own != nullptr && !own->is_null()) {
+      if (!own->is_array()) return Invalid(absl::StrCat(path, ".args"), "must be a list");
+      for (const Json& arg : *own) args.push_back(arg);
+    }
+    (*container)["args"] = std::move(args);
+  }
+  if (!s.working_dir.empty()) (*container)["workingDir"] = s.working_dir;
 
   HPTRAIN_ASSIGN_OR_RETURN(Json * user_env,
                            ObjectList(container, "env", absl::StrCat(path, ".env")));

@@ -6,7 +6,9 @@
 // sidecar containers, extra labels and annotations. What hptrain needs is added, and wins where
 // the two collide:
 //   * the main container (the one named like the role, else the first) is renamed "ps" or
-//     "worker" and runs `hptrain ps|worker` (the user's args stay, as extra flags);
+//     "worker" and runs PodSettings::command: `hptrain ps|worker` (the user's args stay, as extra
+//     flags), or a spec.trainer program, whose args (PodSettings::args) come before the
+//     template's own and whose workingDir (PodSettings::working_dir), when set, wins;
 //   * hptrain's env (PodSettings::env) comes first, so the user's variables can refer to it with
 //     $(VAR); a user variable of the same name is dropped;
 //   * the job's Secret is mounted read-only (volume "hptrain-job");
@@ -85,6 +87,9 @@ struct PodSettings {
   std::string ns;
   std::string container_name;                            // "ps" | "worker"
   std::vector<std::string> command;                      // {"hptrain", "worker"}
+  // Put before the template's own args; empty = the template's args as they are.
+  std::vector<std::string> args;
+  std::string working_dir;  // the main container's workingDir; "" = the template's
   std::vector<std::pair<std::string, std::string>> env;  // name, value; in this order
   // name, fieldPath: downward-API variables (valueFrom.fieldRef), after `env`.
   std::vector<std::pair<std::string, std::string>> field_env;

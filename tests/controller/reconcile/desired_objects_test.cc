@@ -186,7 +186,7 @@ TEST(DesiredObjectsTest, MixedGroupsKeepTheirOwnPlacementAndResources) {
   EXPECT_EQ(ca["resources"]["limits"]["nvidia.com/gpu"], 1);
   EXPECT_EQ(ca["resources"]["limits"]["memory"], "32Gi");
   EXPECT_EQ(ca["args"], Json::array({"--log-level=debug"}));
-  // User env kept after hptrain's; a user value for one of hptrain's names is dropped.
+  // User env kept after hptrain's (a template may not set HPTRAIN_*: reserved_env_test.cc).
   std::map<std::string, std::string> env = EnvOf(ca);
   EXPECT_EQ(env["NCCL_DEBUG"], "INFO");
   EXPECT_EQ(env["HPTRAIN_RANK"], "0");
@@ -661,12 +661,12 @@ TEST(DesiredObjectsTest, LaterGangsOfACheckpointedJobResume) {
   DesiredObjects d = Build(ShorthandJob(2), /*generation=*/3);
   EXPECT_EQ(EnvOf(Container(d.pods[1], "worker")).count("HPTRAIN_RESUME"), 0u);
 
-  // Ours wins over a template's variable of the same name, as for every HPTRAIN_* variable.
+  // A template cannot turn it off: HPTRAIN_* variables are reserved (reserved_env.h).
   Json own = job;
   own["spec"]["workers"]["template"]["spec"]["containers"][0]["env"] =
       Json::parse(R"([{"name": "HPTRAIN_RESUME", "value": "0"}])");
-  d = Build(own, /*generation=*/1);
-  EXPECT_EQ(EnvOf(Container(d.pods[1], "worker"))["HPTRAIN_RESUME"], "1");
+  EXPECT_THAT(std::string(ParseTrainingJob(own).status().message()),
+              HasSubstr("env[0].name: HPTRAIN_RESUME is reserved"));
 }
 
 TEST(DesiredObjectsTest, DefaultImageBringsItsPullPolicyAndSecrets) {

@@ -115,6 +115,37 @@ TEST(AdmissionTest, EachJobTheRuntimeRefusesIsDeniedWithItsMessage) {
   }
 }
 
+TEST(AdmissionTest, AReservedVariableInATemplateIsDeniedWithItsFieldPath) {
+  Json job = Submitted();
+  job["spec"]["workers"]["template"]["spec"]["containers"][0]["env"] = Json::parse(
+      R"([{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "HPTRAIN_RANK", "value": "3"}])");
+  const std::string field = "spec.workers.template.spec.containers[0].env[1].name";
+  const std::string message =
+      field + ": HPTRAIN_RANK is reserved: hptrain sets the HPTRAIN_* variables";
+  EXPECT_EQ(RuntimeMessage(job), message);
+  Json response = Response(Review("CREATE", job));
+  EXPECT_EQ(response["allowed"], false);
+  EXPECT_EQ(response["status"]["code"], 422);
+  EXPECT_EQ(response["status"]["message"], message);
+  EXPECT_EQ(response["status"]["details"]["causes"][0]["field"], field);
+  EXPECT_EQ(Response(Review("UPDATE", job, Submitted()))["allowed"], false);
+
+  Json ps = Submitted();
+  ps["spec"]["ps"] = Json::parse(R"({"template": {"spec": {"containers": [
+      {"name": "ps", "image": "hptrain/runtime:test",
+       "env": [{"name": "HPTRAIN_PS_PORT", "value": "1"}]}]}}})");
+  response = Response(Review("CREATE", ps));
+  EXPECT_EQ(response["allowed"], false);
+  EXPECT_EQ(response["status"]["details"]["causes"][0]["field"],
+            "spec.ps.template.spec.containers[0].env[0].name");
+}
+
+TEST(AdmissionTest, AJobThatRunsTheUsersProgramIsAdmitted) {
+  Json job = reconcile::testing::TrainerJob();
+  job["metadata"] = {{"name", "lm"}, {"namespace", "team-a"}};
+  EXPECT_EQ(Response(Review("CREATE", job))["allowed"], true);
+}
+
 TEST(AdmissionTest, EveryExampleIsAdmitted) {
   int examples = 0;
   for (const auto& entry : std::filesystem::directory_iterator(HPTRAIN_EXAMPLES_DIR)) {

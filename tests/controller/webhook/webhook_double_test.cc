@@ -89,6 +89,22 @@ TEST_F(WebhookOnTheApiServerTest, RefusesWithTheValidatorsMessageAndAdmitsValidJ
   EXPECT_EQ(server_.List("trainingjobs", "team-a").size(), 1u);
 }
 
+TEST_F(WebhookOnTheApiServerTest, RefusesATemplateThatSetsAReservedVariable) {
+  Register("Fail");
+  Json job = Job("reserved");
+  job["spec"]["workers"]["template"]["spec"]["containers"][0]["env"] =
+      Json::parse(R"([{"name": "HPTRAIN_COORDINATOR", "value": "elsewhere:29400"}])");
+  absl::StatusOr<Json> created = server_.Create("trainingjobs", job);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(hptrain::testing::HttpCode(created.status()), 422);
+  Json body = hptrain::testing::StatusBody(created.status());
+  EXPECT_EQ(body["message"],
+            "admission webhook \"validate.trainingjobs.hptrain.io\" denied the request: "
+            "spec.workers.template.spec.containers[0].env[0].name: HPTRAIN_COORDINATOR is "
+            "reserved: hptrain sets the HPTRAIN_* variables");
+  EXPECT_TRUE(server_.List("trainingjobs", "team-a").empty());
+}
+
 TEST_F(WebhookOnTheApiServerTest, AWebhookThatIsDownFailsPerItsFailurePolicy) {
   webhook_->Stop();  // the controller's pods are gone, say
   Register("Fail");

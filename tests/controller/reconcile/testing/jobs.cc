@@ -58,8 +58,7 @@ Json HeteroJob() {
             "containers": [{
               "name": "worker", "image": "hptrain/runtime:0.1.0",
               "args": ["--log-level=debug"],
-              "env": [{"name": "NCCL_DEBUG", "value": "INFO"},
-                      {"name": "HPTRAIN_RANK", "value": "99"}],
+              "env": [{"name": "NCCL_DEBUG", "value": "INFO"}],
               "volumeMounts": [{"name": "data", "mountPath": "/data"}],
               "resources": {"limits": {"nvidia.com/gpu": 1, "cpu": "8", "memory": "32Gi"}}
             }]
@@ -79,6 +78,33 @@ Json HeteroJob() {
         "name": "ps", "image": "hptrain/runtime:0.1.0",
         "resources": {"requests": {"cpu": "4", "memory": "8Gi"}}}]}}},
       "runPolicy": {"backoffLimit": 2, "ttlSecondsAfterFinished": 86400}
+    }
+  })");
+}
+
+Json TrainerJob() {
+  return Json::parse(R"({
+    "apiVersion": "hptrain.io/v1alpha1",
+    "kind": "TrainingJob",
+    "metadata": {"name": "lm", "namespace": "team-a",
+                 "uid": "bbbbbbbb-0000-0000-0000-000000000002", "generation": 1},
+    "spec": {
+      "trainer": {"command": ["python3", "-u", "train_lm.py"],
+                  "args": ["--corpus", "/data/corpus.txt"],
+                  "workingDir": "/app"},
+      "dataset": {"name": "synthetic"},
+      "strategy": {"type": "ssgd"},
+      "optimizer": {"type": "sgd", "lr": 0.1},
+      "globalBatchSize": 48,
+      "epochs": 1,
+      "workerGroups": [
+        {"name": "big", "replicas": 2, "template": {"spec": {"containers": [{
+          "name": "worker", "image": "registry.example/team-a/lm:3",
+          "args": ["--log-every", "10"],
+          "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}]}]}}},
+        {"name": "small", "replicas": 1, "template": {"spec": {"containers": [{
+          "name": "trainer", "image": "registry.example/team-a/lm:3"}]}}}
+      ]
     }
   })");
 }

@@ -23,6 +23,13 @@ Json ShorthandJob(int replicas = 2);
 // name "hetero".
 Json HeteroJob();
 
+// The user's own program (spec.trainer: python3 -u train_lm.py --corpus /data/corpus.txt in
+// /app) in image registry.example/team-a/lm:3, job "lm" in kNamespace, over two groups: "big"
+// x2 (a worker container with args --log-every 10 and env PYTHONUNBUFFERED=1) and "small" x1 (a
+// container named "trainer"); ssgd, no ps template. It also names spec.model and spec.dataset,
+// which the runtime's validator still requires of every job.
+Json TrainerJob();
+
 // ShorthandJob(replicas) with strategy `type` (a parameter-server strategy: ps, hps, mp2) and
 // spec.ps.shards = `shards`.
 Json ShardedJob(const std::string& type, int shards, int replicas = 2);
