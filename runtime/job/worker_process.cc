@@ -1,13 +1,15 @@
 #include "runtime/job/worker_process.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "runtime/base/files.h"
 
 namespace hptrain::job {
 namespace {
@@ -68,24 +70,38 @@ std::vector<std::pair<std::string, std::string>> TrainerEnvironment(const JobSpe
 
 }  // namespace
 
+// POSIX only (runtime/base/files.h says why not std::filesystem).
 std::string AbsolutePath(const std::string& path) {
-  std::filesystem::path p(path);
-  if (p.is_relative()) {
-    std::error_code error;
-    std::filesystem::path cwd = std::filesystem::current_path(error);
-    if (!error) p = cwd / p;
+  std::string joined = path;
+  if (path.empty() || path[0] != '/') {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof(cwd)) != nullptr) joined = absl::StrCat(cwd, "/", path);
   }
-  std::string normal = p.lexically_normal().string();
-  // "dir/" normalizes to "dir/": keep the root alone with its slash.
-  if (normal.size() > 1 && normal.back() == '/') normal.pop_back();
-  return normal;
+  const bool absolute = !joined.empty() && joined[0] == '/';
+  // Lexically normal: no empty or "." components; ".." removes the component before it (at the
+  // root it stays the root).
+  std::vector<std::string> parts;
+  for (absl::string_view part : absl::StrSplit(joined, '/', absl::SkipEmpty())) {
+    if (part == ".") continue;
+    if (part == "..") {
+      if (!parts.empty() && parts.back() != "..") {
+        parts.pop_back();
+      } else if (!absolute) {
+        parts.emplace_back(part);
+      }
+      continue;
+    }
+    parts.emplace_back(part);
+  }
+  if (parts.empty()) return absolute ? "/" : ".";
+  return absl::StrCat(absolute ? "/" : "", absl::StrJoin(parts, "/"));
 }
 
 std::string TrainerWorkingDir(const TrainerSpec& trainer, const std::string& job_file) {
-  const std::filesystem::path job_dir = std::filesystem::path(AbsolutePath(job_file)).parent_path();
-  if (trainer.working_dir.empty()) return job_dir.string();
-  const std::filesystem::path dir(trainer.working_dir);
-  return AbsolutePath(dir.is_absolute() ? dir.string() : (job_dir / dir).string());
+  const std::string job_dir = ParentDirectory(AbsolutePath(job_file));
+  if (trainer.working_dir.empty()) return job_dir;
+  if (trainer.working_dir[0] == '/') return AbsolutePath(trainer.working_dir);
+  return AbsolutePath(absl::StrCat(job_dir, "/", trainer.working_dir));
 }
 
 std::vector<int> MissingRanks(const std::vector<int>& registered, int world) {
@@ -115,8 +131,9 @@ std::string TrainerPythonPath(const std::string& binary, const std::string& over
                               const std::string& inherited) {
   std::string package = override_dir;
   if (package.empty() && !binary.empty()) {
+    const std::string bin_dir = ParentDirectory(binary);
     const std::string candidate =
-        AbsolutePath((std::filesystem::path(binary).parent_path() / ".." / "python").string());
+        AbsolutePath(absl::StrCat(bin_dir.empty() ? "." : bin_dir, "/../python"));
     if (IsDirectory(candidate)) package = candidate;
   }
   if (package.empty()) return inherited;

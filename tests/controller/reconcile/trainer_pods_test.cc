@@ -37,9 +37,10 @@ DesiredObjects Build(const Json& object, int64_t restart_generation = 0) {
   return desired.ok() ? *desired : DesiredObjects{};
 }
 
-// The same job without spec.trainer: the built-in trainer.
+// The same job without spec.trainer: the built-in trainer, with a model of its own.
 Json BuiltIn(Json job) {
   job["spec"].erase("trainer");
+  job["spec"]["model"] = {{"name", "mlp"}, {"hidden", {16}}};
   return job;
 }
 
