@@ -178,6 +178,10 @@ class DistributedOptimizer:
         _session()
         if _State.optimizer is not None:
             raise Error("one DistributedOptimizer per process")
+        if optimizer is not None and _session().strategy == "dgc" and any(
+                group.get("momentum", 0) for group in optimizer.param_groups):
+            raise Error("strategy dgc applies momentum itself (momentum correction): give your "
+                        "optimizer momentum 0, or pass optimizer=None (hptrain's optimizer)")
         self._optimizer = optimizer
         self._model = model
         self._dataset_size = dataset_size
