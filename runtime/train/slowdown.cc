@@ -4,9 +4,11 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace hptrain::train {
 
@@ -83,6 +85,16 @@ void Slowdown::Reload() {
   }
   last_warning_.clear();
   factors_ = std::move(factors);
+}
+
+double Slowdown::Stretch(int batch, double wall_seconds, double cpu_seconds) {
+  const double emulated =
+      EmulatedSeconds(Factor(), wall_seconds, ChargedCpuSeconds(batch, cpu_seconds));
+  if (emulated <= wall_seconds) return wall_seconds;
+  const auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(emulated - wall_seconds));
+  return wall_seconds +
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace hptrain::train

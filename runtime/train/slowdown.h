@@ -47,6 +47,11 @@ class Slowdown {
   // `cpu_seconds`: the median over the window (see above). Records the step.
   double ChargedCpuSeconds(int batch, double cpu_seconds);
 
+  // A step's compute phase stretched to this rank's factor: charges `cpu_seconds` for a step of
+  // `batch` samples, sleeps until the emulated duration, and returns the compute time as slept
+  // (a sleep may end late on a busy machine). `wall_seconds` when nothing is emulated.
+  double Stretch(int batch, double wall_seconds, double cpu_seconds);
+
   // The calling thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID).
   static double ThreadCpuSeconds();
 

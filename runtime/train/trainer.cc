@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/base/status.h"
@@ -264,13 +263,7 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
 
   // The compute time reported is what the worker really spent: the stretch as slept, since a
   // sleep may end late on a busy machine.
-  const double emulated = Slowdown::EmulatedSeconds(
-      slowdown_.Factor(), compute, slowdown_.ChargedCpuSeconds(local_batch, compute_cpu));
-  if (emulated > compute) {
-    const auto sleep_start = Clock::now();
-    std::this_thread::sleep_for(std::chrono::duration<double>(emulated - compute));
-    compute += Since(sleep_start);
-  }
+  compute = slowdown_.Stretch(local_batch, compute, compute_cpu);
   ++global_step_;
   if (recorder_) {
     flat_->ToHost();

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -275,17 +274,9 @@ absl::Status UserLoop::EndStep() {
   }
   ExchangeTimes& times = private_->times;
   HPTRAIN_RETURN_IF_ERROR(exchange_->AfterLocalStep(&times));
-  double compute = private_->compute;
   // spec.testing.slowdown: the step stretched as the built-in trainer stretches it.
-  const double emulated =
-      Slowdown::EmulatedSeconds(private_->slowdown.Factor(), compute,
-                                private_->slowdown.ChargedCpuSeconds(local_batch_,
-                                                                     private_->compute_cpu));
-  if (emulated > compute) {
-    const auto sleep_start = Clock::now();
-    std::this_thread::sleep_for(std::chrono::duration<double>(emulated - compute));
-    compute += Since(sleep_start);
-  }
+  const double compute =
+      private_->slowdown.Stretch(local_batch_, private_->compute, private_->compute_cpu);
   {
     std::lock_guard<std::mutex> lock(step_mu_);
     begun_ = false;
