@@ -16,6 +16,8 @@ packages=(
   dataset-fashion-mnist python3-torch python3-yaml
   # the Python package (python/hptrain): pybind11 and Python's headers
   pybind11-dev python3-dev python3-numpy
+  # user data formats (spec.dataset.format imagefolder, filelist, webdataset): JPEG and PNG
+  libturbojpeg0-dev libpng-dev python3-pil
   # deploy checks (tests/deploy)
   python3-jsonschema
   # benchmark report plots

@@ -268,14 +268,62 @@ absl::Status ParseTrainer(const YAML::Node& node, TrainerSpec* trainer) {
   return absl::OkStatus();
 }
 
+absl::Status ParseAugment(const YAML::Node& node, AugmentSpec* augment) {
+  MapReader r(node, "spec.dataset.augment");
+  YAML::Node crop = r.Child("randomCrop");
+  r.Read("horizontalFlip", &augment->horizontal_flip);
+  YAML::Node resized = r.Child("randomResizedCrop");
+  HPTRAIN_RETURN_IF_ERROR(r.Finish());
+  MapReader c(crop, "spec.dataset.augment.randomCrop");
+  c.Read("size", &augment->random_crop.size);
+  c.Read("padding", &augment->random_crop.padding);
+  HPTRAIN_RETURN_IF_ERROR(c.Finish());
+  if (!Absent(crop) && augment->random_crop.size == 0) {
+    return FieldError("spec.dataset.augment.randomCrop.size", "required");
+  }
+  MapReader z(resized, "spec.dataset.augment.randomResizedCrop");
+  z.Read("size", &augment->random_resized_crop.size);
+  z.Read("scale", &augment->random_resized_crop.scale);
+  z.Read("ratio", &augment->random_resized_crop.ratio);
+  HPTRAIN_RETURN_IF_ERROR(z.Finish());
+  if (!Absent(resized) && augment->random_resized_crop.size == 0) {
+    return FieldError("spec.dataset.augment.randomResizedCrop.size", "required");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseDataset(const YAML::Node& node, DatasetSpec* dataset) {
   MapReader r(node, "spec.dataset");
   r.Read("name", &dataset->name);
   r.Read("path", &dataset->path);
   r.Read("format", &dataset->format);
+  r.Read("layout", &dataset->layout);
   r.Read("normalize", &dataset->normalize);
+  r.Read("mean", &dataset->mean);
+  r.Read("std", &dataset->std);
+  YAML::Node image_size = r.Child("imageSize");
+  r.Read("channels", &dataset->channels);
+  r.Read("classes", &dataset->classes);
+  r.Read("skipCorrupt", &dataset->skip_corrupt);
+  YAML::Node augment = r.Child("augment");
   YAML::Node synthetic = r.Child("synthetic");
   HPTRAIN_RETURN_IF_ERROR(r.Finish());
+  // imageSize: n or [height, width].
+  if (!Absent(image_size)) {
+    if (image_size.IsSequence()) {
+      dataset->image_size.assign(image_size.size(), 0);
+      for (size_t i = 0; i < image_size.size(); ++i) {
+        HPTRAIN_RETURN_IF_ERROR(Convert(image_size[i],
+                                        absl::StrCat("spec.dataset.imageSize[", i, "]"),
+                                        &dataset->image_size[i]));
+      }
+    } else {
+      int64_t side = 0;
+      HPTRAIN_RETURN_IF_ERROR(Convert(image_size, "spec.dataset.imageSize", &side));
+      dataset->image_size = {side};
+    }
+  }
+  HPTRAIN_RETURN_IF_ERROR(ParseAugment(augment, &dataset->augment));
   if (Absent(synthetic)) return absl::OkStatus();
 
   MapReader s(synthetic, "spec.dataset.synthetic");
@@ -482,6 +530,8 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   r.Read("epochs", &spec->epochs);
   r.Read("maxSteps", &spec->max_steps);
   r.Read("evalEverySteps", &spec->eval_every_steps);
+  r.Read("task", &spec->task);
+  r.Read("precision", &spec->precision);
   r.Read("seed", &spec->seed);
   r.Read("device", &spec->device);
   r.Read("deterministic", &spec->deterministic);

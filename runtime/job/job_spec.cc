@@ -8,6 +8,10 @@
 
 namespace hptrain::job {
 
+bool DatasetSpec::builtin_format() const {
+  return format == "idx" || format == "cifar-binary" || format == "synthetic";
+}
+
 int JobSpec::WorldSize() const {
   int world = 0;
   for (const WorkerGroupSpec& group : worker_groups) world += std::max(group.replicas, 0);

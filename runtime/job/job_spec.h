@@ -41,13 +41,68 @@ struct SyntheticSpec {
   int classes = 10;
 };
 
-struct DatasetSpec {
-  std::string name;               // fashion-mnist | mnist | cifar10 | cifar100 | synthetic
-  std::string path;               // directory with the files; defaults per name
-  std::string format;             // idx | cifar-binary | synthetic; defaults per name
-  bool normalize = true;          // subtract the data set's mean, divide by its std
-  SyntheticSpec synthetic;
+// spec.dataset.augment: random transforms of the training split (runtime/train/data/augment.h).
+// Every draw comes from (seed, epoch, sample index), never from a worker's generator, so a
+// rebalance, a restart or another worker count never changes what a sample looks like. The test
+// split is center-cropped to the same size. At most one of randomCrop and randomResizedCrop.
+struct RandomCropSpec {
+  int64_t size = 0;               // output height = width; 0 = off
+  int64_t padding = 0;            // zero padding on every side before the crop
 };
+struct RandomResizedCropSpec {
+  int64_t size = 0;               // output height = width; 0 = off
+  std::vector<double> scale = {0.08, 1.0};        // area fraction range of the crop
+  std::vector<double> ratio = {3.0 / 4.0, 4.0 / 3.0};  // aspect ratio (w / h) range
+};
+struct AugmentSpec {
+  RandomCropSpec random_crop;
+  bool horizontal_flip = false;   // flip left-right with probability 1/2
+  RandomResizedCropSpec random_resized_crop;
+  bool any() const {
+    return random_crop.size > 0 || horizontal_flip || random_resized_crop.size > 0;
+  }
+};
+
+struct DatasetSpec {
+  // fashion-mnist | mnist | cifar10 | cifar100 | synthetic (format idx, cifar-binary, synthetic);
+  // with format npy, imagefolder, filelist or webdataset a free label for messages and reports.
+  std::string name;
+  std::string path;               // directory with the files; defaults per built-in name
+  // idx | cifar-binary | synthetic (the built-in sets) | npy | imagefolder | filelist | webdataset;
+  // defaults per built-in name
+  std::string format;
+  std::string layout;             // npy 4-D images: NHWC (default) or NCHW
+  // Built-in sets: subtract their mean, divide by their std. Other formats: the per-channel mean
+  // and std of the training split, computed once and logged, unless `mean` and `std` are given.
+  // false: pixels / 255.
+  bool normalize = true;
+  std::vector<double> mean;       // explicit per-channel (or one) mean of pixels in [0, 1]
+  std::vector<double> std;        // and std; both or neither
+  // imagefolder, filelist, webdataset: decoded images are resized to [height, width] ([n] = n x n);
+  // empty = every image must already have the first image's size.
+  std::vector<int64_t> image_size;
+  int channels = 0;               // decoded images: 1 (gray) or 3 (RGB); 0 = as the first image
+  int classes = 0;                // class count; 0 = the largest label in either split + 1
+  bool skip_corrupt = false;      // a corrupt sample is dropped from its batch, counted and logged
+  AugmentSpec augment;
+  SyntheticSpec synthetic;
+  // True for the built-in sets' formats (idx, cifar-binary, synthetic).
+  bool builtin_format() const;
+};
+
+// spec.task: what the model's outputs mean, its loss and the metrics reported
+// (runtime/train/task.h).
+//   classification  cross-entropy; top-1 (accuracy) and top-5 accuracy          (default)
+//   multilabel      BCE-with-logits over multi-hot targets; micro F1 at 0.5, mAP
+//   regression      MSE; RMSE and MAE
+//   torchscript     spec.model.torchscript's own loss(outputs, targets) method (and metric(), if
+//                   it has one)
+inline constexpr const char* kTaskNames[] = {"classification", "multilabel", "regression",
+                                             "torchscript"};
+
+// spec.precision: fp32 | bf16 | fp16 — autocast for forward and backward, fp32 master weights
+// and optimizer; fp16 adds dynamic loss scaling (runtime/train/precision.h).
+inline constexpr const char* kPrecisionNames[] = {"fp32", "bf16", "fp16"};
 
 // spec.strategy: the strategy's type and the values of its parameters. The parameters, their
 // types, ranges and defaults are defined by the strategy descriptors
@@ -227,6 +282,8 @@ struct JobSpec {
   TrainerSpec trainer;
   ModelSpec model;
   DatasetSpec dataset;
+  std::string task = "classification";  // spec.task (kTaskNames)
+  std::string precision = "fp32";       // spec.precision (kPrecisionNames)
   StrategySpec strategy;
   OptimizerSpec optimizer;
   int global_batch_size = 0;

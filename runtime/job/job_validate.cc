@@ -84,9 +84,102 @@ absl::Status ValidateModel(const ModelSpec& model) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateAugment(const AugmentSpec& augment) {
+  const RandomCropSpec& crop = augment.random_crop;
+  const RandomResizedCropSpec& resized = augment.random_resized_crop;
+  if (crop.size > 0 && resized.size > 0) {
+    return Invalid("spec.dataset.augment.randomResizedCrop",
+                   "cannot be combined with randomCrop (use one of them)");
+  }
+  HPTRAIN_RETURN_IF_ERROR(
+      AtLeast<int64_t>("spec.dataset.augment.randomCrop.size", crop.size, 0));
+  HPTRAIN_RETURN_IF_ERROR(
+      AtLeast<int64_t>("spec.dataset.augment.randomCrop.padding", crop.padding, 0));
+  HPTRAIN_RETURN_IF_ERROR(
+      AtLeast<int64_t>("spec.dataset.augment.randomResizedCrop.size", resized.size, 0));
+  const auto range = [](const char* field, const std::vector<double>& v, bool at_most_one) {
+    const std::string path = absl::StrCat("spec.dataset.augment.randomResizedCrop.", field);
+    if (v.size() != 2) return Invalid(path, "needs two values [min, max], got ", v.size());
+    if (!(v[0] > 0.0) || v[0] > v[1]) {
+      return Invalid(path, "needs 0 < min <= max, got [", v[0], ", ", v[1], "]");
+    }
+    if (at_most_one && v[1] > 1.0) return Invalid(path, "max is at most 1, got ", v[1]);
+    return absl::OkStatus();
+  };
+  HPTRAIN_RETURN_IF_ERROR(range("scale", resized.scale, true));
+  return range("ratio", resized.ratio, false);
+}
+
+// Fields of the user-data formats (npy, imagefolder, filelist, webdataset).
+absl::Status ValidateUserData(const DatasetSpec& dataset) {
+  if (dataset.name.empty()) {
+    return Invalid("spec.dataset.name",
+                   "required: a label for the data set in messages and reports");
+  }
+  if (dataset.path.empty()) {
+    return Invalid("spec.dataset.path", "required for format ", dataset.format);
+  }
+  if (!dataset.layout.empty()) {
+    if (dataset.format != "npy") {
+      return Invalid("spec.dataset.layout", "applies only to format npy, got format ",
+                     dataset.format);
+    }
+    HPTRAIN_RETURN_IF_ERROR(
+        OneOf("spec.dataset.layout", "layout", dataset.layout, {"NHWC", "NCHW"}));
+  }
+  const bool decoded = dataset.format != "npy";
+  if (!dataset.image_size.empty()) {
+    if (!decoded) {
+      return Invalid("spec.dataset.imageSize",
+                     "applies only to formats imagefolder, filelist and webdataset");
+    }
+    if (dataset.image_size.size() > 2) {
+      return Invalid("spec.dataset.imageSize", "needs n or [height, width], got ",
+                     dataset.image_size.size(), " values");
+    }
+    for (size_t i = 0; i < dataset.image_size.size(); ++i) {
+      HPTRAIN_RETURN_IF_ERROR(AtLeast<int64_t>(absl::StrCat("spec.dataset.imageSize[", i, "]"),
+                                               dataset.image_size[i], 1));
+    }
+  }
+  if (dataset.channels != 0) {
+    if (!decoded) {
+      return Invalid("spec.dataset.channels",
+                     "applies only to formats imagefolder, filelist and webdataset");
+    }
+    if (dataset.channels != 1 && dataset.channels != 3) {
+      return Invalid("spec.dataset.channels", "must be 1 or 3, got ", dataset.channels);
+    }
+  }
+  HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.dataset.classes", dataset.classes, 0));
+  return absl::OkStatus();
+}
+
+absl::Status ValidateNormalization(const DatasetSpec& dataset) {
+  if (dataset.mean.empty() && dataset.std.empty()) return absl::OkStatus();
+  if (dataset.mean.empty() != dataset.std.empty()) {
+    return Invalid(dataset.mean.empty() ? "spec.dataset.mean" : "spec.dataset.std",
+                   "required with spec.dataset.", dataset.mean.empty() ? "std" : "mean");
+  }
+  if (dataset.mean.size() != dataset.std.size()) {
+    return Invalid("spec.dataset.std", "needs as many values as spec.dataset.mean (",
+                   dataset.mean.size(), "), got ", dataset.std.size());
+  }
+  if (!dataset.normalize) {
+    return Invalid("spec.dataset.mean", "cannot be combined with normalize: false");
+  }
+  for (size_t i = 0; i < dataset.std.size(); ++i) {
+    if (!(dataset.std[i] > 0.0)) {
+      return Invalid(absl::StrCat("spec.dataset.std[", i, "]"), "must be > 0, got ",
+                     dataset.std[i]);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateDataset(const DatasetSpec& dataset) {
-  // The format each data set comes in; the loaders read nothing else, so another pairing
-  // would only fail later, at the first batch.
+  // The format each built-in data set comes in; the loaders read nothing else, so another
+  // pairing would only fail later, at the first batch.
   static const std::map<std::string, std::string> kFormats = {{"fashion-mnist", "idx"},
                                                               {"mnist", "idx"},
                                                               {"cifar10", "cifar-binary"},
@@ -94,13 +187,32 @@ absl::Status ValidateDataset(const DatasetSpec& dataset) {
                                                               {"synthetic", "synthetic"}};
   static const std::vector<std::string> kNames = {"fashion-mnist", "mnist", "cifar10", "cifar100",
                                                   "synthetic"};
-  static const std::vector<std::string> kFormatNames = {"idx", "cifar-binary", "synthetic"};
+  static const std::vector<std::string> kFormatNames = {
+      "idx", "cifar-binary", "synthetic", "npy", "imagefolder", "filelist", "webdataset"};
+  HPTRAIN_RETURN_IF_ERROR(ValidateAugment(dataset.augment));
+  HPTRAIN_RETURN_IF_ERROR(ValidateNormalization(dataset));
+  if (!dataset.format.empty() && !dataset.builtin_format()) {
+    HPTRAIN_RETURN_IF_ERROR(
+        OneOf("spec.dataset.format", "format", dataset.format, kFormatNames));
+    return ValidateUserData(dataset);
+  }
   HPTRAIN_RETURN_IF_ERROR(OneOf("spec.dataset.name", "dataset", dataset.name, kNames));
   HPTRAIN_RETURN_IF_ERROR(OneOf("spec.dataset.format", "format", dataset.format, kFormatNames));
   const std::string& expected = kFormats.at(dataset.name);
   if (dataset.format != expected) {
     return Invalid("spec.dataset.format", "dataset ", dataset.name, " comes in format ", expected,
                    ", got \"", dataset.format, "\"");
+  }
+  for (const auto& [field, given] :
+       {std::pair<const char*, bool>{"layout", !dataset.layout.empty()},
+        {"imageSize", !dataset.image_size.empty()},
+        {"channels", dataset.channels != 0},
+        {"classes", dataset.classes != 0},
+        {"skipCorrupt", dataset.skip_corrupt}}) {
+    if (given) {
+      return Invalid(absl::StrCat("spec.dataset.", field),
+                     "applies only to formats npy, imagefolder, filelist and webdataset");
+    }
   }
   if (dataset.name == "cifar10" || dataset.name == "cifar100") {
     if (dataset.path.empty())
@@ -117,6 +229,23 @@ absl::Status ValidateDataset(const DatasetSpec& dataset) {
       HPTRAIN_RETURN_IF_ERROR(
           AtLeast<int64_t>(absl::StrCat("spec.dataset.synthetic.shape[", i, "]"), s.shape[i], 1));
     }
+  }
+  return absl::OkStatus();
+}
+
+// spec.task and spec.precision.
+absl::Status ValidateTaskAndPrecision(const JobSpec& spec) {
+  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.task", "task", spec.task,
+                                {std::begin(kTaskNames), std::end(kTaskNames)}));
+  if (spec.task == "torchscript" && spec.model.torchscript.empty() && !spec.trainer.set()) {
+    return Invalid("spec.task", "torchscript needs spec.model.torchscript: the module whose "
+                   "loss(outputs, targets) method the trainer calls");
+  }
+  HPTRAIN_RETURN_IF_ERROR(OneOf("spec.precision", "precision", spec.precision,
+                                {std::begin(kPrecisionNames), std::end(kPrecisionNames)}));
+  if (spec.precision == "fp16" && spec.device == "cpu") {
+    return Invalid("spec.precision",
+                   "fp16 needs a GPU (spec.device: cpu); use bf16 on the CPU, or fp32");
   }
   return absl::OkStatus();
 }
@@ -557,6 +686,7 @@ absl::Status ValidateJob(const JobSpec& spec) {
   if (!spec.trainer.set() || DatasetGiven(spec.dataset)) {
     HPTRAIN_RETURN_IF_ERROR(ValidateDataset(spec.dataset));
   }
+  HPTRAIN_RETURN_IF_ERROR(ValidateTaskAndPrecision(spec));
   HPTRAIN_RETURN_IF_ERROR(ValidateStrategy(spec.strategy));
   HPTRAIN_RETURN_IF_ERROR(ValidatePs(spec));
   HPTRAIN_RETURN_IF_ERROR(ValidateScheduler(spec));

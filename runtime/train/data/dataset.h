@@ -29,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/job/job_spec.h"
+#include "runtime/train/data/sample_source.h"
 
 namespace hptrain::train {
 
@@ -36,14 +37,6 @@ enum class Split { kTrain, kTest };
 
 // Returns "train" or "test".
 const char* SplitName(Split split);
-
-// Shape of one sample.
-struct SampleShape {
-  int64_t channels = 0;
-  int64_t height = 0;
-  int64_t width = 0;
-  int64_t numel() const { return channels * height * width; }
-};
 
 // A gathered batch, on the CPU. inputs: float32 [n, C, H, W]; targets: int64 [n].
 struct Batch {
