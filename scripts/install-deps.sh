@@ -17,7 +17,9 @@ packages=(
   # the Python package (python/hptrain): pybind11 and Python's headers
   pybind11-dev python3-dev python3-numpy
   # user data formats (spec.dataset.format imagefolder, filelist, webdataset): JPEG and PNG
-  libturbojpeg0-dev libpng-dev python3-pil
+  libturbojpeg0-dev libpng-dev
+  # the data-loading peer of bench/data (PIL decoding, torchvision transforms)
+  python3-pil python3-torchvision
   # deploy checks (tests/deploy)
   python3-jsonschema
   # benchmark report plots

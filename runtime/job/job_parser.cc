@@ -301,28 +301,13 @@ absl::Status ParseDataset(const YAML::Node& node, DatasetSpec* dataset) {
   r.Read("normalize", &dataset->normalize);
   r.Read("mean", &dataset->mean);
   r.Read("std", &dataset->std);
-  YAML::Node image_size = r.Child("imageSize");
+  r.Read("imageSize", &dataset->image_size);
   r.Read("channels", &dataset->channels);
   r.Read("classes", &dataset->classes);
   r.Read("skipCorrupt", &dataset->skip_corrupt);
   YAML::Node augment = r.Child("augment");
   YAML::Node synthetic = r.Child("synthetic");
   HPTRAIN_RETURN_IF_ERROR(r.Finish());
-  // imageSize: n or [height, width].
-  if (!Absent(image_size)) {
-    if (image_size.IsSequence()) {
-      dataset->image_size.assign(image_size.size(), 0);
-      for (size_t i = 0; i < image_size.size(); ++i) {
-        HPTRAIN_RETURN_IF_ERROR(Convert(image_size[i],
-                                        absl::StrCat("spec.dataset.imageSize[", i, "]"),
-                                        &dataset->image_size[i]));
-      }
-    } else {
-      int64_t side = 0;
-      HPTRAIN_RETURN_IF_ERROR(Convert(image_size, "spec.dataset.imageSize", &side));
-      dataset->image_size = {side};
-    }
-  }
   HPTRAIN_RETURN_IF_ERROR(ParseAugment(augment, &dataset->augment));
   if (Absent(synthetic)) return absl::OkStatus();
 

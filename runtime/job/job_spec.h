@@ -78,7 +78,7 @@ struct DatasetSpec {
   bool normalize = true;
   std::vector<double> mean;       // explicit per-channel (or one) mean of pixels in [0, 1]
   std::vector<double> std;        // and std; both or neither
-  // imagefolder, filelist, webdataset: decoded images are resized to [height, width] ([n] = n x n);
+  // imagefolder, filelist, webdataset: decoded images are resized to [height, width] ([n]: n x n);
   // empty = every image must already have the first image's size.
   std::vector<int64_t> image_size;
   int channels = 0;               // decoded images: 1 (gray) or 3 (RGB); 0 = as the first image

@@ -33,11 +33,6 @@
 
 namespace hptrain::train {
 
-enum class Split { kTrain, kTest };
-
-// Returns "train" or "test".
-const char* SplitName(Split split);
-
 // A gathered batch, on the CPU. inputs: float32 [n, C, H, W]; targets: int64 [n].
 struct Batch {
   torch::Tensor inputs;

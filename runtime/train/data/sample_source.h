@@ -21,12 +21,20 @@
 #define HPTRAIN_RUNTIME_TRAIN_DATA_SAMPLE_SOURCE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runtime/job/job_spec.h"
 
 namespace hptrain::train {
+
+enum class Split { kTrain, kTest };
+
+// Returns "train" or "test".
+const char* SplitName(Split split);
 
 // Shape of one sample.
 struct SampleShape {
@@ -69,6 +77,18 @@ class SampleSource {
   // the next step's slice is decoded while this step trains. The default does nothing.
   virtual void Prefetch(const std::vector<int64_t>& indices) const { (void)indices; }
 };
+
+// The sources of the user-data formats, by spec.dataset.format. Each reads spec.path (the
+// layout docs/data.md describes) for `split`, checks what it can without decoding every sample and
+// returns NotFound or DataLoss naming the file otherwise.
+absl::StatusOr<std::unique_ptr<SampleSource>> OpenNpySource(const job::DatasetSpec& spec,
+                                                            Split split);  // npy_source.cc
+absl::StatusOr<std::unique_ptr<SampleSource>> OpenImageFolderSource(
+    const job::DatasetSpec& spec, Split split);  // image_folder_source.cc
+absl::StatusOr<std::unique_ptr<SampleSource>> OpenFileListSource(
+    const job::DatasetSpec& spec, Split split);  // file_list_source.cc
+absl::StatusOr<std::unique_ptr<SampleSource>> OpenWebDatasetSource(
+    const job::DatasetSpec& spec, Split split);  // webdataset_source.cc
 
 }  // namespace hptrain::train
 
