@@ -43,26 +43,41 @@ YAML
 job rss-idx "{name: fashion-mnist}" >"$tmp/idx.yaml"
 job rss-npy "{name: fashion-mnist, format: npy, path: $tmp}" >"$tmp/npy.yaml"
 
+# Samples every child of $1 (the launcher) each 0.2 s until it exits: the peak VmHWM (all resident
+# pages, the data's shared file pages included) and the peak RssAnon (private memory) of each.
+sample() {
+  local launcher=$1 label=$2
+  declare -A hwm anon name
+  while kill -0 "$launcher" 2>/dev/null; do
+    for pid in $(pgrep -P "$launcher" || true); do
+      cmd=$( (tr '\0' ' ' </proc/"$pid"/cmdline) 2>/dev/null || true)
+      case "$cmd" in *resource_tracker*|"") continue ;; esac
+      if [ -z "${name[$pid]:-}" ]; then
+        role=$(echo "$cmd" | awk '{print $2}')
+        rank=$(echo "$cmd" | sed -n 's/.*--rank \([0-9]*\).*/\1/p')
+        case "$cmd" in *hptrain*) name[$pid]="$role${rank:+-$rank}" ;; *) name[$pid]="rank-pid$pid" ;; esac
+      fi
+      read -r h a < <(awk '/VmHWM/ {h=$2} /RssAnon/ {a=$2} END {print h, a}' /proc/"$pid"/status \
+                      2>/dev/null || true)
+      [ -n "${h:-}" ] || continue
+      if [ "$h" -gt "${hwm[$pid]:-0}" ]; then hwm[$pid]=$h; fi
+      if [ "${a:-0}" -gt "${anon[$pid]:-0}" ]; then anon[$pid]=$a; fi
+    done
+    sleep 0.2
+  done
+  wait "$launcher" || true
+  for pid in "${!hwm[@]}"; do
+    awk -v s="$label" -v k="${name[$pid]}" -v h="${hwm[$pid]}" -v a="${anon[$pid]}" \
+      'BEGIN { printf "%-4s %-12s VmHWM %7.1f MiB   RssAnon %7.1f MiB\n", s, k, h / 1024, a / 1024 }'
+  done | sort
+}
+
 for system in idx npy; do
-  bench/peak_rss.sh "$tmp/$system.yaml" | sed "s/^/$system  /"
+  build/bin/hptrain run "$tmp/$system.yaml" --quiet >/dev/null 2>"$tmp/$system.err" &
+  sample $! "$system"
 done
 
-# The DDP peer: four local ranks, the same steps; VmHWM of each rank process.
+# The DDP peer: four local ranks (mp.spawn's children of the launcher), the same steps.
 /usr/bin/python3 bench/peers/ddp_peer.py --local 4 --max-steps "$steps" --threads 1 \
-  --output "$tmp/ddp.json" >/dev/null 2>&1 &
-launcher=$!
-declare -A peak
-while kill -0 "$launcher" 2>/dev/null; do
-  # mp.spawn's rank processes are the launcher's children (its resource tracker is not a rank).
-  for pid in $(pgrep -P "$launcher" || true); do
-    grep -q resource_tracker /proc/"$pid"/cmdline 2>/dev/null && continue
-    hwm=$( (awk '/VmHWM/ {print $2}' /proc/"$pid"/status) 2>/dev/null || true)
-    [ -n "$hwm" ] || continue
-    if [ "$hwm" -gt "${peak[$pid]:-0}" ]; then peak[$pid]=$hwm; fi
-  done
-  sleep 0.2
-done
-wait "$launcher" || true
-for pid in $(echo "${!peak[@]}" | tr ' ' '\n' | sort -n); do
-  awk -v k="$pid" -v v="${peak[$pid]}" 'BEGIN { printf "ddp  pid-%-6s %8.1f MiB\n", k, v / 1024 }'
-done
+  --output "$tmp/ddp.json" >/dev/null 2>"$tmp/ddp.err" &
+sample $! ddp
