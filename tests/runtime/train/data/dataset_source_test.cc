@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -230,6 +232,39 @@ TEST(DatasetSourceTest, CorruptSampleFailsTheGatherUnlessSkipped) {
   EXPECT_EQ(batch->inputs[1][0][0][0].item<float>(), 0.02f);
   EXPECT_EQ(batch->targets[1].item<int64_t>(), 2);
   EXPECT_EQ((*lenient)->corrupt_samples(), 2);
+}
+
+TEST(DatasetSourceTest, DecodedFormatsKeepTheirStatisticsBesideTheData) {
+  job::DatasetSpec spec;
+  spec.name = "fake";
+  spec.format = "imagefolder";
+  // A cache file that fits the source (10 samples of 1x4x4) is used as it is.
+  const std::string cached = MakeTempDir();
+  {
+    std::ofstream out(cached + "/.hptrain-stats-train.json");
+    out << R"({"samples": 10, "shape": "1x4x4", "used": 10, "mean": [0.25], "std": [0.5]})";
+  }
+  spec.path = cached;
+  auto from_file = Dataset::FromSource(std::make_unique<FakeSource>(10, -1), spec, Split::kTrain, 0);
+  ASSERT_TRUE(from_file.ok());
+  auto norm = (*from_file)->normalization();
+  ASSERT_TRUE(norm.ok()) << norm.status();
+  EXPECT_EQ(norm->mean, std::vector<float>{0.25f});
+  EXPECT_EQ(norm->std, std::vector<float>{0.5f});
+
+  // Another sample count: computed (pixels 0, 0.01, ..., 0.11) and written for the next process.
+  const std::string fresh = MakeTempDir();
+  spec.path = fresh;
+  auto computed = Dataset::FromSource(std::make_unique<FakeSource>(12, -1), spec, Split::kTrain, 0);
+  ASSERT_TRUE(computed.ok());
+  norm = (*computed)->normalization();
+  ASSERT_TRUE(norm.ok()) << norm.status();
+  EXPECT_NEAR(norm->mean[0], 0.055, 1e-6);
+  EXPECT_NEAR(norm->std[0], std::sqrt(143.0 / 12.0) / 100.0, 1e-6);  // population std of 0..11
+  std::ifstream in(fresh + "/.hptrain-stats-train.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("\"samples\":12"));
+  EXPECT_THAT(text, HasSubstr("\"shape\":\"1x4x4\""));
 }
 
 TEST(DatasetSourceTest, AugmentationDrawsFromSeedEpochAndIndexOnly) {
