@@ -49,9 +49,12 @@ absl::Status Evaluator::Evaluate(double* accuracy, double* loss) {
   const int64_t begin = n * rank_ / world;
   const int64_t end = n * (rank_ + 1) / world;
   double correct = 0, loss_sum = 0;
+  // Samples skipped as corrupt (spec.dataset.skipCorrupt) are not in the denominator.
+  const int64_t corrupt_before = test_->corrupt_samples();
   HPTRAIN_RETURN_IF_ERROR(EvaluateRange(begin, end, &correct, &loss_sum));
+  const int64_t evaluated = end - begin - (test_->corrupt_samples() - corrupt_before);
   float totals[3] = {static_cast<float>(correct), static_cast<float>(loss_sum),
-                     static_cast<float>(end - begin)};
+                     static_cast<float>(evaluated)};
   HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(totals, 3), "evaluation all-reduce");
   *accuracy = totals[2] > 0 ? totals[0] / totals[2] : 0.0;
   *loss = totals[2] > 0 ? totals[1] / totals[2] : 0.0;
@@ -61,8 +64,10 @@ absl::Status Evaluator::Evaluate(double* accuracy, double* loss) {
 absl::Status Evaluator::EvaluateOwnModel(double* accuracy) {
   const int64_t n = test_->size();
   double correct = 0, loss_sum = 0;
+  const int64_t corrupt_before = test_->corrupt_samples();
   HPTRAIN_RETURN_IF_ERROR(EvaluateRange(0, n, &correct, &loss_sum), "this worker's own model");
-  *accuracy = n > 0 ? correct / static_cast<double>(n) : 0.0;
+  const int64_t evaluated = n - (test_->corrupt_samples() - corrupt_before);
+  *accuracy = evaluated > 0 ? correct / static_cast<double>(evaluated) : 0.0;
   return absl::OkStatus();
 }
 
