@@ -501,6 +501,11 @@ int Launch(const LaunchOptions& options) {
 
   if (!result.ok()) {
     std::fprintf(stderr, "hptrain run: %s\n", result.first_failure.c_str());
+    // A worker that stopped on bad input (its data, a flag) makes the run's exit code 2 as well,
+    // as a bad job file does: no retry fixes it.
+    if (result.outcome == RunOutcome::kFailed && FailedChildExitCode(result) == kExitBadInput) {
+      return kExitBadInput;
+    }
     return result.ExitCode();
   }
   if (!have_final) {
