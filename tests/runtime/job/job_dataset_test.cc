@@ -29,8 +29,7 @@ spec:
 )";
 
 // kJob with its data set replaced by a user format's.
-std::vector<std::string> UserData(const std::string& format,
-                                  std::vector<std::string> more = {}) {
+std::vector<std::string> UserData(const std::string& format, std::vector<std::string> more = {}) {
   std::vector<std::string> sets = {"spec.dataset={name: my-data, format: " + format +
                                    ", path: /data/x}"};
   sets.insert(sets.end(), more.begin(), more.end());
@@ -173,7 +172,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"UserFormatWithoutPath",
                 {"spec.dataset={name: x, format: webdataset}"},
                 "spec.dataset.path: required for format webdataset"},
-        BadCase{"UnknownBuiltinName", {"spec.dataset.name=imagenet"},
+        BadCase{"UnknownBuiltinName",
+                {"spec.dataset.name=imagenet"},
                 "spec.dataset.name: unknown dataset \"imagenet\""},
         BadCase{"LayoutOnImageFolder", UserData("imagefolder", {"spec.dataset.layout=NCHW"}),
                 "spec.dataset.layout: applies only to format npy, got format imagefolder"},
@@ -198,16 +198,21 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"SkipCorruptNotABoolean", UserData("npy", {"spec.dataset.skipCorrupt=sometimes"}),
                 "spec.dataset.skipCorrupt: must be true or false"},
         // the built-in sets refuse the user formats' fields
-        BadCase{"LayoutOnBuiltin", {"spec.dataset.layout=NHWC"},
+        BadCase{"LayoutOnBuiltin",
+                {"spec.dataset.layout=NHWC"},
                 "spec.dataset.layout: applies only to formats npy, imagefolder, filelist and "
                 "webdataset"},
-        BadCase{"ImageSizeOnBuiltin", {"spec.dataset.imageSize=[28]"},
+        BadCase{"ImageSizeOnBuiltin",
+                {"spec.dataset.imageSize=[28]"},
                 "spec.dataset.imageSize: applies only to formats npy, imagefolder"},
-        BadCase{"ChannelsOnBuiltin", {"spec.dataset.channels=1"},
+        BadCase{"ChannelsOnBuiltin",
+                {"spec.dataset.channels=1"},
                 "spec.dataset.channels: applies only to formats npy, imagefolder"},
-        BadCase{"ClassesOnBuiltin", {"spec.dataset.classes=10"},
+        BadCase{"ClassesOnBuiltin",
+                {"spec.dataset.classes=10"},
                 "spec.dataset.classes: applies only to formats npy, imagefolder"},
-        BadCase{"SkipCorruptOnBuiltin", {"spec.dataset.skipCorrupt=true"},
+        BadCase{"SkipCorruptOnBuiltin",
+                {"spec.dataset.skipCorrupt=true"},
                 "spec.dataset.skipCorrupt: applies only to formats npy, imagefolder"},
         // normalization
         BadCase{"MeanWithoutStd", UserData("npy", {"spec.dataset.mean=[0.5]"}),
@@ -230,14 +235,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"TwoCrops",
                 {"spec.dataset.augment={randomCrop: {size: 24}, randomResizedCrop: {size: 24}}"},
                 "spec.dataset.augment.randomResizedCrop: cannot be combined with randomCrop"},
-        BadCase{"CropWithoutSize", {"spec.dataset.augment.randomCrop={padding: 4}"},
+        BadCase{"CropWithoutSize",
+                {"spec.dataset.augment.randomCrop={padding: 4}"},
                 "spec.dataset.augment.randomCrop.size: required"},
         BadCase{"ResizedCropWithoutSize",
                 {"spec.dataset.augment.randomResizedCrop={scale: [0.5, 1]}"},
                 "spec.dataset.augment.randomResizedCrop.size: required"},
-        BadCase{"NegativeCropSize", {"spec.dataset.augment.randomCrop.size=-3"},
+        BadCase{"NegativeCropSize",
+                {"spec.dataset.augment.randomCrop.size=-3"},
                 "spec.dataset.augment.randomCrop.size: must be >= 0, got -3"},
-        BadCase{"NegativePadding", {"spec.dataset.augment.randomCrop={size: 24, padding: -1}"},
+        BadCase{"NegativePadding",
+                {"spec.dataset.augment.randomCrop={size: 24, padding: -1}"},
                 "spec.dataset.augment.randomCrop.padding: must be >= 0, got -1"},
         BadCase{"OneScaleValue",
                 {"spec.dataset.augment.randomResizedCrop={size: 24, scale: [0.5]}"},
@@ -252,19 +260,25 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"RatioZero",
                 {"spec.dataset.augment.randomResizedCrop={size: 24, ratio: [0, 1]}"},
                 "spec.dataset.augment.randomResizedCrop.ratio: needs 0 < min <= max, got [0, 1]"},
-        BadCase{"UnknownAugment", {"spec.dataset.augment.rotate=10"},
+        BadCase{"UnknownAugment",
+                {"spec.dataset.augment.rotate=10"},
                 "spec.dataset.augment.rotate: unknown field"},
-        BadCase{"FlipNotABoolean", {"spec.dataset.augment.horizontalFlip=yes please"},
+        BadCase{"FlipNotABoolean",
+                {"spec.dataset.augment.horizontalFlip=yes please"},
                 "spec.dataset.augment.horizontalFlip: must be true or false"},
         // task and precision
-        BadCase{"UnknownTask", {"spec.task=detection"},
+        BadCase{"UnknownTask",
+                {"spec.task=detection"},
                 "spec.task: unknown task \"detection\" (expected one of classification, "
                 "multilabel, regression, torchscript)"},
-        BadCase{"TorchScriptTaskOnAZooModel", {"spec.task=torchscript"},
+        BadCase{"TorchScriptTaskOnAZooModel",
+                {"spec.task=torchscript"},
                 "spec.task: torchscript needs spec.model.torchscript"},
-        BadCase{"UnknownPrecision", {"spec.precision=fp8"},
+        BadCase{"UnknownPrecision",
+                {"spec.precision=fp8"},
                 "spec.precision: unknown precision \"fp8\" (expected one of fp32, bf16, fp16)"},
-        BadCase{"Fp16OnCpu", {"spec.precision=fp16", "spec.device=cpu"},
+        BadCase{"Fp16OnCpu",
+                {"spec.precision=fp16", "spec.device=cpu"},
                 "spec.precision: fp16 needs a GPU (spec.device: cpu); use bf16 on the CPU"}));
 
 // examples/data/*.yaml: one job per format, each parsed and validated as `hptrain run` reads it.
