@@ -118,6 +118,12 @@ def validator_enums(source):
     return enums, lists
 
 
+def spec_name_lists(source):
+    """{name: values} of job_spec.h's `inline constexpr const char* kXNames[] = {...};` lists."""
+    return {name: re.findall(r'"([^"]*)"', body) for name, body in re.findall(
+        r"inline constexpr const char\* (k\w+)\[\] = \{(.*?)\};", source, re.S)}
+
+
 def strategy_descriptors():
     """The strategy descriptors, `hptrain strategies --json`'s list; None without $HPTRAIN_BIN."""
     binary = os.environ.get("HPTRAIN_BIN")
@@ -174,6 +180,7 @@ class CrdSchemaTest(unittest.TestCase):
         cls.schema = k8s_schema.crd_schema(cls.crd)
         cls.parser_source = read(os.path.join(REPO, "runtime", "job", "job_parser.cc"))
         cls.validate_source = read(os.path.join(REPO, "runtime", "job", "job_validate.cc"))
+        cls.spec_source = read(os.path.join(REPO, "runtime", "job", "job_spec.h"))
         cls.descriptors = strategy_descriptors()
         cls.mlp = k8s_schema.load_yaml_file(os.path.join(REPO, "examples", "synthetic-mlp.yaml"))[0]
         cls.hetero = k8s_schema.load_yaml_file(
@@ -268,7 +275,23 @@ class CrdSchemaTest(unittest.TestCase):
         enums["spec.strategy.compression.type"] = compression_type["enum"]
         lists["kBits"] = strategy_param(self.descriptors, "quantized", "bits")["enum"]
         lists["kHpsBits"] = strategy_param(self.descriptors, "hps", "bits")["enum"]
-        for path in ("spec.model.name", "spec.dataset.name", "spec.dataset.format",
+        # spec.task and spec.precision: job_spec.h's name lists, which the validator's OneOf reads.
+        names = spec_name_lists(self.spec_source)
+        for path, (name, ) in (("spec.task", ("kTaskNames",)),
+                               ("spec.precision", ("kPrecisionNames",))):
+            self.assertIn(f"{{std::begin({name}), std::end({name})}}", self.validate_source)
+            enums[path] = names[name]
+        # spec.dataset.name is free with your own formats: the built-in names are a rule's list.
+        (name_rule,) = [r["rule"] for r in k8s_schema.schema_at(self.schema, "spec.dataset")[
+            "x-kubernetes-validations"] if "self.name in" in r["rule"] and "? " not in r["rule"]
+            and "self.format in" in r["rule"] and "size(self.path)" not in r["rule"]]
+        self.assertEqual(re.findall(r"'([\w-]+)'", name_rule.split("self.name in")[1]),
+                         lists["kNames"])
+        self.assertEqual(re.findall(r"'([\w-]+)'", name_rule.split("self.name in")[0]),
+                         [f for f in lists["kFormatNames"] if f not in
+                          ("idx", "cifar-binary", "synthetic")])
+        for path in ("spec.model.name", "spec.dataset.format", "spec.dataset.layout",
+                     "spec.task", "spec.precision",
                      "spec.strategy.type", "spec.optimizer.type",
                      "spec.optimizer.schedule.type", "spec.device",
                      "spec.strategy.sparseEncoding", "spec.strategy.mode",
@@ -431,6 +454,9 @@ class CrdSchemaTest(unittest.TestCase):
     def test_examples_are_accepted(self):
         paths = sorted(glob.glob(os.path.join(REPO, "examples", "*.yaml")))
         self.assertGreaterEqual(len(paths), 4)
+        data = sorted(glob.glob(os.path.join(REPO, "examples", "data", "*.yaml")))
+        self.assertGreaterEqual(len(data), 4)
+        paths += data
         for path in paths:
             for doc in k8s_schema.load_yaml_file(path):
                 self.assertEqual(self.errors(doc), [], os.path.relpath(path, REPO))
@@ -521,6 +547,31 @@ class CrdSchemaTest(unittest.TestCase):
                                         spec__gangScheduling={"enabled": True,
                                                               "provider": "volcano",
                                                               "queue": "research"}),
+            "npy with layout and targets": with_set(self.mlp, spec__dataset={
+                "name": "my-arrays", "format": "npy", "path": "/data/a", "layout": "NCHW",
+                "normalize": True, "mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25],
+                "classes": 0, "skipCorrupt": True}),
+            "imagefolder with every field": with_set(self.mlp, spec__dataset={
+                "name": "My Images 2024", "format": "imagefolder", "path": "/data/i",
+                "imageSize": [64, 48], "channels": 3, "classes": 100, "augment": {
+                    "randomResizedCrop": {"size": 56, "scale": [0.08, 1], "ratio": [0.75, 1.33]},
+                    "horizontalFlip": True}}),
+            "filelist with one side": with_set(self.mlp, spec__dataset={
+                "name": "list", "format": "filelist", "path": "/data/l", "imageSize": [32],
+                "channels": 1}),
+            "webdataset": with_set(self.mlp, spec__dataset={
+                "name": "shards", "format": "webdataset", "path": "/data/w"}),
+            "augment a built-in set": with_set(self.mlp, spec__dataset__augment={
+                "randomCrop": {"size": 24, "padding": 2}, "horizontalFlip": True}),
+            "normalize false without mean": with_set(self.mlp, spec__dataset__normalize=False),
+            "regression bf16": with_set(self.mlp, spec__task="regression",
+                                        spec__precision="bf16", spec__device="cpu"),
+            "fp16 on cuda": with_set(self.mlp, spec__precision="fp16", spec__device="cuda"),
+            "torchscript task": with_set(self.mlp, spec__task="torchscript",
+                                         spec__model={"torchscript": "m.pt"}),
+            "torchscript task with own program": with_set(
+                self.mlp, spec__task="torchscript", spec__model=DELETE,
+                spec__trainer={"command": ["python3", "train.py"]}),
             "batch on every group": with_set(self.hetero, spec__globalBatchSize=384,
                                              spec__workerGroups__0__batchSize=128,
                                              spec__workerGroups__1__batchSize=64),
@@ -790,6 +841,83 @@ class CrdSchemaTest(unittest.TestCase):
              "format does not match the dataset"),
             ("cifar without path", with_set(hetero, spec__dataset__path=DELETE),
              "path is required for datasets cifar10 and cifar100"),
+            ("unknown built-in name", with_set(mlp, spec__dataset={"name": "imagenet"}),
+             "spec.dataset.name must be fashion-mnist, mnist, cifar10, cifar100 or synthetic"),
+            ("user format without path", with_set(mlp, spec__dataset={"name": "x",
+                                                                      "format": "npy"}),
+             "spec.dataset.path is required for datasets cifar10 and cifar100 and for formats"),
+            ("user format with an empty name", with_set(mlp, spec__dataset={
+                "name": "", "format": "npy", "path": "/d"}),
+             "spec.dataset.name: '' is too short"),
+            ("unknown format", with_set(mlp, spec__dataset={"name": "x", "format": "tfrecord",
+                                                            "path": "/d"}),
+             "spec.dataset.format: 'tfrecord' is not one of"),
+            ("mean without std", with_set(mlp, spec__dataset__mean=[0.5]),
+             "set both spec.dataset.mean and spec.dataset.std, or neither"),
+            ("mean and std of different lengths", with_set(
+                mlp, spec__dataset__mean=[0.5, 0.5, 0.5], spec__dataset__std=[0.2]),
+             "spec.dataset.std needs as many values as spec.dataset.mean"),
+            ("std 0", with_set(mlp, spec__dataset__mean=[0.5], spec__dataset__std=[0]),
+             "spec.dataset.std[0]: 0 is less than or equal to the minimum of 0"),
+            ("mean with normalize false", with_set(mlp, spec__dataset__mean=[0.5],
+                                                   spec__dataset__std=[0.2],
+                                                   spec__dataset__normalize=False),
+             "spec.dataset.mean cannot be combined with normalize: false"),
+            ("layout on imagefolder", with_set(mlp, spec__dataset={
+                "name": "x", "format": "imagefolder", "path": "/d", "layout": "NHWC"}),
+             "spec.dataset.layout applies only to format npy"),
+            ("unknown layout", with_set(mlp, spec__dataset={
+                "name": "x", "format": "npy", "path": "/d", "layout": "HWC"}),
+             "spec.dataset.layout: 'HWC' is not one of ['NHWC', 'NCHW']"),
+            ("imageSize on npy", with_set(mlp, spec__dataset={
+                "name": "x", "format": "npy", "path": "/d", "imageSize": [28, 28]}),
+             "spec.dataset.imageSize applies only to formats imagefolder, filelist and webdataset"),
+            ("three imageSize values", with_set(mlp, spec__dataset={
+                "name": "x", "format": "filelist", "path": "/d", "imageSize": [3, 28, 28]}),
+             "is too long"),
+            ("imageSize 0", with_set(mlp, spec__dataset={
+                "name": "x", "format": "filelist", "path": "/d", "imageSize": [0]}),
+             "spec.dataset.imageSize[0]: 0 is less than the minimum of 1"),
+            ("channels on a built-in set", with_set(mlp, spec__dataset__channels=1),
+             "spec.dataset.channels applies only to formats imagefolder, filelist and webdataset"),
+            ("channels 2", with_set(mlp, spec__dataset={
+                "name": "x", "format": "webdataset", "path": "/d", "channels": 2}),
+             "spec.dataset.channels: 2 is not one of [1, 3]"),
+            ("classes on a built-in set", with_set(mlp, spec__dataset__classes=10),
+             "spec.dataset.classes applies only to formats npy, imagefolder, filelist and"),
+            ("skipCorrupt on a built-in set", with_set(mlp, spec__dataset__skipCorrupt=True),
+             "spec.dataset.skipCorrupt applies only to formats npy, imagefolder, filelist and"),
+            ("both crops", with_set(mlp, spec__dataset__augment={
+                "randomCrop": {"size": 24}, "randomResizedCrop": {"size": 24}}),
+             "spec.dataset.augment.randomCrop cannot be combined with randomResizedCrop"),
+            ("crop without size", with_set(mlp, spec__dataset__augment={
+                "randomCrop": {"padding": 4}}), "'size' is a required property"),
+            ("crop size 0", with_set(mlp, spec__dataset__augment={"randomCrop": {"size": 0}}),
+             "spec.dataset.augment.randomCrop.size: 0 is less than the minimum of 1"),
+            ("negative padding", with_set(mlp, spec__dataset__augment={
+                "randomCrop": {"size": 24, "padding": -1}}),
+             "spec.dataset.augment.randomCrop.padding: -1 is less than the minimum of 0"),
+            ("scale above 1", with_set(mlp, spec__dataset__augment={
+                "randomResizedCrop": {"size": 24, "scale": [0.5, 1.5]}}),
+             "spec.dataset.augment.randomResizedCrop.scale needs 0 < min <= max <= 1"),
+            ("scale reversed", with_set(mlp, spec__dataset__augment={
+                "randomResizedCrop": {"size": 24, "scale": [0.9, 0.1]}}),
+             "spec.dataset.augment.randomResizedCrop.scale needs 0 < min <= max <= 1"),
+            ("ratio 0", with_set(mlp, spec__dataset__augment={
+                "randomResizedCrop": {"size": 24, "ratio": [0, 1]}}),
+             "spec.dataset.augment.randomResizedCrop.ratio needs 0 < min <= max"),
+            ("one ratio value", with_set(mlp, spec__dataset__augment={
+                "randomResizedCrop": {"size": 24, "ratio": [1]}}), "is too short"),
+            ("unknown augment key", with_set(mlp, spec__dataset__augment={"rotate": 10}),
+             "'rotate' was unexpected"),
+            ("unknown task", with_set(mlp, spec__task="detection"),
+             "spec.task: 'detection' is not one of"),
+            ("torchscript task on a zoo model", with_set(mlp, spec__task="torchscript"),
+             "spec.task torchscript needs spec.model.torchscript"),
+            ("unknown precision", with_set(mlp, spec__precision="fp8"),
+             "spec.precision: 'fp8' is not one of ['fp32', 'bf16', 'fp16']"),
+            ("fp16 on the cpu", with_set(mlp, spec__precision="fp16", spec__device="cpu"),
+             "spec.precision fp16 needs a GPU"),
             ("unknown device", with_set(mlp, spec__device="tpu"), "'tpu' is not one of"),
             ("zero lr", with_set(mlp, spec__optimizer__lr=0),
              "0 is less than or equal to the minimum of 0"),

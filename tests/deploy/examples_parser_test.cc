@@ -1,7 +1,7 @@
-// The runtime parser's side of the CRD contract: every examples/*.yaml parses, and every
-// examples/invalid/*.yaml is refused with the error its "# parser: <text>" line names. The CRD's
-// side of the same files is tests/deploy/crd_schema_test.py, so a manifest that one side accepts
-// and the other refuses fails one of the two.
+// The runtime parser's side of the CRD contract: every examples/*.yaml and examples/data/*.yaml
+// parses, and every examples/invalid/*.yaml is refused with the error its "# parser: <text>" line
+// names. The CRD's side of the same files is tests/deploy/crd_schema_test.py, so a manifest that
+// one side accepts and the other refuses fails one of the two.
 //
 // Runs from the source root (CTest's WORKING_DIRECTORY).
 #include <algorithm>
@@ -50,6 +50,9 @@ std::string ExpectedParserError(const std::string& text) {
 TEST(DeployExamplesTest, EveryExampleParses) {
   std::vector<fs::path> files = YamlFiles("examples");
   ASSERT_GE(files.size(), 4u);
+  std::vector<fs::path> data = YamlFiles("examples/data");  // one job per user-data format
+  ASSERT_GE(data.size(), 4u);
+  files.insert(files.end(), data.begin(), data.end());
   for (const fs::path& path : files) {
     absl::StatusOr<JobSpec> spec = ParseJobFile(path.string());
     EXPECT_TRUE(spec.ok()) << path << ": " << spec.status();

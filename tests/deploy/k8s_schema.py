@@ -184,6 +184,15 @@ def _dataset_format(d):
     return "synthetic"
 
 
+# spec.dataset.format of your own data, and those of them that decode images.
+_USER_FORMATS = ("npy", "imagefolder", "filelist", "webdataset")
+_DECODED_FORMATS = ("imagefolder", "filelist", "webdataset")
+
+
+def _user_format(d):
+    return d.get("format") in _USER_FORMATS
+
+
 def _ps_shards_fit_strategy(spec):
     shards = spec.get("ps", {}).get("shards", 1)
     return shards <= 1 or spec.get("strategy", {}).get("type") in ("ps", "hps", "mp2")
@@ -244,11 +253,52 @@ CEL_TWINS = {
         lambda s: "hidden" not in s or len(s["hidden"]) == 0 or s.get("name") == "mlp",
     "!has(self.synthetic) || self.name == 'synthetic'":
         lambda s: "synthetic" not in s or s["name"] == "synthetic",
-    "!has(self.format) || self.format == (self.name in ['fashion-mnist', 'mnist'] ? 'idx' : "
+    "(has(self.format) && self.format in ['npy', 'imagefolder', 'filelist', 'webdataset']) || "
+    "self.name in ['fashion-mnist', 'mnist', 'cifar10', 'cifar100', 'synthetic']":
+        lambda s: _user_format(s)
+        or s["name"] in ("fashion-mnist", "mnist", "cifar10", "cifar100", "synthetic"),
+    "!has(self.format) || self.format in ['npy', 'imagefolder', 'filelist', 'webdataset'] || "
+    "self.format == (self.name in ['fashion-mnist', 'mnist'] ? 'idx' : "
     "self.name in ['cifar10', 'cifar100'] ? 'cifar-binary' : 'synthetic')":
-        lambda s: "format" not in s or s["format"] == _dataset_format(s),
-    "!(self.name in ['cifar10', 'cifar100']) || (has(self.path) && size(self.path) > 0)":
-        lambda s: s["name"] not in ("cifar10", "cifar100") or len(s.get("path", "")) > 0,
+        lambda s: "format" not in s or _user_format(s) or s["format"] == _dataset_format(s),
+    "!(self.name in ['cifar10', 'cifar100'] || (has(self.format) && self.format in "
+    "['npy', 'imagefolder', 'filelist', 'webdataset'])) || (has(self.path) && size(self.path) > 0)":
+        lambda s: not (s["name"] in ("cifar10", "cifar100") or _user_format(s))
+        or len(s.get("path", "")) > 0,
+    "has(self.mean) == has(self.std)":
+        lambda s: ("mean" in s) == ("std" in s),
+    "!has(self.augment) || !has(self.augment.randomCrop) || !has(self.augment.randomResizedCrop)":
+        lambda s: not ("randomCrop" in s.get("augment", {})
+                       and "randomResizedCrop" in s.get("augment", {})),
+    "!has(self.layout) || (has(self.format) && self.format == 'npy')":
+        lambda s: "layout" not in s or s.get("format") == "npy",
+    "!has(self.imageSize) || (has(self.format) && self.format in "
+    "['imagefolder', 'filelist', 'webdataset'])":
+        lambda s: "imageSize" not in s or s.get("format") in _DECODED_FORMATS,
+    "!has(self.channels) || (has(self.format) && self.format in "
+    "['imagefolder', 'filelist', 'webdataset'])":
+        lambda s: "channels" not in s or s.get("format") in _DECODED_FORMATS,
+    "!has(self.classes) || self.classes == 0 || (has(self.format) && self.format in "
+    "['npy', 'imagefolder', 'filelist', 'webdataset'])":
+        lambda s: s.get("classes", 0) == 0 or _user_format(s),
+    "!has(self.skipCorrupt) || !self.skipCorrupt || (has(self.format) && self.format in "
+    "['npy', 'imagefolder', 'filelist', 'webdataset'])":
+        lambda s: not s.get("skipCorrupt", False) or _user_format(s),
+    "!has(self.mean) || !has(self.normalize) || self.normalize":
+        lambda s: "mean" not in s or s.get("normalize", True),
+    "!has(self.mean) || !has(self.std) || size(self.mean) == size(self.std)":
+        lambda s: "mean" not in s or "std" not in s or len(s["mean"]) == len(s["std"]),
+    "size(self) != 2 || (self[0] > 0.0 && self[0] <= self[1] && self[1] <= 1.0)":
+        lambda s: len(s) != 2 or 0 < s[0] <= s[1] <= 1,
+    "size(self) != 2 || (self[0] > 0.0 && self[0] <= self[1])":
+        lambda s: len(s) != 2 or 0 < s[0] <= s[1],
+    "!has(self.task) || self.task != 'torchscript' || has(self.trainer) || "
+    "(has(self.model) && has(self.model.torchscript))":
+        lambda s: s.get("task") != "torchscript" or "trainer" in s
+        or "torchscript" in s.get("model", {}),
+    "!has(self.precision) || self.precision != 'fp16' || !has(self.device) || "
+    "self.device != 'cpu'":
+        lambda s: s.get("precision") != "fp16" or s.get("device") != "cpu",
         "!has(self.bits) || (has(self.type) && self.type == 'quantized')":
         lambda s: "bits" not in s or s.get("type") == "quantized",
     "!has(self.interval) || type(self.interval) != int || self.interval >= 1 || "

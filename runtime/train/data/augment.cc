@@ -167,10 +167,16 @@ void ApplyAugment(const job::AugmentSpec& augment, const AugmentDraws& draws, co
           std::fill(dst, dst + shape.width, 0.0f);
           continue;
         }
-        for (int64_t x = 0; x < shape.width; ++x) {
-          const int64_t src_x = draws.crop.left + x - padding;
-          dst[x] = src_x < 0 || src_x >= in.width ? 0.0f : plane[src_y * in.width + src_x];
+        // Output columns [x_begin, x_end) read the input; the rest is padding.
+        const int64_t offset = draws.crop.left - padding;  // input column of output column 0
+        const int64_t x_begin = std::clamp<int64_t>(-offset, 0, shape.width);
+        const int64_t x_end = std::clamp<int64_t>(in.width - offset, x_begin, shape.width);
+        std::fill(dst, dst + x_begin, 0.0f);
+        if (x_end > x_begin) {
+          std::memcpy(dst + x_begin, plane + src_y * in.width + offset + x_begin,
+                      static_cast<size_t>(x_end - x_begin) * sizeof(float));
         }
+        std::fill(dst + x_end, dst + shape.width, 0.0f);
       }
     }
   } else if (augment.random_resized_crop.size > 0) {

@@ -224,6 +224,20 @@ TEST(AugmentTest, CropAsLargeAsThePaddedInputIsAtTheOrigin) {
   const AugmentDraws draws = DrawAugment(CropSpec(7, 1, false), in, 1, 0, 0);
   EXPECT_EQ(draws.crop.top, 0);
   EXPECT_EQ(draws.crop.left, 0);
+  // Larger than the padded input: zeros past the padding too.
+  const AugmentDraws large = DrawAugment(CropSpec(9, 1, false), in, 1, 0, 0);
+  EXPECT_EQ(large.crop.top, 0);
+  EXPECT_EQ(large.crop.left, 0);
+  const Image image = RandomImage(in, 7);
+  Image out(81, -1.0f);
+  ApplyAugment(CropSpec(9, 1, false), large, in, image.data(), out.data());
+  for (int64_t y = 0; y < 9; ++y) {
+    for (int64_t x = 0; x < 9; ++x) {
+      const bool inside = y >= 1 && y <= 5 && x >= 1 && x <= 5;
+      ASSERT_EQ(out[static_cast<size_t>(y * 9 + x)], inside ? At(image, in, 0, y - 1, x - 1) : 0.0f)
+          << y << "," << x;
+    }
+  }
 }
 
 TEST(AugmentTest, FlipIsAFairCoinAndMirrorsRows) {
