@@ -42,8 +42,8 @@ class Evaluator {
   using ToDevice = std::function<torch::Tensor(const torch::Tensor&)>;
 
   // None of the pointers is owned; all must outlive the evaluator.
-  Evaluator(const Dataset* test, Model* model, const Task* task, comm::Communicator* comm,
-            int rank, ToDevice to_device);
+  Evaluator(const Dataset* test, Model* model, const Task* task, comm::Communicator* comm, int rank,
+            ToDevice to_device);
 
   // Every rank: this rank's shard scored, the task's sums all-reduced and its rows gathered. On
   // success *out holds the whole test set's figures. InvalidArgument when the task's loss or

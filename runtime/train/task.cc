@@ -248,8 +248,7 @@ absl::Status Task::Accumulate(const torch::Tensor& outputs, const torch::Tensor&
 
 double AveragePrecision(const std::vector<float>& scores, const std::vector<bool>& positive) {
   const size_t n = scores.size();
-  const double positives =
-      static_cast<double>(std::count(positive.begin(), positive.end(), true));
+  const double positives = static_cast<double>(std::count(positive.begin(), positive.end(), true));
   if (positives == 0) return -1;
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
@@ -274,8 +273,8 @@ double AveragePrecision(const std::vector<float>& scores, const std::vector<bool
   return ap;
 }
 
-absl::StatusOr<std::unique_ptr<Task>> CreateTask(const std::string& task,
-                                                 const TargetInfo& targets, Model* model) {
+absl::StatusOr<std::unique_ptr<Task>> CreateTask(const std::string& task, const TargetInfo& targets,
+                                                 Model* model) {
   if (task == "classification") {
     HPTRAIN_RETURN_IF_ERROR(NeedsKind(task, targets, TargetKind::kClass));
     return std::unique_ptr<Task>(new ClassificationTask(targets.num_classes));
@@ -290,9 +289,9 @@ absl::StatusOr<std::unique_ptr<Task>> CreateTask(const std::string& task,
   }
   if (task == "torchscript") {
     if (model == nullptr || !model->HasMethod("loss")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "spec.task: torchscript: ", model == nullptr ? "the model" : model->name(),
-          " has no loss(outputs, targets) method"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.task: torchscript: ", model == nullptr ? "the model" : model->name(),
+                       " has no loss(outputs, targets) method"));
     }
     return std::unique_ptr<Task>(new TorchScriptTask(model, model->HasMethod("metric")));
   }

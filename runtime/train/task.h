@@ -1,19 +1,20 @@
 // Task: what a model's outputs mean (spec.task): the training loss and the metrics an evaluation
 // reports, by name.
 //
-//   task            targets (sample_source.h)      loss (per sample)             metrics (primary first)
-//   classification  kClass: int64 [n]              cross-entropy                 accuracy (top-1),
-//                                                                                top5_accuracy (top-k,
-//                                                                                k = min(5, classes))
-//   multilabel      kVector: float32 multi-hot     BCE-with-logits, mean over    f1 (micro, a label is
-//                   [n, labels]                    the labels                    predicted when its
-//                                                                                sigmoid > 0.5), map
-//   regression      kVector: float32 [n, dim]      MSE, mean over dim            rmse, mae (over every
-//                                                                                target value)
-//   torchscript     either                         the module's                  metric (the module's
-//                                                  loss(outputs, targets)        metric(outputs, targets)
-//                                                                                when it has one), else
-//                                                                                loss (the test loss)
+//   classification  targets: kClass, int64 [n] (sample_source.h)
+//                   loss: cross-entropy
+//                   metrics: accuracy (top-1), top5_accuracy (top-k, k = min(5, classes))
+//   multilabel      targets: kVector, float32 multi-hot [n, labels]
+//                   loss: BCE-with-logits, mean over the labels
+//                   metrics: f1 (micro; a label is predicted when its sigmoid exceeds 0.5), map
+//   regression      targets: kVector, float32 [n, dim]
+//                   loss: MSE, mean over dim
+//                   metrics: rmse, mae (over every target value)
+//   torchscript     targets: either
+//                   loss: the module's loss(outputs, targets)
+//                   metrics: metric (the module's metric(outputs, targets), when it has one),
+//                   else loss (the test loss)
+// The first metric is the task's primary one.
 // Higher is better for every primary metric but rmse (and a torchscript module's "loss").
 //
 // Loss() returns the SUM over the batch of the per-sample losses: the trainer back-propagates the
@@ -59,10 +60,10 @@ using NamedMetrics = std::vector<std::pair<std::string, double>>;
 
 // What an evaluation accumulates over the samples it scores.
 struct MetricState {
-  double count = 0;           // samples scored
-  double loss_sum = 0;        // Σ per-sample loss
-  std::vector<double> sums;   // Task::num_sums() task-specific sums
-  std::vector<float> rows;    // Task::row_width() floats per sample scored (count rows)
+  double count = 0;          // samples scored
+  double loss_sum = 0;       // Σ per-sample loss
+  std::vector<double> sums;  // Task::num_sums() task-specific sums
+  std::vector<float> rows;   // Task::row_width() floats per sample scored (count rows)
 };
 
 class Task {
@@ -117,8 +118,8 @@ class Task {
 // torchscript task (its loss and metric methods) and must outlive the task. InvalidArgument
 // "spec.task: ..." when the targets do not fit the task (classification needs class labels,
 // multilabel and regression float vectors) or the module lacks loss(); for an unknown name too.
-absl::StatusOr<std::unique_ptr<Task>> CreateTask(const std::string& task,
-                                                 const TargetInfo& targets, Model* model);
+absl::StatusOr<std::unique_ptr<Task>> CreateTask(const std::string& task, const TargetInfo& targets,
+                                                 Model* model);
 
 // The average precision of one label's scores (scikit-learn's average_precision_score):
 // Σ_k (R_k − R_{k−1}) P_k over the distinct scores from the highest, P_k and R_k the precision

@@ -30,8 +30,8 @@ void WriteNpy(const std::string& path, const std::string& descr, const std::vect
               const void* data, size_t bytes) {
   std::string dims;
   for (int64_t d : shape) dims += std::to_string(d) + ", ";
-  if (shape.size() > 1) dims.resize(dims.size() - 2);  // "(n,)" for one dimension, "(n, m)" else
-  else dims.resize(dims.size() - 1);
+  // "(n,)" for one dimension, "(n, m)" for more.
+  dims.resize(dims.size() - (shape.size() > 1 ? 2 : 1));
   std::string header =
       "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
   // Magic (6) + version (2) + length (2) + header + '\n', padded to a multiple of 64.
@@ -47,8 +47,8 @@ void WriteNpy(const std::string& path, const std::string& descr, const std::vect
   ASSERT_TRUE(out.good()) << path;
 }
 
-constexpr int kSide = 4;                     // images 1 x 4 x 4
-constexpr int kFeatures = kSide * kSide;     // 16 pixels in [0, 1]
+constexpr int kSide = 4;                  // images 1 x 4 x 4
+constexpr int kFeatures = kSide * kSide;  // 16 pixels in [0, 1]
 
 // One split: pixels uniform in [0, 1), and the targets of each task, computed from them.
 struct Split {
@@ -79,11 +79,12 @@ std::string WriteData(const std::string& dir, const std::string& task, const Spl
                       const Split& test) {
   const std::string path = dir + "/" + task;
   std::filesystem::create_directories(path);
-  for (const auto& [name, split] : {std::pair<std::string, const Split*>{"train", &train},
-                                    {"test", &test}}) {
+  for (const auto& [name, split] :
+       {std::pair<std::string, const Split*>{"train", &train}, {"test", &test}}) {
     WriteNpy(path + "/" + name + "-images.npy", "<f4", {split->n, kSide, kSide},
              split->pixels.data(), split->pixels.size() * sizeof(float));
-    const std::vector<float>& targets = task == "regression" ? split->regression : split->multilabel;
+    const std::vector<float>& targets =
+        task == "regression" ? split->regression : split->multilabel;
     const int64_t dim = static_cast<int64_t>(targets.size()) / split->n;
     WriteNpy(path + "/" + name + "-labels.npy", "<f4", {split->n, dim}, targets.data(),
              targets.size() * sizeof(float));
@@ -125,7 +126,9 @@ double BestLinearRmse(const Split& test) {
     }
     for (int64_t i = 0; i < test.n; ++i) {
       double fit = b[kFeatures] / a[kFeatures * p + kFeatures];
-      for (int j = 0; j < kFeatures; ++j) fit += b[j] / a[j * p + j] * test.pixels[i * kFeatures + j];
+      for (int j = 0; j < kFeatures; ++j) {
+        fit += b[j] / a[j * p + j] * test.pixels[i * kFeatures + j];
+      }
       const double e = fit - test.regression[i * 2 + d];
       total += e * e;
     }
@@ -136,19 +139,14 @@ double BestLinearRmse(const Split& test) {
 // A job on `dataset` (a YAML flow mapping) with `task`, two workers unless `strategy` needs more.
 std::string Job(const std::string& name, const std::string& task, const std::string& model,
                 const std::string& dataset, const std::string& strategy, const std::string& extra) {
-  return "apiVersion: hptrain.io/v1alpha1\n"
-         "kind: TrainingJob\n"
-         "metadata:\n"
-         "  name: " + name + "\n"
-         "spec:\n"
-         "  task: " + task + "\n"
-         "  model: " + model + "\n"
-         "  dataset: " + dataset + "\n"
-         "  strategy: " + strategy + "\n"
-         "  globalBatchSize: 64\n"
-         "  threads: 1\n"
-         "  seed: 3\n"
-         "  workers: {replicas: 2}\n" + extra;
+  std::string job = "apiVersion: hptrain.io/v1alpha1\nkind: TrainingJob\nmetadata:\n";
+  job += "  name: " + name + "\nspec:\n";
+  job += "  task: " + task + "\n";
+  job += "  model: " + model + "\n";
+  job += "  dataset: " + dataset + "\n";
+  job += "  strategy: " + strategy + "\n";
+  job += "  globalBatchSize: 64\n  threads: 1\n  seed: 3\n  workers: {replicas: 2}\n";
+  return job + extra;
 }
 
 struct Run {
@@ -201,22 +199,23 @@ class TasksTest : public ::testing::Test {
                             const std::string& metric) {
     const std::string path = dir_->path() + "/" + name + ".pt";
     const std::string script = dir_->path() + "/" + name + ".py";
-    std::ofstream(script) << "import torch\n"
-                             "torch.manual_seed(0)\n"
-                             "class M(torch.nn.Module):\n"
-                             "    def __init__(self):\n"
-                             "        super().__init__()\n"
-                             "        self.fc1 = torch.nn.Linear(16, 64)\n"
-                             "        self.fc2 = torch.nn.Linear(64, " << outputs << ")\n"
-                             "    def forward(self, x):\n"
-                             "        return self.fc2(torch.relu(self.fc1(torch.flatten(x, 1))))\n"
-                             "    @torch.jit.export\n"
-                             "    def loss(self, outputs, targets):\n"
-                             "        return " << loss << "\n"
-                             "    @torch.jit.export\n"
-                             "    def metric(self, outputs, targets):\n"
-                             "        return " << metric << "\n"
-                             "torch.jit.script(M()).save('" << path << "')\n";
+    std::string text = "import torch\n";
+    text += "torch.manual_seed(0)\n";
+    text += "class M(torch.nn.Module):\n";
+    text += "    def __init__(self):\n";
+    text += "        super().__init__()\n";
+    text += "        self.fc1 = torch.nn.Linear(16, 64)\n";
+    text += "        self.fc2 = torch.nn.Linear(64, " + std::to_string(outputs) + ")\n";
+    text += "    def forward(self, x):\n";
+    text += "        return self.fc2(torch.relu(self.fc1(torch.flatten(x, 1))))\n";
+    text += "    @torch.jit.export\n";
+    text += "    def loss(self, outputs, targets):\n";
+    text += "        return " + loss + "\n";
+    text += "    @torch.jit.export\n";
+    text += "    def metric(self, outputs, targets):\n";
+    text += "        return " + metric + "\n";
+    text += "torch.jit.script(M()).save('" + path + "')\n";
+    std::ofstream(script) << text;
     const std::string command = "/usr/bin/python3 " + script + " >/dev/null 2>&1";
     return std::system(command.c_str()) == 0 ? path : "";
   }
@@ -244,10 +243,10 @@ const char kSynthetic[] =
 
 TEST_F(TasksTest, RegressionBeatsTheBestLinearFit) {
   const double bound = BestLinearRmse(*test_);
-  Run run = RunJob(dir_->path(), "regression",
-                   Job("regression", "regression", "{name: mlp, hidden: [64, 64]}",
-                       Npy(regression_), "{type: ssgd}",
-                       "  optimizer: {type: adam, lr: 0.01}\n  epochs: 6\n"));
+  Run run =
+      RunJob(dir_->path(), "regression",
+             Job("regression", "regression", "{name: mlp, hidden: [64, 64]}", Npy(regression_),
+                 "{type: ssgd}", "  optimizer: {type: adam, lr: 0.01}\n  epochs: 6\n"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.err, HasSubstr("test_rmse "));
   const Json& s = run.summary;
@@ -267,9 +266,8 @@ TEST_F(TasksTest, RegressionBeatsTheBestLinearFit) {
 
 TEST_F(TasksTest, MultilabelReportsF1AndMeanAveragePrecision) {
   Run run = RunJob(dir_->path(), "multilabel",
-                   Job("multilabel", "multilabel", "{name: mlp, hidden: [32]}",
-                       Npy(multilabel_), "{type: ssgd}",
-                       "  optimizer: {type: adam, lr: 0.01}\n  epochs: 3\n"));
+                   Job("multilabel", "multilabel", "{name: mlp, hidden: [32]}", Npy(multilabel_),
+                       "{type: ssgd}", "  optimizer: {type: adam, lr: 0.01}\n  epochs: 3\n"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.err, HasSubstr("test_f1 "));
   const Json& s = run.summary;
@@ -289,11 +287,11 @@ TEST_F(TasksTest, MultilabelReportsF1AndMeanAveragePrecision) {
 TEST_F(TasksTest, TorchScriptModulesOwnLossTrainsAndFalls) {
   const std::string module = Module("classifier", 4, kClassifierLoss, kClassifierMetric);
   if (module.empty()) GTEST_SKIP() << "/usr/bin/python3 cannot script a torch module";
-  Run run = RunJob(dir_->path(), "torchscript",
-                   Job("torchscript", "torchscript", "{torchscript: " + module + "}", kSynthetic,
-                       "{type: ssgd}",
-                       "  optimizer: {type: sgd, lr: 0.1, momentum: 0.9}\n  epochs: 2\n"
-                       "  evalEverySteps: 4\n"));
+  Run run = RunJob(
+      dir_->path(), "torchscript",
+      Job("torchscript", "torchscript", "{torchscript: " + module + "}", kSynthetic, "{type: ssgd}",
+          "  optimizer: {type: sgd, lr: 0.1, momentum: 0.9}\n  epochs: 2\n"
+          "  evalEverySteps: 4\n"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.err, HasSubstr("test_metric "));
   const Json& s = run.summary;
@@ -303,9 +301,8 @@ TEST_F(TasksTest, TorchScriptModulesOwnLossTrainsAndFalls) {
   ASSERT_GE(evaluations.size(), 3u);
   const double first = evaluations.front()["test_loss"].get<double>();
   const double last = evaluations.back()["test_loss"].get<double>();
-  std::cout << "torchscript: test loss " << first << " at step "
-            << evaluations.front()["step"] << ", " << last << " at the end; metric "
-            << Metric(s["final"], "metric") << "\n";
+  std::cout << "torchscript: test loss " << first << " at step " << evaluations.front()["step"]
+            << ", " << last << " at the end; metric " << Metric(s["final"], "metric") << "\n";
   EXPECT_LT(last, 0.8 * first);
   EXPECT_LT(s["per_epoch"][1]["train_loss"].get<double>(),
             s["per_epoch"][0]["train_loss"].get<double>());

@@ -136,8 +136,8 @@ TEST_F(TaskTest, MultilabelLossIsBceMeanOverLabelsSummedOverSamples) {
   auto task = Make("multilabel", Vectors(3));
   ASSERT_TRUE(task);
   torch::Tensor logits = torch::randn({4, 3}, torch::kDouble);
-  torch::Tensor targets = torch::tensor({{1., 0, 1}, {0., 0, 0}, {1., 1, 1}, {0., 1, 0}},
-                                        torch::kDouble);
+  torch::Tensor targets =
+      torch::tensor({{1., 0, 1}, {0., 0, 0}, {1., 1, 1}, {0., 1, 0}}, torch::kDouble);
   double expected = 0;
   for (int i = 0; i < 4; ++i) {
     double sample = 0;
