@@ -114,11 +114,11 @@ TEST_F(TaskTest, ClassificationTopOneAndTopFive) {
   auto task = Make("classification", Classes(7));
   ASSERT_TRUE(task);
   // Row i ranks the classes by its scores; the target's rank is 1, 2, 5, 6 and 7.
-  torch::Tensor outputs = torch::tensor({{7., 6, 5, 4, 3, 2, 1},
-                                         {7., 6, 5, 4, 3, 2, 1},
-                                         {7., 6, 5, 4, 3, 2, 1},
-                                         {7., 6, 5, 4, 3, 2, 1},
-                                         {7., 6, 5, 4, 3, 2, 1}});
+  torch::Tensor outputs = torch::tensor({{7., 6., 5., 4., 3., 2., 1.},
+                                         {7., 6., 5., 4., 3., 2., 1.},
+                                         {7., 6., 5., 4., 3., 2., 1.},
+                                         {7., 6., 5., 4., 3., 2., 1.},
+                                         {7., 6., 5., 4., 3., 2., 1.}});
   torch::Tensor targets = torch::tensor({0, 1, 4, 5, 6}, torch::kLong);
   NamedMetrics m = MetricsOf(*task, outputs, targets);
   EXPECT_DOUBLE_EQ(Value(m, "accuracy"), 1.0 / 5);
@@ -126,7 +126,7 @@ TEST_F(TaskTest, ClassificationTopOneAndTopFive) {
   // With three classes top-k is top-3: always right.
   auto three = Make("classification", Classes(3));
   ASSERT_TRUE(three);
-  NamedMetrics m3 = MetricsOf(*three, torch::tensor({{1., 2, 3}, {3., 2, 1}}),
+  NamedMetrics m3 = MetricsOf(*three, torch::tensor({{1., 2., 3.}, {3., 2., 1.}}),
                               torch::tensor({0, 2}, torch::kLong));
   EXPECT_DOUBLE_EQ(Value(m3, "accuracy"), 0.0);
   EXPECT_DOUBLE_EQ(Value(m3, "top5_accuracy"), 1.0);
@@ -137,7 +137,7 @@ TEST_F(TaskTest, MultilabelLossIsBceMeanOverLabelsSummedOverSamples) {
   ASSERT_TRUE(task);
   torch::Tensor logits = torch::randn({4, 3}, torch::kDouble);
   torch::Tensor targets =
-      torch::tensor({{1., 0, 1}, {0., 0, 0}, {1., 1, 1}, {0., 1, 0}}, torch::kDouble);
+      torch::tensor({{1., 0., 1.}, {0., 0., 0.}, {1., 1., 1.}, {0., 1., 0.}}, torch::kDouble);
   double expected = 0;
   for (int i = 0; i < 4; ++i) {
     double sample = 0;
@@ -160,7 +160,7 @@ TEST_F(TaskTest, MultilabelMicroF1AndMeanAveragePrecision) {
   // missed the third (FN). Ranked: P@1 = 1 (recall 1/2), P@3 = 2/3 (recall 1): AP 5/6.
   // Label 1: logits -3, 1, 2, 0.5 for truths 0, 1, 1, 0: TP 2, FP 1 (0.5), FN 0; ranked 2, 1:
   // both positives first: AP 1.
-  torch::Tensor outputs = torch::tensor({{3., -3}, {2., 1}, {-1., 2}, {-2., 0.5}});
+  torch::Tensor outputs = torch::tensor({{3., -3.}, {2., 1.}, {-1., 2.}, {-2., 0.5}});
   torch::Tensor targets = torch::tensor({{1.f, 0.f}, {0.f, 1.f}, {1.f, 1.f}, {0.f, 0.f}});
   NamedMetrics m = MetricsOf(*task, outputs, targets);
   const double tp = 3, fp = 2, fn = 1;
@@ -242,7 +242,7 @@ class TorchScriptTaskTest : public TaskTest {
  protected:
   std::unique_ptr<Model> Load(const std::string& methods, const std::string& file) {
     torch::jit::Module module("Regressor");
-    module.register_parameter("w", torch::randn({4, 2}), false);
+    module.register_parameter("w", torch::randn({4, 2}).requires_grad_(), false);
     module.define(R"(
 def forward(self, x):
     return x.flatten(1).matmul(self.w)
