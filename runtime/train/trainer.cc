@@ -37,14 +37,6 @@ double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// What the training set's targets are, for the task.
-TargetInfo TrainingTargets(const Dataset& data) {
-  TargetInfo targets;
-  targets.kind = TargetKind::kClass;
-  targets.num_classes = data.num_classes();
-  return targets;
-}
-
 }  // namespace
 
 class Trainer::Impl {
@@ -169,7 +161,7 @@ absl::Status Trainer::Impl::Init() {
   if (on_device) HPTRAIN_RETURN_IF_ERROR(model_->to(device));
   HPTRAIN_ASSIGN_OR_RETURN(flat_, FlatModel::Create(model_.get(), device, on_device));
   HPTRAIN_ASSIGN_OR_RETURN(task_,
-                           CreateTask(spec_.task, TrainingTargets(*train_data_), model_.get()));
+                           CreateTask(spec_.task, train_data_->targets(), model_.get()));
   loader_ = std::make_unique<BatchLoader>(train_data_.get(), flat_.get());
   evaluator_ =
       std::make_unique<Evaluator>(test_data_.get(), model_.get(), task_.get(), comm_,
