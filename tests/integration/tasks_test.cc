@@ -149,18 +149,18 @@ std::string Job(const std::string& name, const std::string& task, const std::str
   return job + extra;
 }
 
-struct Run {
+struct JobRun {
   int exit_code = -1;
   std::string err;
   Json summary;
 };
 
-Run RunJob(const std::string& dir, const std::string& name, const std::string& job) {
+JobRun RunJob(const std::string& dir, const std::string& name, const std::string& job) {
   const std::string file = dir + "/" + name + ".yaml";
   const std::string json = dir + "/" + name + ".json";
   std::ofstream(file) << job;
   ProcessResult r = RunProcess({HptrainBinary(), "run", file, "--output-json", json}, 300);
-  Run run;
+  JobRun run;
   run.exit_code = r.exit_code;
   run.err = r.out + r.err;
   if (r.exit_code == 0) run.summary = Json::parse(ReadFile(json), nullptr, false);
@@ -243,7 +243,7 @@ const char kSynthetic[] =
 
 TEST_F(TasksTest, RegressionBeatsTheBestLinearFit) {
   const double bound = BestLinearRmse(*test_);
-  Run run =
+  JobRun run =
       RunJob(dir_->path(), "regression",
              Job("regression", "regression", "{name: mlp, hidden: [64, 64]}", Npy(regression_),
                  "{type: ssgd}", "  optimizer: {type: adam, lr: 0.01}\n  epochs: 6\n"));
@@ -265,7 +265,7 @@ TEST_F(TasksTest, RegressionBeatsTheBestLinearFit) {
 }
 
 TEST_F(TasksTest, MultilabelReportsF1AndMeanAveragePrecision) {
-  Run run = RunJob(dir_->path(), "multilabel",
+  JobRun run = RunJob(dir_->path(), "multilabel",
                    Job("multilabel", "multilabel", "{name: mlp, hidden: [32]}", Npy(multilabel_),
                        "{type: ssgd}", "  optimizer: {type: adam, lr: 0.01}\n  epochs: 3\n"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -287,7 +287,7 @@ TEST_F(TasksTest, MultilabelReportsF1AndMeanAveragePrecision) {
 TEST_F(TasksTest, TorchScriptModulesOwnLossTrainsAndFalls) {
   const std::string module = Module("classifier", 4, kClassifierLoss, kClassifierMetric);
   if (module.empty()) GTEST_SKIP() << "/usr/bin/python3 cannot script a torch module";
-  Run run = RunJob(
+  JobRun run = RunJob(
       dir_->path(), "torchscript",
       Job("torchscript", "torchscript", "{torchscript: " + module + "}", kSynthetic, "{type: ssgd}",
           "  optimizer: {type: sgd, lr: 0.1, momentum: 0.9}\n  epochs: 2\n"
@@ -329,7 +329,7 @@ TEST_F(TasksTest, EveryTaskUnderSsgdHpsAndMultistep) {
         std::string("{type: multistep, interval: 2}")}) {
     for (const Task& t : tasks) {
       const std::string name = t.task + "-" + strategy.substr(7, strategy.find_first_of(",}") - 7);
-      Run run = RunJob(dir_->path(), name,
+      JobRun run = RunJob(dir_->path(), name,
                        Job(name, t.task, t.model, t.dataset, strategy,
                            "  optimizer: {type: sgd, lr: 0.05}\n  epochs: 1\n"));
       ASSERT_EQ(run.exit_code, 0) << name << ": " << run.err;
