@@ -246,7 +246,7 @@ TEST_F(TasksTest, RegressionBeatsTheBestLinearFit) {
   JobRun run =
       RunJob(dir_->path(), "regression",
              Job("regression", "regression", "{name: mlp, hidden: [64, 64]}", Npy(regression_),
-                 "{type: ssgd}", "  optimizer: {type: adam, lr: 0.01}\n  epochs: 6\n"));
+                 "{type: ssgd}", "  optimizer: {type: adam, lr: 0.01}\n  epochs: 4\n"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.err, HasSubstr("test_rmse "));
   const Json& s = run.summary;
@@ -291,7 +291,7 @@ TEST_F(TasksTest, TorchScriptModulesOwnLossTrainsAndFalls) {
       dir_->path(), "torchscript",
       Job("torchscript", "torchscript", "{torchscript: " + module + "}", kSynthetic, "{type: ssgd}",
           "  optimizer: {type: sgd, lr: 0.1, momentum: 0.9}\n  epochs: 2\n"
-          "  evalEverySteps: 4\n"));
+          "  evalEverySteps: 8\n"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.err, HasSubstr("test_metric "));
   const Json& s = run.summary;
