@@ -55,7 +55,14 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) : registry_(r) {
                            "1 - exposed / total communication time (1 before any).")
                        ->Get();
   train_loss_ = r.Gauge("hptrain_train_loss", "Mean training loss of the last step.")->Get();
-  eval_accuracy_ = r.Gauge("hptrain_eval_accuracy", "Test accuracy at the last evaluation.")->Get();
+  eval_accuracy_ = r.Gauge("hptrain_eval_accuracy",
+                           "Test accuracy at the last evaluation (classification; 0 for the other "
+                           "tasks).")->Get();
+  eval_metric_ = r.Gauge("hptrain_eval_metric",
+                         "The task's metrics at the last evaluation, by name: accuracy, "
+                         "top5_accuracy (classification), f1, map (multilabel), rmse, mae "
+                         "(regression), metric or loss (torchscript).",
+                         {"metric"});
   step_ = r.Gauge("hptrain_step", "Global training steps completed.")->Get();
   epoch_ = r.Gauge("hptrain_epoch", "Current epoch (0-based).")->Get();
   resumed_from_step_ = r.Gauge("hptrain_resumed_from_step",
@@ -123,13 +130,18 @@ void WorkerMetrics::OnNodeBytes(int64_t intra_sent, int64_t intra_received, int6
 
 void WorkerMetrics::OnEpoch(const train::EpochStats& stats) {
   eval_accuracy_->Set(stats.test_accuracy);
+  for (const auto& [name, value] : stats.metrics) {
+    metrics::Gauge*& gauge = eval_metrics_[name];
+    if (gauge == nullptr) gauge = eval_metric_->WithLabels({name});
+    gauge->Set(value);
+  }
   const size_t rank = static_cast<size_t>(stats.rank);
   if (rank < stats.worker_test_accuracy.size()) {
     if (worker_accuracy_ == nullptr) {
       worker_accuracy_ =
           registry_.Gauge("hptrain_eval_worker_accuracy",
-                          "Test accuracy of this worker's own model at the last evaluation, "
-                          "before the models were averaged (gossip).")
+                          "Test accuracy (the task's primary metric) of this worker's own model "
+                          "at the last evaluation, before the models were averaged (gossip).")
               ->Get();
     }
     worker_accuracy_->Set(stats.worker_test_accuracy[rank]);

@@ -4,7 +4,9 @@
 #define HPTRAIN_RUNTIME_CLI_WORKER_METRICS_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "runtime/metrics/gpu_metrics.h"
@@ -59,6 +61,9 @@ class WorkerMetrics {
   double exposed_total_ = 0;
   metrics::Gauge* train_loss_;
   metrics::Gauge* eval_accuracy_;
+  // hptrain_eval_metric{metric}: every metric of the task, by name.
+  metrics::GaugeFamily* eval_metric_;
+  std::map<std::string, metrics::Gauge*> eval_metrics_;
   // hptrain_eval_worker_accuracy: registered at the first evaluation that measured the
   // workers' own models (gossip), so that no other strategy exports it.
   metrics::Registry& registry_;

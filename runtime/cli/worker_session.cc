@@ -384,6 +384,12 @@ void WorkerSession::Impl::OnEpoch(const train::EpochStats& stats) {
   report.set_epochs_done(stats.epochs_done);
   report.set_interim(stats.interim);
   for (double accuracy : stats.worker_test_accuracy) report.add_worker_test_accuracy(accuracy);
+  report.set_task(spec_.task);
+  for (const auto& [name, value] : stats.metrics) {
+    hptrain::v1::NamedMetric* metric = report.add_metrics();
+    metric->set_name(name);
+    metric->set_value(value);
+  }
   report.set_end_unix_seconds(
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   (void)client_->ReportEpoch(report);

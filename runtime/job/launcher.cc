@@ -106,11 +106,31 @@ std::vector<std::string> JobArgs(const LaunchOptions& options) {
   return args;
 }
 
+// An evaluation's metrics by name, primary first.
+NamedMetrics MetricsOf(const hptrain::v1::EpochReport& e) {
+  NamedMetrics metrics;
+  for (const auto& m : e.metrics()) metrics.emplace_back(m.name(), m.value());
+  return metrics;
+}
+
+// The task's primary metric of an evaluation: its name and value (classification's accuracy for
+// a report without metrics).
+std::pair<std::string, double> PrimaryOf(const hptrain::v1::EpochReport& e) {
+  if (e.metrics_size() == 0) return {"accuracy", e.test_accuracy()};
+  return {e.metrics(0).name(), e.metrics(0).value()};
+}
+
 RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& status,
                         double wall_seconds, double start_unix_seconds) {
   RunSummary summary;
   summary.job = spec.name;
   summary.strategy = spec.strategy.type;
+  summary.task = spec.task;
+  // The task's primary metric (runtime/train/task.h); the evaluations' reports name it too.
+  summary.metric = spec.task == "multilabel"    ? "f1"
+                   : spec.task == "regression"  ? "rmse"
+                   : spec.task == "torchscript" ? "metric"
+                                                : "accuracy";
   summary.workers = spec.WorldSize();
   summary.epochs = spec.epochs;
   for (const auto& r : status.ranks()) summary.steps = std::max<int64_t>(summary.steps, r.step());
@@ -134,10 +154,13 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
     previous = e.wall_seconds();
     epoch.worker_test_accuracy.assign(e.worker_test_accuracy().begin(),
                                       e.worker_test_accuracy().end());
+    epoch.metrics = MetricsOf(e);
     summary.per_epoch.push_back(epoch);
     summary.final.test_accuracy = e.test_accuracy();
     summary.final.test_loss = e.test_loss();
     summary.final.train_loss = e.train_loss();
+    summary.final.metrics = epoch.metrics;
+    if (!epoch.metrics.empty()) summary.metric = epoch.metrics.front().first;
     summary.final.worker_test_accuracy = summary.per_epoch.back().worker_test_accuracy;
   }
   for (const auto& e : status.evaluations()) {
@@ -149,6 +172,8 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
     evaluation.elapsed_seconds = e.end_unix_seconds() - start_unix_seconds;
     evaluation.worker_test_accuracy.assign(e.worker_test_accuracy().begin(),
                                            e.worker_test_accuracy().end());
+    evaluation.metrics = MetricsOf(e);
+    if (!evaluation.metrics.empty()) summary.metric = evaluation.metrics.front().first;
     summary.evaluations.push_back(evaluation);
   }
   std::vector<int> allocation(status.allocation().batch_sizes().begin(),
@@ -436,12 +461,13 @@ int Launch(const LaunchOptions& options) {
       for (; !options.quiet && evaluations_shown < static_cast<size_t>(last.evaluations_size());
            ++evaluations_shown) {
         const auto& e = last.evaluations(static_cast<int>(evaluations_shown));
+        const auto [metric, value] = PrimaryOf(e);
         if (e.interim()) {
-          display.Evaluation(e.step(), e.epochs_done(), e.test_accuracy(), e.test_loss(),
+          display.Evaluation(e.step(), e.epochs_done(), metric, value, e.test_loss(),
                              {e.worker_test_accuracy().begin(), e.worker_test_accuracy().end()});
           continue;
         }
-        display.EpochEnd(e.epoch() + 1, e.test_accuracy(), e.test_loss(), e.train_loss(),
+        display.EpochEnd(e.epoch() + 1, metric, value, e.test_loss(), e.train_loss(),
                          e.wall_seconds() - previous_epoch_end,
                          {e.worker_test_accuracy().begin(), e.worker_test_accuracy().end()});
         previous_epoch_end = e.wall_seconds();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -26,12 +27,19 @@ std::string FormatPercent(double fraction) {
   return std::isfinite(fraction) ? absl::StrFormat("%.2f%%", 100.0 * fraction) : "--";
 }
 
-// " worker_accuracy min 80.10% mean 82.00% max 84.00%", or "" without accuracies.
-std::string FormatWorkerAccuracies(const std::vector<double>& accuracies) {
-  if (accuracies.empty()) return "";
-  const AccuracySpread spread = SpreadOf(accuracies);
-  return absl::StrCat(" worker_accuracy min ", FormatPercent(spread.min), " mean ",
-                      FormatPercent(spread.mean), " max ", FormatPercent(spread.max));
+// Accuracies are fractions shown as percentages; other metrics are shown as they are.
+std::string FormatValue(const std::string& metric, double value) {
+  if (absl::EndsWith(metric, "accuracy")) return FormatPercent(value);
+  return FormatLoss(value);
+}
+
+// " worker_accuracy min 80.10% mean 82.00% max 84.00%", or "" without values.
+std::string FormatWorkerAccuracies(const std::vector<double>& values,
+                                   const std::string& metric = "accuracy") {
+  if (values.empty()) return "";
+  const AccuracySpread spread = SpreadOf(values);
+  return absl::StrCat(" worker_", metric, " min ", FormatValue(metric, spread.min), " mean ",
+                      FormatValue(metric, spread.mean), " max ", FormatValue(metric, spread.max));
 }
 
 std::string EpochOf(int epoch, int epochs) {
@@ -70,6 +78,10 @@ std::string AlignColumns(const std::vector<std::vector<std::string>>& rows,
 }
 
 }  // namespace
+
+std::string FormatMetric(const std::string& metric, double value) {
+  return absl::StrCat(" test_", metric, " ", FormatValue(metric, value));
+}
 
 std::optional<double> FractionDone(const ProgressState& state) {
   const int64_t total = TotalSteps(state);
@@ -165,25 +177,24 @@ void ProgressDisplay::StartResultLine() {
   if (is_tty_) last_shown_at_.reset();
 }
 
-void ProgressDisplay::EpochEnd(int epoch, double test_accuracy, double test_loss, double train_loss,
-                               double wall_seconds,
-                               const std::vector<double>& worker_test_accuracy) {
+void ProgressDisplay::EpochEnd(int epoch, const std::string& metric, double value,
+                               double test_loss, double train_loss, double wall_seconds,
+                               const std::vector<double>& worker_values) {
   StartResultLine();
   out_ << "epoch " << EpochOf(epoch, epochs_) << " done in "
        << (std::isfinite(wall_seconds) ? absl::StrFormat("%.1fs", wall_seconds) : "--")
        << ": train_loss " << FormatLoss(train_loss) << " test_loss " << FormatLoss(test_loss)
-       << " test_accuracy " << FormatPercent(test_accuracy)
-       << FormatWorkerAccuracies(worker_test_accuracy) << '\n';
+       << FormatMetric(metric, value) << FormatWorkerAccuracies(worker_values, metric) << '\n';
   out_.flush();
 }
 
-void ProgressDisplay::Evaluation(int64_t step, double epochs_done, double test_accuracy,
-                                 double test_loss,
-                                 const std::vector<double>& worker_test_accuracy) {
+void ProgressDisplay::Evaluation(int64_t step, double epochs_done, const std::string& metric,
+                                 double value, double test_loss,
+                                 const std::vector<double>& worker_values) {
   StartResultLine();
   out_ << "step " << step << " (epoch " << absl::StrFormat("%.2f", epochs_done) << "): test_loss "
-       << FormatLoss(test_loss) << " test_accuracy " << FormatPercent(test_accuracy)
-       << FormatWorkerAccuracies(worker_test_accuracy) << '\n';
+       << FormatLoss(test_loss) << FormatMetric(metric, value)
+       << FormatWorkerAccuracies(worker_values, metric) << '\n';
   out_.flush();
 }
 
@@ -209,11 +220,14 @@ std::string FormatSummaryTable(const RunSummary& s) {
                                  "  epochs ", s.epochs, "  steps ", s.steps, "\n");
   absl::StrAppend(&out, "wall ", FormatDuration(s.wall_seconds), "  throughput ",
                   absl::StrFormat("%.1f", s.samples_per_second), " samples/s\n");
-  absl::StrAppend(&out, "final test_accuracy ", FormatPercent(s.final.test_accuracy),
-                  "  test_loss ", FormatLoss(s.final.test_loss), "  train_loss ",
-                  FormatLoss(s.final.train_loss),
+  // Summaries from before tasks have no metrics: their accuracy is test_accuracy.
+  const double final_value = s.final.metrics.empty() && s.metric == "accuracy"
+                                 ? s.final.test_accuracy
+                                 : MetricValue(s.final.metrics, s.metric);
+  absl::StrAppend(&out, "final", FormatMetric(s.metric, final_value), "  test_loss ",
+                  FormatLoss(s.final.test_loss), "  train_loss ", FormatLoss(s.final.train_loss),
                   s.final.worker_test_accuracy.empty() ? "" : " ",
-                  FormatWorkerAccuracies(s.final.worker_test_accuracy), "\n");
+                  FormatWorkerAccuracies(s.final.worker_test_accuracy, s.metric), "\n");
   absl::StrAppend(&out, "total sent ", FormatBytes(sent), "  received ", FormatBytes(received),
                   "  compute ", absl::StrFormat("%.1fs", compute), "  comm ",
                   absl::StrFormat("%.1fs", comm), "\n");

@@ -61,17 +61,30 @@ class ProgressDisplay {
   void Update(const ProgressState& state);
 
   // Writes "epoch 2/4 done in 12.3s: train_loss 0.4012 test_loss 0.3561 test_accuracy 87.12%" on a
-  // line of its own (clearing the bar first on a terminal; the next Update() redraws it). NaN
-  // values print as "--". `test_accuracy` is a fraction in [0, 1]. With `worker_test_accuracy`
-  // (each worker's own model, by rank; gossip) the line goes on with
+  // line of its own (clearing the bar first on a terminal; the next Update() redraws it), the
+  // last figure the task's primary metric `metric` (runtime/train/task.h) and its `value`:
+  // accuracies, fractions in [0, 1], print as percentages, other metrics with four decimals
+  // ("test_rmse 0.1234"). NaN values print as "--". With `worker_values` (each worker's own
+  // model's metric, by rank; gossip) the line goes on with
   // " worker_accuracy min 80.10% mean 82.00% max 84.00%".
+  void EpochEnd(int epoch, const std::string& metric, double value, double test_loss,
+                double train_loss, double wall_seconds,
+                const std::vector<double>& worker_values = {});
+  // The classification task's line: metric "accuracy".
   void EpochEnd(int epoch, double test_accuracy, double test_loss, double train_loss,
-                double wall_seconds, const std::vector<double>& worker_test_accuracy = {});
+                double wall_seconds, const std::vector<double>& worker_test_accuracy = {}) {
+    EpochEnd(epoch, "accuracy", test_accuracy, test_loss, train_loss, wall_seconds,
+             worker_test_accuracy);
+  }
 
   // Writes "step 250 (epoch 1.25): test_loss 0.3561 test_accuracy 87.12%" on a line of its own:
   // an evaluation within an epoch (spec.evalEverySteps). Otherwise as EpochEnd().
+  void Evaluation(int64_t step, double epochs_done, const std::string& metric, double value,
+                  double test_loss, const std::vector<double>& worker_values = {});
   void Evaluation(int64_t step, double epochs_done, double test_accuracy, double test_loss,
-                  const std::vector<double>& worker_test_accuracy = {});
+                  const std::vector<double>& worker_test_accuracy = {}) {
+    Evaluation(step, epochs_done, "accuracy", test_accuracy, test_loss, worker_test_accuracy);
+  }
 
   // Clears the bar on a terminal so that what follows starts on a clean line. Idempotent; no-op in
   // plain mode.
@@ -105,8 +118,11 @@ std::string FormatDuration(double seconds);
 // "--" for negative values.
 std::string FormatBytes(int64_t bytes);
 
+// " test_accuracy 87.12%", " test_rmse 0.1234": a metric as the result lines print it.
+std::string FormatMetric(const std::string& metric, double value);
+
 // The end-of-run report: the run's totals (job, strategy, workers, epochs, steps, wall time,
-// samples/s, final accuracy and losses, bytes moved, compute and comm time) over an aligned table
+// samples/s, the task's final primary metric and losses, bytes moved, compute and comm time) over an aligned table
 // with one row per rank (rank, group, batch, sent, received, compute s, comm s). Ends with '\n'.
 std::string FormatSummaryTable(const RunSummary& summary);
 

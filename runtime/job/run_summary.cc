@@ -108,6 +108,26 @@ absl::Status ReadWorkerAccuracies(const Json& object, const std::string& where,
   return absl::OkStatus();
 }
 
+// The optional "metrics" object of `object`, in its order.
+absl::Status ReadMetrics(const Json& object, const std::string& where, NamedMetrics* out) {
+  constexpr const char* kKey = "metrics";
+  if (!object.contains(kKey)) return absl::OkStatus();
+  HPTRAIN_ASSIGN_OR_RETURN(const Json* metrics, ReadObject(object, kKey, where));
+  const std::string inner = FieldName(where, kKey);
+  for (auto it = metrics->begin(); it != metrics->end(); ++it) {
+    double v = 0;
+    HPTRAIN_RETURN_IF_ERROR(Read(*metrics, it.key().c_str(), inner, &v));
+    out->emplace_back(it.key(), v);
+  }
+  return absl::OkStatus();
+}
+
+Json MetricsJson(const NamedMetrics& metrics) {
+  Json object = Json::object();
+  for (const auto& [name, value] : metrics) object[name] = value;
+  return object;
+}
+
 // {"min", "max", "mean", "ranks"} of non-empty `accuracies`.
 Json WorkerAccuraciesJson(const WorkerAccuracies& accuracies) {
   const AccuracySpread spread = SpreadOf(accuracies);
@@ -125,6 +145,7 @@ absl::Status ReadEpoch(const Json& object, const std::string& where, EpochSummar
   if (object.contains("elapsed_seconds")) {
     HPTRAIN_RETURN_IF_ERROR(Read(object, "elapsed_seconds", where, &out->elapsed_seconds));
   }
+  HPTRAIN_RETURN_IF_ERROR(ReadMetrics(object, where, &out->metrics));
   return ReadWorkerAccuracies(object, where, &out->worker_test_accuracy);
 }
 
@@ -134,6 +155,7 @@ absl::Status ReadEvaluation(const Json& object, const std::string& where, Evalua
   HPTRAIN_RETURN_IF_ERROR(Read(object, "test_accuracy", where, &out->test_accuracy));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "test_loss", where, &out->test_loss));
   HPTRAIN_RETURN_IF_ERROR(Read(object, "elapsed_seconds", where, &out->elapsed_seconds));
+  HPTRAIN_RETURN_IF_ERROR(ReadMetrics(object, where, &out->metrics));
   return ReadWorkerAccuracies(object, where, &out->worker_test_accuracy);
 }
 
@@ -182,6 +204,10 @@ absl::Status ReadSummary(const Json& root, RunSummary* out) {
   const std::string top;
   HPTRAIN_RETURN_IF_ERROR(Read(root, "job", top, &out->job));
   HPTRAIN_RETURN_IF_ERROR(Read(root, "strategy", top, &out->strategy));
+  if (root.contains("task")) {  // summaries written before tasks lack both
+    HPTRAIN_RETURN_IF_ERROR(Read(root, "task", top, &out->task));
+    HPTRAIN_RETURN_IF_ERROR(Read(root, "metric", top, &out->metric));
+  }
   HPTRAIN_RETURN_IF_ERROR(Read(root, "workers", top, &out->workers));
   HPTRAIN_RETURN_IF_ERROR(Read(root, "epochs", top, &out->epochs));
   HPTRAIN_RETURN_IF_ERROR(Read(root, "steps", top, &out->steps));
@@ -193,6 +219,7 @@ absl::Status ReadSummary(const Json& root, RunSummary* out) {
       Read(*final_metrics, "test_accuracy", "final", &out->final.test_accuracy));
   HPTRAIN_RETURN_IF_ERROR(Read(*final_metrics, "test_loss", "final", &out->final.test_loss));
   HPTRAIN_RETURN_IF_ERROR(Read(*final_metrics, "train_loss", "final", &out->final.train_loss));
+  HPTRAIN_RETURN_IF_ERROR(ReadMetrics(*final_metrics, "final", &out->final.metrics));
   HPTRAIN_RETURN_IF_ERROR(
       ReadWorkerAccuracies(*final_metrics, "final", &out->final.worker_test_accuracy));
 
@@ -204,6 +231,13 @@ absl::Status ReadSummary(const Json& root, RunSummary* out) {
 }
 
 }  // namespace
+
+double MetricValue(const NamedMetrics& metrics, const std::string& name) {
+  for (const auto& [metric, value] : metrics) {
+    if (metric == name) return value;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
 
 AccuracySpread SpreadOf(const WorkerAccuracies& accuracies) {
   AccuracySpread spread{accuracies.front(), accuracies.front(), 0};
@@ -222,6 +256,8 @@ std::string RunSummaryToJson(const RunSummary& summary) {
   Json root;
   root["job"] = summary.job;
   root["strategy"] = summary.strategy;
+  root["task"] = summary.task;
+  root["metric"] = summary.metric;
   root["workers"] = summary.workers;
   root["epochs"] = summary.epochs;
   root["steps"] = summary.steps;
@@ -229,7 +265,8 @@ std::string RunSummaryToJson(const RunSummary& summary) {
   root["samples_per_second"] = summary.samples_per_second;
   root["final"] = Json{{"test_accuracy", summary.final.test_accuracy},
                        {"test_loss", summary.final.test_loss},
-                       {"train_loss", summary.final.train_loss}};
+                       {"train_loss", summary.final.train_loss},
+                       {"metrics", MetricsJson(summary.final.metrics)}};
   if (!summary.final.worker_test_accuracy.empty()) {
     root["final"]["worker_test_accuracy"] =
         WorkerAccuraciesJson(summary.final.worker_test_accuracy);
@@ -240,7 +277,8 @@ std::string RunSummaryToJson(const RunSummary& summary) {
                              {"test_accuracy", e.test_accuracy},
                              {"train_loss", e.train_loss},
                              {"wall_seconds", e.wall_seconds},
-                             {"elapsed_seconds", e.elapsed_seconds}});
+                             {"elapsed_seconds", e.elapsed_seconds},
+                             {"metrics", MetricsJson(e.metrics)}});
     if (!e.worker_test_accuracy.empty()) {
       per_epoch.back()["worker_test_accuracy"] = WorkerAccuraciesJson(e.worker_test_accuracy);
     }
@@ -252,7 +290,8 @@ std::string RunSummaryToJson(const RunSummary& summary) {
                                {"epochs", e.epochs},
                                {"test_accuracy", e.test_accuracy},
                                {"test_loss", e.test_loss},
-                               {"elapsed_seconds", e.elapsed_seconds}});
+                               {"elapsed_seconds", e.elapsed_seconds},
+                               {"metrics", MetricsJson(e.metrics)}});
     if (!e.worker_test_accuracy.empty()) {
       evaluations.back()["worker_test_accuracy"] = WorkerAccuraciesJson(e.worker_test_accuracy);
     }

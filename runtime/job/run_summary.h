@@ -3,14 +3,15 @@
 // (docs/design.md, "Job file and run summary"); the structs below mirror it field for field, with the
 // same names:
 //
-//   { "job": str, "strategy": str, "workers": int, "epochs": int, "steps": int,
-//     "wall_seconds": float, "samples_per_second": float,
+//   { "job": str, "strategy": str, "task": str, "metric": str, "workers": int, "epochs": int,
+//     "steps": int, "wall_seconds": float, "samples_per_second": float,
 //     "final": { "test_accuracy": float, "test_loss": float, "train_loss": float,
-//                "worker_test_accuracy": SPREAD (optional) },
+//                "metrics": METRICS, "worker_test_accuracy": SPREAD (optional) },
 //     "per_epoch": [ { "epoch": int, "test_accuracy": float, "train_loss": float,
-//                      "wall_seconds": float, "worker_test_accuracy": SPREAD (optional) } ],
+//                      "wall_seconds": float, "metrics": METRICS,
+//                      "worker_test_accuracy": SPREAD (optional) } ],
 //     "evaluations": [ { "step": int, "epochs": float, "test_accuracy": float,
-//                        "test_loss": float, "elapsed_seconds": float,
+//                        "test_loss": float, "elapsed_seconds": float, "metrics": METRICS,
 //                        "worker_test_accuracy": SPREAD (optional) } ],
 //     "ranks": [ { "rank": int, "group": str, "bytes_sent": int, "bytes_received": int,
 //                  "ps_bytes_sent": int, "ps_bytes_received": int (optional when reading),
@@ -18,9 +19,19 @@
 //                  "exposed_comm_seconds": float (optional when reading),
 //                  "exchanges": int (gossip: model exchanges; only for gossip) } ] }
 //
-// SPREAD = { "min": float, "max": float, "mean": float, "ranks": [float] }: the accuracy of each
-// worker's own model before the models were averaged (strategies whose workers train models of
-// their own, gossip, with more than one worker; absent otherwise), "ranks" by rank.
+// "task" is spec.task and "metric" the name of its primary metric (runtime/train/task.h):
+// classification "accuracy", multilabel "f1", regression "rmse", torchscript "metric" (or "loss"
+// for a module without a metric method). METRICS = { "NAME": float, ... }: every metric of the
+// task at that evaluation, primary first (classification: "accuracy", "top5_accuracy";
+// multilabel: "f1", "map"; regression: "rmse", "mae"). "test_accuracy" stays the classification
+// task's top-1 accuracy, a fraction in [0, 1]; for the other tasks it is 0 (read "metrics").
+// Summaries written before tasks existed lack "task", "metric" and "metrics": they read as
+// classification with empty metrics.
+//
+// SPREAD = { "min": float, "max": float, "mean": float, "ranks": [float] }: the primary metric
+// (the accuracy, for classification) of each worker's own model before the models were averaged
+// (strategies whose workers train models of their own, gossip, with more than one worker;
+// absent otherwise), "ranks" by rank.
 //
 // Fields may be added; existing ones keep their names and meaning. JSON has no NaN or infinity: a
 // non-finite float (e.g. a test loss never measured) is written as null and read back as NaN.
@@ -31,13 +42,20 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 
 namespace hptrain::job {
 
-// Each worker's own test accuracy, by rank (SPREAD above); empty when not measured.
+// A task's metric values by name, primary first (METRICS above).
+using NamedMetrics = std::vector<std::pair<std::string, double>>;
+
+// The value of metric `name` in `metrics`, or NaN when absent.
+double MetricValue(const NamedMetrics& metrics, const std::string& name);
+
+// Each worker's own primary metric, by rank (SPREAD above); empty when not measured.
 using WorkerAccuracies = std::vector<double>;
 
 // The lowest, highest and mean of non-empty WorkerAccuracies (the SPREAD above, and the
@@ -53,6 +71,7 @@ struct FinalMetrics {
   double test_accuracy = 0.0;  // fraction in [0, 1]
   double test_loss = 0.0;
   double train_loss = 0.0;
+  NamedMetrics metrics;
   WorkerAccuracies worker_test_accuracy;  // of the last epoch's evaluation
 };
 
@@ -62,6 +81,7 @@ struct EpochSummary {
   double train_loss = 0.0;
   double wall_seconds = 0.0;  // this epoch's duration
   double elapsed_seconds = 0.0;  // from the launcher's start to the end of this epoch's evaluation
+  NamedMetrics metrics;
   WorkerAccuracies worker_test_accuracy;
 };
 
@@ -88,6 +108,7 @@ struct EvaluationSummary {
   double test_accuracy = 0.0;  // fraction in [0, 1]
   double test_loss = 0.0;
   double elapsed_seconds = 0.0;  // from the launcher's start to the end of the evaluation
+  NamedMetrics metrics;
   WorkerAccuracies worker_test_accuracy;
 };
 
@@ -103,6 +124,8 @@ struct ProgressPoint {
 struct RunSummary {
   std::string job;
   std::string strategy;  // spec.strategy.type
+  std::string task = "classification";  // spec.task
+  std::string metric = "accuracy";      // the task's primary metric
   int workers = 0;
   int epochs = 0;
   int64_t steps = 0;  // global optimizer steps

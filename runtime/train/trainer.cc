@@ -25,6 +25,7 @@
 #include "runtime/train/scheduled_exchange.h"
 #include "runtime/train/slowdown.h"
 #include "runtime/train/step_exchange.h"
+#include "runtime/train/task.h"
 #include "runtime/train/torch_call.h"
 
 namespace hptrain::train {
@@ -96,6 +97,7 @@ class Trainer::Impl {
   std::unique_ptr<Dataset> test_data_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<FlatModel> flat_;
+  std::unique_ptr<Task> task_;  // spec.task: the loss and the metrics
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<BatchLoader> loader_;
   std::unique_ptr<StepExchange> exchange_;
@@ -158,9 +160,12 @@ absl::Status Trainer::Impl::Init() {
   // Built on the CPU from the seed (the same weights on every device), then moved.
   if (on_device) HPTRAIN_RETURN_IF_ERROR(model_->to(device));
   HPTRAIN_ASSIGN_OR_RETURN(flat_, FlatModel::Create(model_.get(), device, on_device));
+  HPTRAIN_ASSIGN_OR_RETURN(task_,
+                           CreateTask(spec_.task, train_data_->targets(), model_.get()));
   loader_ = std::make_unique<BatchLoader>(train_data_.get(), flat_.get());
   evaluator_ =
-      std::make_unique<Evaluator>(test_data_.get(), model_.get(), comm_, options_.rank,
+      std::make_unique<Evaluator>(test_data_.get(), model_.get(), task_.get(), comm_,
+                                  options_.rank,
                                   [this](const torch::Tensor& t) { return flat_->Load(t); });
   HPTRAIN_ASSIGN_OR_RETURN(exchange_,
                            StepExchange::Create(spec_, {comm_, options_.ps, options_.device_comm},
@@ -310,9 +315,9 @@ absl::Status Trainer::Impl::ForwardBackward(const Batch& batch, const std::vecto
     flat_->ClearGradients();
     auto logits = model_->Forward(batch.inputs);
     if (!logits.ok()) throw std::runtime_error(std::string(logits.status().message()));
-    torch::Tensor loss = torch::nn::functional::cross_entropy(
-        *logits, batch.targets,
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    absl::StatusOr<torch::Tensor> task_loss = task_->Loss(*logits, batch.targets);
+    if (!task_loss.ok()) throw std::runtime_error(std::string(task_loss.status().message()));
+    torch::Tensor loss = *std::move(task_loss);  // the sum over this worker's slice
     if (scheduled_ && !(scheduled = scheduled_->Begin(step_info_)).ok()) return;
     loss.backward();
     // On a GPU backward has only been queued: the next batch is gathered meanwhile.
@@ -362,7 +367,7 @@ absl::Status Trainer::Impl::Evaluation(int epoch, int64_t steps_done, int64_t st
   // workers' models differ (StrategyTraits::models_diverge) and there are several.
   sync::Strategy& strategy = exchange_->strategy();
   const bool own_models = strategy.traits().models_diverge && comm_->size() > 1;
-  double own_accuracy = 0;
+  double own_accuracy = 0;  // the task's primary metric
   if (own_models) HPTRAIN_RETURN_IF_ERROR(evaluator_->EvaluateOwnModel(&own_accuracy));
   HPTRAIN_RETURN_IF_ERROR(SynchronizeModels("evaluation"));
   std::vector<double> worker_accuracies;
@@ -378,7 +383,12 @@ absl::Status Trainer::Impl::Evaluation(int epoch, int64_t steps_done, int64_t st
   stats.epochs_done = epoch + static_cast<double>(steps_done) / steps_per_epoch;
   stats.interim = interim;
   stats.train_loss = train[1] > 0 ? train[0] / train[1] : 0.0;
-  HPTRAIN_RETURN_IF_ERROR(evaluator_->Evaluate(&stats.test_accuracy, &stats.test_loss));
+  EvaluationResult evaluation;
+  HPTRAIN_RETURN_IF_ERROR(evaluator_->Evaluate(&evaluation));
+  stats.test_loss = evaluation.loss;
+  stats.test_accuracy = evaluation.value("accuracy");  // classification's; 0 for other tasks
+  stats.metric = task_->primary_metric();
+  stats.metrics = std::move(evaluation.metrics);
   stats.worker_test_accuracy = std::move(worker_accuracies);
   stats.rank = options_.rank;
   if (!interim) {

@@ -4,7 +4,8 @@
 // Per step (docs/design.md "Training semantics"), top to bottom in TrainStep:
 //   1. batch     this worker's slice [o_i, o_i + b_i) of the global batch from the epoch's seeded
 //                permutation (data/sampler.h);
-//   2. forward   and the summed cross-entropy;
+//   2. forward   and the task's loss summed over the slice (task.h: cross-entropy, BCE, MSE or a
+//                TorchScript module's own);
 //   3. backward  autograd hooks copy each parameter's gradient into its slot of the flat
 //                gradient buffer (flat_model.h); full buckets go to the strategy's reducer (or
 //                updater) on the bucketed reducer's thread while backward continues, bucket k+1's
@@ -45,6 +46,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -87,13 +89,18 @@ struct EpochStats {
   int64_t step = 0;        // global steps done
   double epochs_done = 0;  // fractional: epoch + steps done in it / steps per epoch
   bool interim = false;    // within the epoch, not at its end
-  double test_accuracy = 0;
+  // The task's metrics (task.h) by name, primary first ({"accuracy", 0.87}, {"top5_accuracy",
+  // 0.99}), and the primary one's name.
+  std::vector<std::pair<std::string, double>> metrics;
+  std::string metric;
+  double test_accuracy = 0;  // classification: top-1 accuracy (metrics' "accuracy"); 0 otherwise
   double test_loss = 0;
   double train_loss = 0;    // mean over the epoch's steps so far, all ranks
   double wall_seconds = 0;  // since the run started
   // Strategies whose workers train models of their own (Strategy::models_diverge: gossip) with
-  // more than one worker: the accuracy of each worker's own model on the whole test set, by
-  // rank, measured before the models are averaged (test_accuracy is the average model's).
+  // more than one worker: the primary metric (the accuracy, for classification) of each worker's
+  // own model on the whole test set, by rank, measured before the models are averaged (metrics
+  // are the average model's).
   // Empty otherwise. The same on every rank.
   std::vector<double> worker_test_accuracy;
   int rank = 0;  // this worker's rank: its own model's entry in worker_test_accuracy

@@ -393,6 +393,9 @@ absl::Status UserLoop::ReportEvaluation(double accuracy, double loss) {
           : position_.epoch + static_cast<double>(position_.step_in_epoch) / steps_per_epoch_;
   stats.interim = !(boundary || done());
   stats.test_accuracy = values[0] / world;
+  // The program reports an accuracy: the metric by that name (hptrain_eval_metric, the summary).
+  stats.metric = "accuracy";
+  stats.metrics = {{"accuracy", stats.test_accuracy}};
   stats.test_loss = values[1] / world;
   stats.train_loss = private_->epoch_train_loss;
   stats.wall_seconds = Since(run_start_);

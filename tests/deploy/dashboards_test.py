@@ -32,7 +32,7 @@ REPO = os.environ.get("HPTRAIN_SOURCE_DIR") or os.path.abspath(
 
 # Labels the runtime's registries attach (job, role, rank constant; direction, reason per
 # family; le on histogram buckets) and those the Prometheus Operator's scrape adds.
-KNOWN_LABELS = {"job", "role", "rank", "direction", "reason", "le",
+KNOWN_LABELS = {"job", "role", "rank", "direction", "reason", "le", "metric",
                 "namespace", "pod", "container", "instance"}
 PROMQL_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool",
                    "and", "or", "unless", "offset", "inf", "nan"}

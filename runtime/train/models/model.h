@@ -93,6 +93,21 @@ class Model {
   virtual bool gates_forward() const { return false; }
   virtual void set_forward_gate(std::function<void(int layer)> gate) { (void)gate; }
 
+  // TorchScript models: whether the module has a method `name` besides forward (a task's loss or
+  // metric, task.h). Zoo models have none.
+  virtual bool HasMethod(const std::string& name) const {
+    (void)name;
+    return false;
+  }
+  // Calls that method with `args` (autograd history recorded when grad mode is on) and returns
+  // its tensor. NotFound for a model without it; InvalidArgument (with libtorch's message) when
+  // the call fails or returns something else than a tensor.
+  virtual absl::StatusOr<torch::Tensor> CallMethod(const std::string& name,
+                                                   const std::vector<torch::Tensor>& args) {
+    (void)args;
+    return absl::NotFoundError(name_ + " has no method " + name);
+  }
+
  protected:
   explicit Model(std::string name) : name_(std::move(name)) {}
 

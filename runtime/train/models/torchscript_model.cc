@@ -54,6 +54,29 @@ class TorchScriptModel final : public Model {
     return out;
   }
 
+  bool HasMethod(const std::string& method) const override {
+    return module_.find_method(method).has_value();
+  }
+
+  absl::StatusOr<torch::Tensor> CallMethod(const std::string& method,
+                                           const std::vector<torch::Tensor>& args) override {
+    if (!HasMethod(method)) {
+      return absl::NotFoundError(absl::StrCat(name(), ": the module has no method ", method));
+    }
+    try {
+      std::vector<torch::IValue> inputs(args.begin(), args.end());
+      torch::IValue out = module_.get_method(method)(std::move(inputs));
+      if (!out.isTensor()) {
+        return absl::InvalidArgumentError(absl::StrCat(name(), ": ", method, " returned ",
+                                                       out.tagKind(), ", expected a tensor"));
+      }
+      return out.toTensor();
+    } catch (const std::exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name(), ": ", method, " failed: ", ExceptionMessage(e)));
+    }
+  }
+
   void train(bool on) override { module_.train(on); }
   bool is_training() const override { return module_.is_training(); }
 

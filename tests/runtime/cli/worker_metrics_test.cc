@@ -34,6 +34,23 @@ TEST(WorkerMetrics, OwnModelAccuracyOnlyWhenTheEvaluationMeasuredIt) {
   EXPECT_THAT(text, HasSubstr("# TYPE hptrain_eval_worker_accuracy gauge\n"));
 }
 
+// Every metric of the task is a series of hptrain_eval_metric, labelled by its name.
+TEST(WorkerMetrics, EveryTaskMetricByName) {
+  metrics::Registry registry;
+  WorkerMetrics worker_metrics(registry);
+  train::EpochStats stats;
+  stats.metric = "rmse";
+  stats.metrics = {{"rmse", 0.25}, {"mae", 0.125}};
+  worker_metrics.OnEpoch(stats);
+  stats.metrics = {{"rmse", 0.5}, {"mae", 0.375}};
+  worker_metrics.OnEpoch(stats);
+  const std::string text = metrics::TextExposition(registry);
+  EXPECT_THAT(text, HasSubstr("# TYPE hptrain_eval_metric gauge\n"));
+  EXPECT_THAT(text, HasSubstr("\nhptrain_eval_metric{metric=\"rmse\"} 0.5\n"));
+  EXPECT_THAT(text, HasSubstr("\nhptrain_eval_metric{metric=\"mae\"} 0.375\n"));
+  EXPECT_THAT(text, HasSubstr("\nhptrain_eval_accuracy 0\n"));  // not classification
+}
+
 // A one-GPU NVML, reading 50% and 1 GiB of 16 GiB used.
 metrics::NvmlApi FakeNvml() {
   metrics::NvmlApi api;

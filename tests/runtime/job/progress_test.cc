@@ -234,6 +234,26 @@ TEST(ProgressDisplayTest, WorkerAccuraciesFollowTheAverageModel) {
               HasSubstr("train_loss 0.4012  worker_accuracy min 50.00% mean 62.50% max 75.00%\n"));
 }
 
+// Other tasks print their primary metric by name: accuracies as percentages, the others as they
+// are; the summary's final line too.
+TEST(ProgressDisplayTest, TheTasksPrimaryMetricByName) {
+  std::ostringstream out;
+  ProgressDisplay display(out, /*is_tty=*/false);
+  display.EpochEnd(1, "rmse", 0.12345, 0.0152, 0.02, 3.0, {0.125, 0.25});
+  display.Evaluation(250, 1.25, "f1", 0.75, 0.35612);
+  EXPECT_EQ(out.str(),
+            "epoch 1 done in 3.0s: train_loss 0.0200 test_loss 0.0152 test_rmse 0.1235 "
+            "worker_rmse min 0.1250 mean 0.1875 max 0.2500\n"
+            "step 250 (epoch 1.25): test_loss 0.3561 test_f1 0.7500\n");
+
+  RunSummary s = TwoRankSummary();
+  s.task = "regression";
+  s.metric = "rmse";
+  s.final = {0.0, 0.0152, 0.02, {{"rmse", 0.12345}, {"mae", 0.1}}};
+  EXPECT_THAT(FormatSummaryTable(s),
+              HasSubstr("\nfinal test_rmse 0.1235  test_loss 0.0152  train_loss 0.0200\n"));
+}
+
 // gossip: the per-rank table adds the model exchanges each worker took part in.
 TEST(FormatSummaryTableTest, GossipAddsExchangesPerWorker) {
   RunSummary s = TwoRankSummary();

@@ -20,10 +20,12 @@ RunSummary Example() {
   s.steps = 468;
   s.wall_seconds = 41.25;
   s.samples_per_second = 2909.5;
-  s.final = {0.8712, 0.3561, 0.4012};
-  s.per_epoch = {{1, 0.81, 0.55, 20.5, 22.0}, {2, 0.8712, 0.4012, 20.75, 43.0}};
-  s.evaluations = {
-      {117, 0.5, 0.74, 0.71, 12.5}, {234, 1.0, 0.81, 0.52, 22.0}, {468, 2.0, 0.8712, 0.356, 43.0}};
+  s.final = {0.8712, 0.3561, 0.4012, {{"accuracy", 0.8712}, {"top5_accuracy", 0.9875}}};
+  s.per_epoch = {{1, 0.81, 0.55, 20.5, 22.0, {{"accuracy", 0.81}, {"top5_accuracy", 0.97}}},
+                 {2, 0.8712, 0.4012, 20.75, 43.0}};
+  s.evaluations = {{117, 0.5, 0.74, 0.71, 12.5, {{"accuracy", 0.74}, {"top5_accuracy", 0.95}}},
+                   {234, 1.0, 0.81, 0.52, 22.0},
+                   {468, 2.0, 0.8712, 0.356, 43.0}};
   s.ranks = {{0, "fast", int64_t{5} << 32, 123456789, 96, 30.5, 8.25, 4096, 8192, 2.5},
              {1, "slow", 1024, 2048, 32, 31.0, 7.5}};
   return s;
@@ -32,6 +34,9 @@ RunSummary Example() {
 void ExpectEqual(const RunSummary& a, const RunSummary& b) {
   EXPECT_EQ(a.job, b.job);
   EXPECT_EQ(a.strategy, b.strategy);
+  EXPECT_EQ(a.task, b.task);
+  EXPECT_EQ(a.metric, b.metric);
+  EXPECT_EQ(a.final.metrics, b.final.metrics);
   EXPECT_EQ(a.workers, b.workers);
   EXPECT_EQ(a.epochs, b.epochs);
   EXPECT_EQ(a.steps, b.steps);
@@ -47,6 +52,7 @@ void ExpectEqual(const RunSummary& a, const RunSummary& b) {
     EXPECT_EQ(a.per_epoch[i].train_loss, b.per_epoch[i].train_loss);
     EXPECT_EQ(a.per_epoch[i].wall_seconds, b.per_epoch[i].wall_seconds);
     EXPECT_EQ(a.per_epoch[i].elapsed_seconds, b.per_epoch[i].elapsed_seconds);
+    EXPECT_EQ(a.per_epoch[i].metrics, b.per_epoch[i].metrics);
   }
   ASSERT_EQ(a.evaluations.size(), b.evaluations.size());
   for (size_t i = 0; i < a.evaluations.size(); ++i) {
@@ -55,6 +61,7 @@ void ExpectEqual(const RunSummary& a, const RunSummary& b) {
     EXPECT_EQ(a.evaluations[i].test_accuracy, b.evaluations[i].test_accuracy);
     EXPECT_EQ(a.evaluations[i].test_loss, b.evaluations[i].test_loss);
     EXPECT_EQ(a.evaluations[i].elapsed_seconds, b.evaluations[i].elapsed_seconds);
+    EXPECT_EQ(a.evaluations[i].metrics, b.evaluations[i].metrics);
   }
   ASSERT_EQ(a.ranks.size(), b.ranks.size());
   for (size_t i = 0; i < a.ranks.size(); ++i) {
@@ -80,6 +87,8 @@ TEST(RunSummaryTest, JsonHasExactlyTheDesignFieldNames) {
   EXPECT_EQ(RunSummaryToJson(s), R"({
   "job": "fmnist-hps",
   "strategy": "hps",
+  "task": "classification",
+  "metric": "accuracy",
   "workers": 2,
   "epochs": 2,
   "steps": 468,
@@ -88,7 +97,11 @@ TEST(RunSummaryTest, JsonHasExactlyTheDesignFieldNames) {
   "final": {
     "test_accuracy": 0.8712,
     "test_loss": 0.3561,
-    "train_loss": 0.4012
+    "train_loss": 0.4012,
+    "metrics": {
+      "accuracy": 0.8712,
+      "top5_accuracy": 0.9875
+    }
   },
   "per_epoch": [
     {
@@ -96,7 +109,11 @@ TEST(RunSummaryTest, JsonHasExactlyTheDesignFieldNames) {
       "test_accuracy": 0.81,
       "train_loss": 0.55,
       "wall_seconds": 20.5,
-      "elapsed_seconds": 22.0
+      "elapsed_seconds": 22.0,
+      "metrics": {
+        "accuracy": 0.81,
+        "top5_accuracy": 0.97
+      }
     }
   ],
   "evaluations": [
@@ -105,7 +122,11 @@ TEST(RunSummaryTest, JsonHasExactlyTheDesignFieldNames) {
       "epochs": 0.5,
       "test_accuracy": 0.74,
       "test_loss": 0.71,
-      "elapsed_seconds": 12.5
+      "elapsed_seconds": 12.5,
+      "metrics": {
+        "accuracy": 0.74,
+        "top5_accuracy": 0.95
+      }
     }
   ],
   "ranks": [
@@ -168,6 +189,35 @@ TEST(RunSummaryTest, ParsesHandWrittenJsonAndIgnoresAddedFields) {
   EXPECT_EQ(parsed->ranks[0].batch_size, 64);
   EXPECT_EQ(parsed->per_epoch[0].epoch, 1);
   EXPECT_TRUE(parsed->evaluations.empty());  // written before evaluations existed
+  EXPECT_EQ(parsed->task, "classification");  // written before tasks existed
+  EXPECT_EQ(parsed->metric, "accuracy");
+  EXPECT_TRUE(parsed->final.metrics.empty());
+}
+
+// A task other than classification: its metrics by name, in the task's order, whatever their
+// names' alphabetical order; test_accuracy 0.
+TEST(RunSummaryTest, RegressionMetricsRoundTripInTheirOrder) {
+  RunSummary s = Example();
+  s.task = "regression";
+  s.metric = "rmse";
+  s.final = {0.0, 0.04, 0.05, {{"rmse", 0.2}, {"mae", 0.125}}};
+  s.per_epoch = {{1, 0.0, 0.05, 20.5, 22.0, {{"rmse", 0.2}, {"mae", 0.125}}}};
+  s.evaluations.clear();
+  const std::string json = RunSummaryToJson(s);
+  EXPECT_THAT(json, HasSubstr("\"metric\": \"rmse\""));
+  EXPECT_THAT(json, HasSubstr("\"metrics\": {\n      \"rmse\": 0.2,\n      \"mae\": 0.125\n"));
+  auto parsed = RunSummaryFromJson(json);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ExpectEqual(*parsed, s);
+  EXPECT_DOUBLE_EQ(MetricValue(parsed->final.metrics, "mae"), 0.125);
+  EXPECT_TRUE(std::isnan(MetricValue(parsed->final.metrics, "accuracy")));
+
+  std::string bad = json;
+  bad.replace(bad.find("\"mae\": 0.125"), 12, "\"mae\": \"x\"");
+  auto error = RunSummaryFromJson(bad);
+  ASSERT_FALSE(error.ok());
+  EXPECT_THAT(std::string(error.status().message()),
+              HasSubstr("final.metrics.mae: expected a number"));
 }
 
 TEST(RunSummaryTest, ErrorsNameTheField) {
