@@ -4,11 +4,14 @@
 // Per step (docs/design.md "Training semantics"), top to bottom in TrainStep:
 //   1. batch     this worker's slice [o_i, o_i + b_i) of the global batch from the epoch's seeded
 //                permutation (data/sampler.h);
-//   2. forward   and the summed cross-entropy;
+//   2. forward   and the summed cross-entropy, under autocast with spec.precision bf16 or fp16
+//                (precision.h; the weights, their gradients and the optimizer stay fp32);
 //   3. backward  autograd hooks copy each parameter's gradient into its slot of the flat
 //                gradient buffer (flat_model.h); full buckets go to the strategy's reducer (or
 //                updater) on the bucketed reducer's thread while backward continues, bucket k+1's
-//                exchange issued while k's is still in flight (runtime/comm/work.h);
+//                exchange issued while k's is still in flight (runtime/comm/work.h).
+//                Under loss scaling (fp16) the hooks only store; once every worker found its
+//                gradients free of inf/nan the exchange begins, or the step is skipped by all;
 //   4. wait      for every bucket's Work: the buffer holds the gradients to step on, the mean
 //                over the global batch B (or this worker's own mean, for the averagers);
 //   5. update    the local optimizer on the flat parameters (the model's parameters are views
@@ -76,6 +79,10 @@ struct StepStats {
   int64_t staleness = 0;           // parameter-server strategies: versions the copy lags
   int interval = 1;                // local steps between synchronisations (localsgd, multistep)
   int64_t exchanges = 0;           // gossip: model exchanges so far
+  // Loss scaling (spec.precision fp16): steps skipped for an inf/nan gradient so far, and the
+  // loss scale now (0 without loss scaling).
+  int64_t amp_skipped_steps = 0;
+  double loss_scale = 0;
 };
 
 // One evaluation of the model on the test set: at the end of every epoch and, with
