@@ -25,15 +25,15 @@ std::string Job(const std::string& name, int steps, const std::string& ckpt,
                       "  checkpoint: {path: " + ckpt + "}\n" + testing);
 }
 
-struct Run {
+struct Trained {
   ProcessResult process;
   train::Checkpoint checkpoint;
 };
 
-Run TrainTo(const TempDir& dir, const std::string& name, int steps, const std::string& testing) {
+Trained TrainTo(const TempDir& dir, const std::string& name, int steps, const std::string& testing) {
   const std::string ckpt = dir.path() + "/" + name + ".ckpt";
   const std::string job = dir.Write(name + ".yaml", Job(name, steps, ckpt, testing));
-  Run run;
+  Trained run;
   run.process = RunProcess({HptrainBinary(), "run", job, "--quiet", "--set",
                             "spec.optimizer.momentum=0.9"},
                            300);
@@ -62,13 +62,13 @@ TEST(LossScaling, SkipsAStepWithAnInfGradientWithoutChangingTheParameters) {
   TempDir dir;
   const std::string scaling = "  testing: {lossScaling: true}\n";
   // The parameters after kSkippedStep steps, without and with loss scaling.
-  Run plain = TrainTo(dir, "plain", kSkippedStep, "");
-  Run scaled = TrainTo(dir, "scaled", kSkippedStep, scaling);
+  Trained plain = TrainTo(dir, "plain", kSkippedStep, "");
+  Trained scaled = TrainTo(dir, "scaled", kSkippedStep, scaling);
   // One step more with an inf in worker 1's gradient at that step; and without it.
-  Run skipped = TrainTo(dir, "skipped", kSkippedStep + 1,
+  Trained skipped = TrainTo(dir, "skipped", kSkippedStep + 1,
                         "  testing: {lossScaling: true, infGradientStep: " +
                             std::to_string(kSkippedStep) + ", infGradientRank: 1}\n");
-  Run applied = TrainTo(dir, "applied", kSkippedStep + 1, scaling);
+  Trained applied = TrainTo(dir, "applied", kSkippedStep + 1, scaling);
   if (HasFailure()) return;
 
   const std::vector<float>& params = plain.checkpoint.sections["params"];
