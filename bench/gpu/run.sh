@@ -14,13 +14,19 @@
 #   6. throughput:  bench/gpu/throughput.sh (hptrain vs PyTorch, one worker on the GPU), then
 #                   bench/gpu/profile.sh (Nsight Systems' CUDA API and kernel tables of one
 #                   ResNet-20 worker, where nsys is installed), both into throughput.log.
-#   7. exchange:    build-gpu/bin/exchange_bucket_bench (quantize-8 exchange vs fp32 all-reduce).
+#   7. amp:         bench/gpu/throughput.sh with PRECISION=bf16, then fp16 (steps amp-bf16,
+#                   amp-fp16): ResNet-20 at batch 128 with spec.precision against PyTorch AMP
+#                   (bench/peers/amp_peer.py: torch.autocast, and GradScaler for fp16), the same
+#                   model and batch; AMP_STEPS timed steps (600). Into amp-bf16.log, amp-fp16.log.
+#   8. exchange:    build-gpu/bin/exchange_bucket_bench (quantize-8 exchange vs fp32 all-reduce).
 # A step gets at most its own cap and never more than leaves the later steps their minimum.
-# OUT_DIR receives 8 files: summary.txt env.txt build.log check.log (with the kernel benchmark's
-# table) integration.log parity.log throughput.log exchange.log. The summary is printed last.
+# OUT_DIR receives 10 files: summary.txt env.txt build.log check.log (with the kernel benchmark's
+# table) integration.log parity.log throughput.log amp-bf16.log amp-fp16.log exchange.log. The
+# summary is printed last.
 # Environment: BUDGET_S (540), BUILD_DIR (build-gpu), BUILD_TARGETS (build.sh's default list),
-# SKIP (steps not to run, e.g. "parity throughput" to spend the time on the tests; the summary
-# lists them as skipped), BENCHMARK_REPETITIONS (check.sh's kernel benchmark, 10; 0 skips it).
+# SKIP (steps not to run, e.g. "parity throughput amp-bf16 amp-fp16" to spend the time on the
+# tests; the summary lists them as skipped), BENCHMARK_REPETITIONS (check.sh's kernel benchmark,
+# 10; 0 skips it), AMP_STEPS (600).
 # Exit status: 0 every step passed, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -152,8 +158,14 @@ while read -r line; do note "  $line"; done < <(grep -E '^nccl_allreduce_check:|
 : >"$out/integration.log"
 # The time held back for the steps after this one: parity, throughput and exchange, or only the
 # exchange when the other two are skipped.
-integration_reserve=150
-[[ " ${SKIP:-} " == *" parity "* && " ${SKIP:-} " == *" throughput "* ]] && integration_reserve=45
+# The amp steps' share of what is held back: 60 s each unless skipped.
+amp_reserve=0
+for precision in bf16 fp16; do
+  [[ " ${SKIP:-} " == *" amp-$precision "* ]] || amp_reserve=$((amp_reserve + 60))
+done
+integration_reserve=$((150 + amp_reserve))
+[[ " ${SKIP:-} " == *" parity "* && " ${SKIP:-} " == *" throughput "* ]] &&
+  integration_reserve=$((45 + amp_reserve))
 if [[ -x $build/tests/integration_cuda_training_test ]]; then
   # The GPU tests; the DevicePath ones need no GPU and run in CI.
   step integration 260 "$integration_reserve" "$out/integration.log" env HPTRAIN_BIN="$PWD/$build/bin" "${wrap[@]}" \
@@ -173,7 +185,7 @@ while read -r line; do note "  $line"; done < <(grep -E '^\{"step": (1|20),' "$o
 # 6. throughput ---------------------------------------------------------------------------------
 : >"$out/throughput.log"
 if [[ -x $build/bin/hptrain ]]; then
-  step throughput 120 25 "$out/throughput.log" env RUN_TIMEOUT=60 \
+  step throughput 120 $((25 + amp_reserve)) "$out/throughput.log" env RUN_TIMEOUT=60 \
     bench/gpu/throughput.sh "$build" "$build/throughput"
   for f in "$build"/throughput/*.log "$build"/throughput/throughput.json; do
     [[ -f $f ]] && { echo "== $f"; tail -n 40 "$f"; } >>"$out/throughput.log"
@@ -186,11 +198,31 @@ else
 fi
 
 if [[ -x $build/bin/hptrain ]]; then
-  step profile 60 15 "$out/throughput.log" env OPTIONAL=1 bench/gpu/profile.sh "$build" \
+  step profile 60 $((15 + amp_reserve)) "$out/throughput.log" env OPTIONAL=1 bench/gpu/profile.sh "$build" \
     "$build/profile"
 fi
 
-# 7. exchange -----------------------------------------------------------------------------------
+# 7. amp ---------------------------------------------------------------------------------------
+# bf16 and fp16 ResNet-20 (synthetic CIFAR-shaped data) against PyTorch AMP, same model and batch.
+amp_left=$amp_reserve
+for precision in bf16 fp16; do
+  : >"$out/amp-$precision.log"
+  if [[ ! -x $build/bin/hptrain ]]; then
+    echo "hptrain not built" >"$out/amp-$precision.log"
+    note "amp-$precision skipped: hptrain not built"
+    continue
+  fi
+  [[ " ${SKIP:-} " == *" amp-$precision "* ]] || amp_left=$((amp_left - 60))
+  step "amp-$precision" 90 $((40 + amp_left)) "$out/amp-$precision.log" env PRECISION="$precision" \
+    MODELS=resnet20:128 STEPS="${AMP_STEPS:-600}" RUN_TIMEOUT=40 \
+    bench/gpu/throughput.sh "$build" "$build/amp"
+  for f in "$build"/amp/*"-$precision"*.log "$build/amp/throughput-$precision.json"; do
+    [[ -f $f ]] && { echo "== $f"; tail -n 40 "$f"; } >>"$out/amp-$precision.log"
+  done
+  while read -r line; do note "  $precision $line"; done < <(sed -n '/^model  /,/^throughput:/p' "$out/amp-$precision.log" | grep -v '^throughput:')
+done
+
+# 8. exchange -----------------------------------------------------------------------------------
 : >"$out/exchange.log"
 if [[ -x $build/bin/exchange_bucket_bench ]]; then
   step exchange 40 0 "$out/exchange.log" "${wrap[@]}" "$build/bin/exchange_bucket_bench" 25 30

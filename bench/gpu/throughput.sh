@@ -6,7 +6,9 @@
 #
 # Environment: STEPS (timed steps, 1500), SHORT_STEPS (100), PYTHON (python3), MODELS
 # ("lenet5:64 resnet20:128", model:batch pairs), RUN_TIMEOUT (seconds per run, 150), DEVICE
-# (cuda; cpu runs both sides on the CPU, to check the script on a machine without a GPU).
+# (cuda; cpu runs both sides on the CPU, to check the script on a machine without a GPU),
+# PRECISION (fp32; bf16 or fp16: hptrain with spec.precision, against PyTorch AMP with the same
+# model and batch, bench/peers/amp_peer.py, instead of torch_loop.py).
 #
 # hptrain samples/s is steady state: each model runs twice, for SHORT_STEPS and for
 # SHORT_STEPS + STEPS steps, and the rate is STEPS · batch over the difference of the two runs'
@@ -17,7 +19,8 @@
 # windows after warm-up steps (torch_loop.py). Peak GPU memory: for both, the largest per-process
 # used_memory that `nvidia-smi --query-compute-apps` reported while polling every 100 ms (CUDA
 # context included, so the two are comparable); for PyTorch also torch.cuda.max_memory_allocated
-# (tensors only). Writes OUT_DIR/throughput.json and the runs' logs; prints a table.
+# (tensors only). Writes OUT_DIR/throughput.json (throughput-bf16.json etc. with PRECISION) and
+# the runs' logs; prints a table.
 # Exit status: 0 all runs finished, 1 a run failed, 2 no GPU or no hptrain binary.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -29,6 +32,9 @@ python=${PYTHON:-python3}
 models=${MODELS:-lenet5:64 resnet20:128}
 run_timeout=${RUN_TIMEOUT:-150}
 device=${DEVICE:-cuda}
+precision=${PRECISION:-fp32}
+ptag=""  # file names: fp32's as before, the others' with the precision
+[[ $precision != fp32 ]] && ptag="-$precision"
 mkdir -p "$out"
 hptrain=$build/bin/hptrain
 if [[ ! -x $hptrain ]]; then
@@ -66,11 +72,12 @@ source bench/gpu/job_yaml.sh
 
 # run_hptrain MODEL BATCH STEPS: prints "train_seconds peak_mib", or fails.
 run_hptrain() {
-  local model=$1 batch=$2 n=$3 tag="hptrain-$1-$3"
+  local model=$1 batch=$2 n=$3 tag="hptrain$ptag-$1-$3"
   local job=/tmp/hptrain-gpu-throughput-$model.yaml
   job_yaml "$model" "$batch" >"$job"
   poll_start "$out/$tag.smi"
   timeout "$run_timeout" "${wrap[@]}" "$hptrain" run "$job" --quiet --set "spec.maxSteps=$n" \
+    --set "spec.precision=$precision" \
     --output-json "$out/$tag.json" >"$out/$tag.log" 2>&1
   local rc=$?
   local peak
@@ -97,7 +104,7 @@ rows=()
 for pair in $models; do
   model=${pair%%:*}
   batch=${pair##*:}
-  echo "== $model batch $batch: hptrain $short and $((short + steps)) steps, PyTorch $steps steps"
+  echo "== $model batch $batch $precision: hptrain $short and $((short + steps)) steps, PyTorch $steps steps"
   if a=$(run_hptrain "$model" "$batch" "$short") &&
     b=$(run_hptrain "$model" "$batch" $((short + steps))); then
     read -r steps_a secs_a _ <<<"$a"
@@ -110,35 +117,38 @@ for pair in $models; do
     peak_h=-
     failed=1
   fi
-  poll_start "$out/torch-$model.smi"
-  timeout "$run_timeout" "$python" bench/gpu/torch_loop.py --model "$model" --batch "$batch" \
-    --steps "$steps" --warmup 30 --window 25 --device "$device" >"$out/torch-$model.json" 2>"$out/torch-$model.log"
+  peer=(bench/gpu/torch_loop.py)
+  [[ $precision != fp32 ]] && peer=(bench/peers/amp_peer.py --precision "$precision")
+  ttag=torch$ptag-$model
+  poll_start "$out/$ttag.smi"
+  timeout "$run_timeout" "$python" "${peer[@]}" --model "$model" --batch "$batch" \
+    --steps "$steps" --warmup 30 --window 25 --device "$device" >"$out/$ttag.json" 2>"$out/$ttag.log"
   rc=$?
-  peak_t=$(poll_stop "$out/torch-$model.smi")
+  peak_t=$(poll_stop "$out/$ttag.smi")
   if ((rc == 0)); then
-    cat "$out/torch-$model.json"
+    cat "$out/$ttag.json"
   else
-    echo "throughput: torch_loop.py $model failed (exit $rc):" >&2
-    tail -n 15 "$out/torch-$model.log" >&2
+    echo "throughput: ${peer[0]} $model failed (exit $rc):" >&2
+    tail -n 15 "$out/$ttag.log" >&2
     failed=1
   fi
   rows+=("$model $batch $hp_rate $peak_h $peak_t")
 done
 
-"$python" - "$out" "${rows[@]}" <<'PY'
+"$python" - "$out" "$ptag" "$precision" "${rows[@]}" <<'PY'
 import json, sys
-out_dir, rows = sys.argv[1], []
-for line in sys.argv[2:]:
+out_dir, ptag, precision, rows = sys.argv[1], sys.argv[2], sys.argv[3], []
+for line in sys.argv[4:]:
     model, batch, hp, peak_h, peak_t = line.split()
     try:
-        t = json.load(open(f"{out_dir}/torch-{model}.json"))
+        t = json.load(open(f"{out_dir}/torch{ptag}-{model}.json"))
     except (OSError, ValueError):
         t = {}
     pt = t.get("samples_per_second")
     hp = float(hp) if hp != "-" else None
     peak = t.get("peak_memory_bytes")
     rows.append({
-        "model": model, "batch": int(batch),
+        "model": model, "batch": int(batch), "precision": precision,
         "hptrain_samples_per_second": hp, "torch_samples_per_second": pt,
         "ratio": hp / pt if hp and pt else None,
         "hptrain_peak_gpu_mib_nvidia_smi": int(peak_h) if peak_h != "-" else None,
@@ -158,7 +168,7 @@ for r in rows:
         v = r[key]
         cells.append(f"{v:{width}.{digits}f}" if v is not None else f"{'-':>{width}}")
     print("  ".join(cells))
-json.dump(rows, open(f"{out_dir}/throughput.json", "w"), indent=1)
+json.dump(rows, open(f"{out_dir}/throughput{ptag}.json", "w"), indent=1)
 print("throughput:", json.dumps(rows))
 PY
 exit "$failed"

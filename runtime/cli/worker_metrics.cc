@@ -107,6 +107,22 @@ void WorkerMetrics::OnStep(const train::StepStats& stats, int64_t bytes_sent,
     overlap_ratio_->Set(std::clamp(1.0 - exposed_total_ / comm_total_, 0.0, 1.0));
   }
   train_loss_->Set(stats.train_loss);
+  if (stats.loss_scale > 0) {
+    if (amp_loss_scale_ == nullptr) {
+      amp_skipped_steps_ =
+          registry_.Counter("hptrain_amp_skipped_steps_total",
+                            "Loss scaling (spec.precision fp16): steps skipped by every worker "
+                            "because a gradient had an inf or nan.")
+              ->Get();
+      amp_loss_scale_ = registry_.Gauge("hptrain_amp_loss_scale",
+                                        "Loss scaling (spec.precision fp16): the current loss "
+                                        "scale.")
+                            ->Get();
+    }
+    amp_skipped_steps_->Inc(static_cast<double>(stats.amp_skipped_steps - last_amp_skipped_));
+    last_amp_skipped_ = stats.amp_skipped_steps;
+    amp_loss_scale_->Set(stats.loss_scale);
+  }
   step_->Set(static_cast<double>(stats.step));
   epoch_->Set(stats.epoch);
   if (gpu_ != nullptr) {

@@ -68,6 +68,11 @@ class WorkerMetrics {
   // workers' own models (gossip), so that no other strategy exports it.
   metrics::Registry& registry_;
   metrics::Gauge* worker_accuracy_ = nullptr;
+  // hptrain_amp_skipped_steps_total and hptrain_amp_loss_scale: registered at the first step
+  // with loss scaling (spec.precision fp16), so that other jobs do not export them.
+  metrics::Counter* amp_skipped_steps_ = nullptr;
+  metrics::Gauge* amp_loss_scale_ = nullptr;
+  int64_t last_amp_skipped_ = 0;
   metrics::Gauge* step_;
   metrics::Gauge* epoch_;
   metrics::Gauge* torch_threads_;

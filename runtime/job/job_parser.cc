@@ -612,6 +612,9 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   t.Read("slowdownWindow", &spec->testing.slowdown_window);
   t.Read("devicePath", &spec->testing.device_path);
   t.Read("cudnn", &spec->testing.cudnn);
+  t.Read("lossScaling", &spec->testing.loss_scaling);
+  t.Read("infGradientStep", &spec->testing.inf_gradient_step);
+  t.Read("infGradientRank", &spec->testing.inf_gradient_rank);
   return t.Finish();
 }
 

@@ -225,6 +225,14 @@ struct TestingSpec {
   // are slower and round like the CPU's, where even deterministic cuDNN parts from the CPU's
   // result within a few steps (bench/gpu/torch_parity.py); the GPU parity tests use it.
   bool cudnn = true;
+  // Dynamic loss scaling as spec.precision fp16 does it (runtime/train/precision.h), without
+  // autocast, on any device: the loss scaled, the gradients checked for inf/nan on every worker
+  // before the exchange, a step with one skipped by all. CPU-only machines test it this way.
+  bool loss_scaling = false;
+  // Under loss scaling: the worker of rank infGradientRank writes an inf into its gradient at
+  // global step infGradientStep (0-based; -1: never), so that the step is skipped.
+  int64_t inf_gradient_step = -1;
+  int inf_gradient_rank = 0;
 };
 
 // The priority scheduler's defaults for all-reduce (docs/algorithms.md §3b).

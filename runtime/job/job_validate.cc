@@ -247,6 +247,17 @@ absl::Status ValidateTaskAndPrecision(const JobSpec& spec) {
     return Invalid("spec.precision",
                    "fp16 needs a GPU (spec.device: cpu); use bf16 on the CPU, or fp32");
   }
+  const bool scales_loss = spec.precision == "fp16" || spec.testing.loss_scaling;
+  if (scales_loss && spec.scheduler.type == "priority") {
+    // The priority scheduler starts a step's exchange during backward; loss scaling starts it
+    // only once every worker's gradients were found free of inf/nan.
+    return Invalid("spec.scheduler.type", "priority cannot be used with loss scaling "
+                   "(spec.precision fp16); use none");
+  }
+  if (!scales_loss && spec.testing.inf_gradient_step >= 0) {
+    return Invalid("spec.testing.infGradientStep",
+                   "needs loss scaling (spec.precision fp16 or spec.testing.lossScaling)");
+  }
   return absl::OkStatus();
 }
 
@@ -546,6 +557,14 @@ absl::Status ValidateTesting(const TestingSpec& testing, int world) {
   if (testing.slowdown_window < 1 || testing.slowdown_window > 1000) {
     return Invalid("spec.testing.slowdownWindow", "must be between 1 and 1000 steps, got ",
                    testing.slowdown_window);
+  }
+  if (testing.inf_gradient_step < -1) {
+    return Invalid("spec.testing.infGradientStep", "must be a step (>= 0) or -1, got ",
+                   testing.inf_gradient_step);
+  }
+  if (testing.inf_gradient_rank < 0 || testing.inf_gradient_rank >= world) {
+    return Invalid("spec.testing.infGradientRank", "must be a worker rank in [0, ", world,
+                   "), got ", testing.inf_gradient_rank);
   }
   if (testing.slowdown.empty()) return absl::OkStatus();
   if (static_cast<int>(testing.slowdown.size()) != world) {

@@ -24,6 +24,12 @@ int VisibleCudaDevices() {
 }
 
 absl::Status CheckDevice(const job::JobSpec& spec, const std::string& device) {
+  if (device == "cpu" && spec.precision == "fp16") {
+    // spec.device cpu is refused by validation; this is spec.device auto finding no GPU.
+    return absl::InvalidArgumentError(
+        "spec.precision: fp16 needs a GPU, but this worker trains on the CPU (no GPU visible); "
+        "use bf16 or fp32");
+  }
   if (device == "cpu") return absl::OkStatus();
   if (device.rfind("cuda", 0) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("unknown device \"", device, "\""));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/base/status.h"
@@ -20,6 +21,7 @@
 #include "runtime/train/local_optimizer.h"
 #include "runtime/train/model_buffers.h"
 #include "runtime/train/models/model.h"
+#include "runtime/train/precision.h"
 #include "runtime/train/preflight.h"
 #include "runtime/train/run_checkpoint.h"
 #include "runtime/train/scheduled_exchange.h"
@@ -66,6 +68,9 @@ class Trainer::Impl {
   absl::Status FollowAllocation();
   absl::Status ForwardBackward(const Batch& batch, const std::vector<int64_t>& perm,
                                int64_t step_in_epoch, int64_t steps_per_epoch, double* loss);
+  // Under loss scaling, after backward: the exchange started once every worker's gradients are
+  // finite and awaited, or the step skipped by all (precision.h).
+  absl::Status FinishScaledStep(ExchangeTimes* times);
   // Under the scheduler, after backward: the step's exchange times; the models' agreement
   // awaited where the step synchronizes them (or the recorder reads them).
   absl::Status FinishScheduledStep(double* compute, ExchangeTimes* times);
@@ -101,6 +106,9 @@ class Trainer::Impl {
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<BatchLoader> loader_;
   std::unique_ptr<StepExchange> exchange_;
+  // spec.precision: autocast, and under loss scaling (fp16) the check before the exchange.
+  std::unique_ptr<MixedPrecision> precision_;
+  std::vector<char> stored_;  // under loss scaling: the tensors backward stored this step
   optim::LrScheduleOptions lr_schedule_;
   sync::StepInfo step_info_;
   // spec.scheduler priority (null otherwise). Declared after what its hooks use, so that it is
@@ -149,6 +157,7 @@ absl::Status Trainer::Impl::Init() {
     return absl::InvalidArgumentError(absl::StrCat("rank ", options_.rank, " out of range"));
   }
   HPTRAIN_ASSIGN_OR_RETURN(torch::Device device, SelectDevice());
+  HPTRAIN_ASSIGN_OR_RETURN(precision_, MixedPrecision::Create(spec_, device, options_.rank));
   const bool on_device = device.is_cuda() || options_.device_path_on_cpu;
   // By default each worker gets its share of the CPU quota (or cores) of its host (threads.h).
   threads_ = ChooseThreads(spec_.threads, options_.workers_on_host);
@@ -207,9 +216,15 @@ absl::Status Trainer::Impl::Init() {
 void Trainer::Impl::RegisterHooks() {
   // The returned undefined tensor leaves the gradient itself unchanged.
   std::vector<torch::Tensor>& params = flat_->parameters();
+  stored_.assign(params.size(), 0);
   for (size_t t = 0; t < params.size(); ++t) {
     const int index = static_cast<int>(t);
     params[t].register_hook([this, index](torch::Tensor grad) {
+      if (precision_->scales_loss()) {  // unscaled as stored; the exchange starts after the check
+        flat_->StoreGradient(index, grad, precision_->gradient_scale());
+        stored_[index] = 1;
+        return;
+      }
       flat_->StoreGradient(index, grad);
       if (scheduled_) {
         scheduled_->MarkReady(index);
@@ -268,8 +283,13 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   const double compute_cpu = Slowdown::ThreadCpuSeconds() - cpu_start;
   // 3. The exchange completes; the optimizer, averager or updater moves the model.
   ExchangeTimes times;
-  HPTRAIN_RETURN_IF_ERROR(scheduled_ ? FinishScheduledStep(&compute, &times)
-                                     : exchange_->FinishStep(&times));
+  if (scheduled_) {
+    HPTRAIN_RETURN_IF_ERROR(FinishScheduledStep(&compute, &times));
+  } else if (precision_->scales_loss()) {
+    HPTRAIN_RETURN_IF_ERROR(FinishScaledStep(&times));
+  } else {
+    HPTRAIN_RETURN_IF_ERROR(exchange_->FinishStep(&times));
+  }
 
   // The compute time reported is what the worker really spent: the stretch as slept, since a
   // sleep may end late on a busy machine.
@@ -281,6 +301,27 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   }
   FillStats(epoch, local_batch, loss, compute, times, step_start, stats);
   return absl::OkStatus();
+}
+
+absl::Status Trainer::Impl::FinishScaledStep(ExchangeTimes* times) {
+  HPTRAIN_ASSIGN_OR_RETURN(
+      bool applied, precision_->CheckGradients(global_step_, *flat_, exchange_->reducer(), stored_,
+                                               *comm_));
+  if (!applied) {
+    // Every worker skips it: the model, the optimizer and the strategy stay as they were.
+    if (options_.rank == 0) {
+      std::fprintf(stderr,
+                   "hptrain worker: step %lld skipped: a gradient has an inf or nan (loss scale "
+                   "now %g)\n",
+                   static_cast<long long>(global_step_), precision_->loss_scale());
+    }
+    return absl::OkStatus();
+  }
+  exchange_->BeginStep(step_info_);
+  for (size_t t = 0; t < stored_.size(); ++t) {
+    if (stored_[t]) exchange_->MarkReady(static_cast<int>(t));
+  }
+  return exchange_->FinishStep(times);
 }
 
 absl::Status Trainer::Impl::FinishScheduledStep(double* compute, ExchangeTimes* times) {
@@ -303,9 +344,10 @@ absl::Status Trainer::Impl::ForwardBackward(const Batch& batch, const std::vecto
                                             int64_t step_in_epoch, int64_t steps_per_epoch,
                                             double* loss_value) {
   // Under the scheduler the previous step's exchange may still run: a model whose forward
-  // waits layer by layer starts at once, any other waits for the whole update first.
+  // waits layer by layer starts at once, any other waits for the whole update first. Under loss
+  // scaling the exchange begins after backward (FinishScaledStep).
   if (!scheduled_) {
-    exchange_->BeginStep(step_info_);
+    if (!precision_->scales_loss()) exchange_->BeginStep(step_info_);
   } else if (!model_->gates_forward()) {
     HPTRAIN_RETURN_IF_ERROR(Drain());
   }
@@ -313,13 +355,16 @@ absl::Status Trainer::Impl::ForwardBackward(const Batch& batch, const std::vecto
   HPTRAIN_RETURN_IF_ERROR(TorchCall("forward/backward", [&] {
     for (auto& p : flat_->parameters()) p.mutable_grad() = torch::Tensor();
     flat_->ClearGradients();
+    std::fill(stored_.begin(), stored_.end(), 0);
+    std::unique_ptr<AutocastGuard> autocast = precision_->Autocast();
     auto logits = model_->Forward(batch.inputs);
     if (!logits.ok()) throw std::runtime_error(std::string(logits.status().message()));
     absl::StatusOr<torch::Tensor> task_loss = task_->Loss(*logits, batch.targets);
     if (!task_loss.ok()) throw std::runtime_error(std::string(task_loss.status().message()));
     torch::Tensor loss = *std::move(task_loss);  // the sum over this worker's slice
     if (scheduled_ && !(scheduled = scheduled_->Begin(step_info_)).ok()) return;
-    loss.backward();
+    autocast.reset();
+    precision_->ScaleLoss(loss).backward();
     // On a GPU backward has only been queued: the next batch is gathered meanwhile.
     if (flat_->on_device() && step_in_epoch + 1 < steps_per_epoch) {
       loader_->Prefetch(global_step_ + 1, step_info_.epoch,
@@ -350,6 +395,8 @@ void Trainer::Impl::FillStats(int epoch, int local_batch, double loss, double co
   stats->interval = strategy_stats.interval;
   stats->exchanges = strategy_stats.exchanges;
   stats->corrupt_samples = train_data_->corrupt_samples() + test_data_->corrupt_samples();
+  stats->amp_skipped_steps = precision_->skipped_steps();
+  stats->loss_scale = precision_->loss_scale();
   epoch_timing_.compute_seconds += compute;  // as emulated, like the step stats
   epoch_timing_.comm_seconds += times.comm;
   epoch_timing_.exposed_comm_seconds += times.exposed;

@@ -5,11 +5,14 @@
 //   1. batch     this worker's slice [o_i, o_i + b_i) of the global batch from the epoch's seeded
 //                permutation (data/sampler.h);
 //   2. forward   and the task's loss summed over the slice (task.h: cross-entropy, BCE, MSE or a
-//                TorchScript module's own);
+//                TorchScript module's own), under autocast with spec.precision bf16 or fp16
+//                (precision.h; the weights, their gradients and the optimizer stay fp32);
 //   3. backward  autograd hooks copy each parameter's gradient into its slot of the flat
 //                gradient buffer (flat_model.h); full buckets go to the strategy's reducer (or
 //                updater) on the bucketed reducer's thread while backward continues, bucket k+1's
-//                exchange issued while k's is still in flight (runtime/comm/work.h);
+//                exchange issued while k's is still in flight (runtime/comm/work.h).
+//                Under loss scaling (fp16) the hooks only store; once every worker found its
+//                gradients free of inf/nan the exchange begins, or the step is skipped by all;
 //   4. wait      for every bucket's Work: the buffer holds the gradients to step on, the mean
 //                over the global batch B (or this worker's own mean, for the averagers);
 //   5. update    the local optimizer on the flat parameters (the model's parameters are views
@@ -80,6 +83,10 @@ struct StepStats {
   int64_t exchanges = 0;           // gossip: model exchanges so far
   // Samples left out of batches so far (both splits) under spec.dataset.skipCorrupt.
   int64_t corrupt_samples = 0;
+  // Loss scaling (spec.precision fp16): steps skipped for an inf/nan gradient so far, and the
+  // loss scale now (0 without loss scaling).
+  int64_t amp_skipped_steps = 0;
+  double loss_scale = 0;
 };
 
 // One evaluation of the model on the test set: at the end of every epoch and, with

@@ -1,5 +1,6 @@
 // The worker's metric families (runtime/cli/worker_metrics.h): the per-worker accuracy of gossip's
-// own models is exported only once an evaluation measured it.
+// own models is exported only once an evaluation measured it, the loss-scaling metrics only under
+// loss scaling.
 #include "runtime/cli/worker_metrics.h"
 
 #include <cstdlib>
@@ -49,6 +50,30 @@ TEST(WorkerMetrics, EveryTaskMetricByName) {
   EXPECT_THAT(text, HasSubstr("\nhptrain_eval_metric{metric=\"rmse\"} 0.5\n"));
   EXPECT_THAT(text, HasSubstr("\nhptrain_eval_metric{metric=\"mae\"} 0.375\n"));
   EXPECT_THAT(text, HasSubstr("\nhptrain_eval_accuracy 0\n"));  // not classification
+}
+
+TEST(WorkerMetrics, LossScalingMetricsOnlyUnderLossScaling) {
+  metrics::Registry registry;
+  WorkerMetrics worker_metrics(registry);
+  train::StepStats stats;
+  stats.step = 1;
+  worker_metrics.OnStep(stats, 0, 0);  // fp32, bf16: no loss scaling
+  std::string text = metrics::TextExposition(registry);
+  EXPECT_THAT(text, Not(HasSubstr("hptrain_amp_")));
+
+  stats.loss_scale = 65536;
+  worker_metrics.OnStep(stats, 0, 0);
+  stats.step = 2;
+  stats.amp_skipped_steps = 1;  // running totals, as the trainer reports them
+  stats.loss_scale = 32768;
+  worker_metrics.OnStep(stats, 0, 0);
+  stats.step = 3;
+  worker_metrics.OnStep(stats, 0, 0);
+  text = metrics::TextExposition(registry);
+  EXPECT_THAT(text, HasSubstr("\nhptrain_amp_skipped_steps_total 1\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE hptrain_amp_skipped_steps_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("\nhptrain_amp_loss_scale 32768\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE hptrain_amp_loss_scale gauge\n"));
 }
 
 // A one-GPU NVML, reading 50% and 1 GiB of 16 GiB used.

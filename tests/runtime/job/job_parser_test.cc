@@ -241,6 +241,31 @@ TEST(JobParserTest, DeviceBackendAndDeterministic) {
             "job.yaml: spec.testing.devicePath: must be true or false, got \"1.5\"");
 }
 
+TEST(JobParserTest, LossScalingTestingKnobs) {
+  absl::StatusOr<JobSpec> spec = Parse(kMinimal);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_FALSE(spec->testing.loss_scaling);
+  EXPECT_EQ(spec->testing.inf_gradient_step, -1);
+  EXPECT_EQ(spec->testing.inf_gradient_rank, 0);
+  spec = Parse(kMinimal, {"spec.testing.lossScaling=true", "spec.testing.infGradientStep=3",
+                          "spec.testing.infGradientRank=1"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->testing.loss_scaling);
+  EXPECT_EQ(spec->testing.inf_gradient_step, 3);
+  EXPECT_EQ(spec->testing.inf_gradient_rank, 1);
+  EXPECT_THAT(SetError({"spec.testing.infGradientStep=3"}),
+              StartsWith("job.yaml: spec.testing.infGradientStep: needs loss scaling"));
+  EXPECT_THAT(SetError({"spec.testing.lossScaling=true", "spec.testing.infGradientRank=9"}),
+              StartsWith("job.yaml: spec.testing.infGradientRank: must be a worker rank"));
+  // The priority scheduler starts the exchange during backward, before the inf/nan check.
+  EXPECT_THAT(SetError({"spec.testing.lossScaling=true", "spec.scheduler.type=priority"}),
+              StartsWith("job.yaml: spec.scheduler.type: priority cannot be used with loss "
+                         "scaling"));
+  EXPECT_THAT(SetError({"spec.precision=fp16", "spec.scheduler.type=priority"}),
+              StartsWith("job.yaml: spec.scheduler.type: priority cannot be used with loss "
+                         "scaling"));
+}
+
 TEST(JobParserTest, DeviceBackendAndDeterministicErrors) {
   EXPECT_EQ(SetError({"spec.device=tpu"}),
             "job.yaml: spec.device: unknown device \"tpu\" (expected one of cpu, cuda, auto)");
