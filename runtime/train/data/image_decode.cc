@@ -107,10 +107,23 @@ absl::StatusOr<ImageInfo> PngInfo(const uint8_t* data, size_t size) {
 }
 
 absl::StatusOr<ImageInfo> DecodeJpeg(const uint8_t* data, size_t size, int channels,
-                                     std::vector<uint8_t>* pixels) {
+                                     std::vector<uint8_t>* pixels, int min_height,
+                                     int min_width) {
   auto info = JpegInfo(data, size);
   if (!info.ok()) return info.status();
   tjhandle tj = Decompressor();
+  if (min_height > 0 && min_width > 0) {
+    // libjpeg-turbo scales by num/denom with rounding up (TJSCALED).
+    for (int denom : {8, 4, 2}) {
+      const int h = (info->height + denom - 1) / denom;
+      const int w = (info->width + denom - 1) / denom;
+      if (h >= min_height && w >= min_width) {
+        info->height = h;
+        info->width = w;
+        break;
+      }
+    }
+  }
   // Decode to the stored kind; RGB -> gray goes through ConvertChannels so that it is PIL's luma
   // of the decoded RGB, not the JPEG's own Y plane.
   const int stored = info->channels;
@@ -255,14 +268,16 @@ absl::StatusOr<ImageInfo> ReadImageInfo(const uint8_t* data, size_t size) {
 }
 
 absl::StatusOr<ImageInfo> DecodeImage(const uint8_t* data, size_t size, int channels,
-                                      std::vector<uint8_t>* pixels) {
+                                      std::vector<uint8_t>* pixels, int min_height,
+                                      int min_width) {
   if (channels != 1 && channels != 3) {
     return absl::InvalidArgumentError(absl::StrCat("channels must be 1 or 3, got ", channels));
   }
   auto format = DetectImageFormat(data, size);
   if (!format.ok()) return format.status();
-  return *format == ImageFormat::kJpeg ? DecodeJpeg(data, size, channels, pixels)
-                                       : DecodePng(data, size, channels, pixels);
+  return *format == ImageFormat::kJpeg
+             ? DecodeJpeg(data, size, channels, pixels, min_height, min_width)
+             : DecodePng(data, size, channels, pixels);
 }
 
 absl::StatusOr<std::string> EncodePng(const uint8_t* pixels, int height, int width,

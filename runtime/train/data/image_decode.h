@@ -47,11 +47,18 @@ absl::StatusOr<ImageFormat> DetectImageFormat(const uint8_t* data, size_t size);
 // lie behind large metadata segments: when a prefix fails, retry with the whole file.
 absl::StatusOr<ImageInfo> ReadImageInfo(const uint8_t* data, size_t size);
 
-// Decodes the whole image into `pixels` (resized to height * width * channels bytes, H x W x C)
-// with `channels` (1 or 3) channels, converting as above. Returns the image's header (channels as
-// stored). DataLoss "corrupt JPEG: REASON" / "corrupt PNG: REASON" when decoding fails.
+// Decodes the image into `pixels` (resized to height * width * channels bytes, H x W x C) with
+// `channels` (1 or 3) channels, converting as above. Returns the decoded image's height and width
+// and its stored channels. DataLoss "corrupt JPEG: REASON" / "corrupt PNG: REASON" when decoding
+// fails.
+//
+// min_height, min_width > 0 (the size the caller resizes to next) let a JPEG at least twice as
+// large be decoded with libjpeg-turbo's DCT scaling, by the largest of 1/2, 1/4 and 1/8 that
+// keeps both sides >= the minimum: a far cheaper decode, and a smoothed rather than an aliased
+// input to the bilinear resize. PNGs are always decoded at full size.
 absl::StatusOr<ImageInfo> DecodeImage(const uint8_t* data, size_t size, int channels,
-                                      std::vector<uint8_t>* pixels);
+                                      std::vector<uint8_t>* pixels, int min_height = 0,
+                                      int min_width = 0);
 
 // The encoders the tests and the benchmark write their images with (and what a user could use to
 // convert a data set). `pixels` is H x W x C uint8, C = 1 or 3. EncodePng is lossless;

@@ -21,6 +21,8 @@ namespace {
 
 // Enough for any PNG header and a JPEG's header behind ordinary metadata.
 constexpr int64_t kHeaderPrefix = 64 * 1024;
+// Per-thread decode buffers larger than this are released after use.
+constexpr size_t kKeepFloats = size_t{16} << 20;
 // The decode cache's budget per source.
 constexpr int64_t kCacheBytes = int64_t{256} << 20;
 
@@ -140,7 +142,9 @@ class ImageSource final : public SampleSource {
           absl::StrCat(RecordName(r), ": sample ", i, ": cannot read: ", read.message()));
     }
     auto info = DecodeImage(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
-                            static_cast<int>(shape_.channels), &pixels);
+                            static_cast<int>(shape_.channels), &pixels,
+                            resize_ ? static_cast<int>(shape_.height) : 0,
+                            resize_ ? static_cast<int>(shape_.width) : 0);
     if (!info.ok()) {
       return absl::DataLossError(
           absl::StrCat(RecordName(r), ": sample ", i, ": ", info.status().message()));
@@ -168,6 +172,10 @@ class ImageSource final : public SampleSource {
     if (resize) {
       ResizeBilinear(SampleShape{c, h, w}, planes.data(), CropBox{0, 0, h, w}, shape_, out);
     }
+    // One huge image must not pin its buffers in every thread for the rest of the run.
+    if (planes.capacity() > kKeepFloats) std::vector<float>().swap(planes);
+    if (pixels.capacity() > kKeepFloats) std::vector<uint8_t>().swap(pixels);
+    if (bytes.capacity() > kKeepFloats) std::string().swap(bytes);
     return absl::OkStatus();
   }
 

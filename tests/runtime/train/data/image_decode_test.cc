@@ -88,6 +88,29 @@ TEST(ImageDecode, JpegDecodesCloseToTheOriginal) {
   ASSERT_EQ(out.size(), gray.size());
 }
 
+TEST(ImageDecode, LargeJpegIsDecodedScaledDownToNoLessThanTheMinimum) {
+  const auto image = PatternImage(64, 48, 3, 6);
+  const std::string jpeg = Jpeg(image, 64, 48, 3);
+  std::vector<uint8_t> out;
+  struct Case {
+    int min_h, min_w, h, w;
+  } cases[] = {{16, 12, 16, 12}, {17, 12, 32, 24}, {8, 6, 8, 6}, {7, 2, 8, 6}, {33, 1, 64, 48},
+               {0, 0, 64, 48}};
+  for (const Case& c : cases) {
+    auto info = DecodeImage(reinterpret_cast<const uint8_t*>(jpeg.data()), jpeg.size(), 3, &out,
+                            c.min_h, c.min_w);
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->height, c.h) << "minimum " << c.min_h << "x" << c.min_w;
+    EXPECT_EQ(info->width, c.w) << "minimum " << c.min_h << "x" << c.min_w;
+    EXPECT_EQ(out.size(), static_cast<size_t>(c.h * c.w * 3));
+  }
+  // PNGs are never scaled.
+  const std::string png = Png(image, 64, 48, 3);
+  auto info = DecodeImage(reinterpret_cast<const uint8_t*>(png.data()), png.size(), 3, &out, 8, 6);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->height, 64);
+}
+
 TEST(ImageDecode, HeaderOnlyReadsDimensions) {
   const auto image = PatternImage(9, 13, 3, 1);
   for (const std::string& bytes : {Png(image, 9, 13, 3), Jpeg(image, 9, 13, 3)}) {
