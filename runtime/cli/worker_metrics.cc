@@ -43,6 +43,9 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) : registry_(r) {
   exchanges_ = r.Counter("hptrain_gossip_exchanges_total",
                          "gossip: model exchanges this worker took part in (as initiator, as "
                          "target, or with easgd's center).")->Get();
+  corrupt_samples_ = r.Counter("hptrain_data_corrupt_samples_total",
+                               "Samples left out of their batch because they could not be read "
+                               "(spec.dataset.skipCorrupt).")->Get();
   exposed_comm_seconds_ =
       r.Counter("hptrain_exposed_comm_seconds_total",
                 "Time training waited for communication (what computation did not hide).")
@@ -88,6 +91,8 @@ void WorkerMetrics::OnStep(const train::StepStats& stats, int64_t bytes_sent,
   sync_interval_->Set(stats.interval);
   exchanges_->Inc(static_cast<double>(stats.exchanges - last_exchanges_));
   last_exchanges_ = stats.exchanges;
+  corrupt_samples_->Inc(static_cast<double>(stats.corrupt_samples - last_corrupt_samples_));
+  last_corrupt_samples_ = stats.corrupt_samples;
   exposed_comm_seconds_->Inc(stats.exposed_comm_seconds);
   comm_total_ += stats.comm_seconds;
   exposed_total_ += stats.exposed_comm_seconds;

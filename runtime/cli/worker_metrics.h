@@ -51,6 +51,8 @@ class WorkerMetrics {
   metrics::Gauge* sync_interval_;
   metrics::Counter* exchanges_;
   int64_t last_exchanges_ = 0;
+  metrics::Counter* corrupt_samples_;
+  int64_t last_corrupt_samples_ = 0;
   metrics::Counter* exposed_comm_seconds_;
   metrics::Gauge* overlap_ratio_;
   double comm_total_ = 0;     // seconds, since start

@@ -49,7 +49,8 @@ ModelShape ModelShapeFor(const Dataset& data) {
   shape.channels = data.shape().channels;
   shape.height = data.shape().height;
   shape.width = data.shape().width;
-  shape.num_classes = data.num_classes();
+  // The model's output width: classes, or the target vector's length.
+  shape.num_classes = data.targets().outputs();
   return shape;
 }
 

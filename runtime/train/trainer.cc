@@ -246,11 +246,16 @@ absl::Status Trainer::Impl::TrainStep(const std::vector<int64_t>& perm, int epoc
   // run repeats them exactly.
   torch::manual_seed(spec_.seed * 1000003ULL + global_step_ * 131ULL + rank);
 
-  // 1. This worker's slice of the global batch.
+  // 1. This worker's slice of the global batch; the next step's is announced to the data set,
+  // whose source may decode it meanwhile (the allocation may still change: only a hint).
   HPTRAIN_ASSIGN_OR_RETURN(
-      Batch batch,
-      loader_->Load(global_step_, WorkerSlice(perm, step_in_epoch, spec_.global_batch_size,
-                                              options_.allocation, rank)));
+      Batch batch, loader_->Load(global_step_, epoch,
+                                 WorkerSlice(perm, step_in_epoch, spec_.global_batch_size,
+                                             options_.allocation, rank)));
+  if (step_in_epoch + 1 < steps_per_epoch) {
+    loader_->Hint(WorkerSlice(perm, step_in_epoch + 1, spec_.global_batch_size,
+                              options_.allocation, rank));
+  }
   // 2. Forward and backward; the hooks feed the exchange as gradients are produced.
   double loss = 0;
   HPTRAIN_RETURN_IF_ERROR(ForwardBackward(batch, perm, step_in_epoch, steps_per_epoch, &loss));
@@ -312,7 +317,7 @@ absl::Status Trainer::Impl::ForwardBackward(const Batch& batch, const std::vecto
     loss.backward();
     // On a GPU backward has only been queued: the next batch is gathered meanwhile.
     if (flat_->on_device() && step_in_epoch + 1 < steps_per_epoch) {
-      loader_->Prefetch(global_step_ + 1,
+      loader_->Prefetch(global_step_ + 1, step_info_.epoch,
                         WorkerSlice(perm, step_in_epoch + 1, spec_.global_batch_size,
                                     options_.allocation, options_.rank));
     }
@@ -339,6 +344,7 @@ void Trainer::Impl::FillStats(int epoch, int local_batch, double loss, double co
   stats->staleness = strategy_stats.staleness;
   stats->interval = strategy_stats.interval;
   stats->exchanges = strategy_stats.exchanges;
+  stats->corrupt_samples = train_data_->corrupt_samples() + test_data_->corrupt_samples();
   epoch_timing_.compute_seconds += compute;  // as emulated, like the step stats
   epoch_timing_.comm_seconds += times.comm;
   epoch_timing_.exposed_comm_seconds += times.exposed;

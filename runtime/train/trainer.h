@@ -76,6 +76,8 @@ struct StepStats {
   int64_t staleness = 0;           // parameter-server strategies: versions the copy lags
   int interval = 1;                // local steps between synchronisations (localsgd, multistep)
   int64_t exchanges = 0;           // gossip: model exchanges so far
+  // Samples left out of batches so far (both splits) under spec.dataset.skipCorrupt.
+  int64_t corrupt_samples = 0;
 };
 
 // One evaluation of the model on the test set: at the end of every epoch and, with
