@@ -199,7 +199,7 @@ TEST(ImageData, CorruptJpegHeaderIsOneLineErrorNamingTheFile) {
   ExpectOneLineNaming(RunProcess({HptrainBinary(), "run", job, "--quiet"}, 120), bad);
 }
 
-TEST(ImageData, CorruptJpegDataIsOneLineErrorNamingTheFile) {
+TEST(ImageData, CorruptJpegDataFailsTheRunNamingTheFile) {
   TempDir dir;
   WriteJpegFolder(dir.path() + "/data");
   const std::string bad = dir.path() + "/data/train/c0/05.jpg";
@@ -209,8 +209,15 @@ TEST(ImageData, CorruptJpegDataIsOneLineErrorNamingTheFile) {
       dir.Write("job.yaml", Job("corrupt-data",
                                 "{name: folder, format: imagefolder, path: " + dir.path() +
                                     "/data, normalize: false}",
-                                dir.path() + "/c.ckpt", 2, 16));
-  ExpectOneLineNaming(RunProcess({HptrainBinary(), "run", job, "--quiet"}, 120), bad);
+                                dir.path() + "/c.ckpt", 1, 16));
+  // Found by the step that reads it, after the workers started: the run's last line reports it
+  // (the workers' start-up lines come before).
+  const ProcessResult r = RunProcess({HptrainBinary(), "run", job, "--quiet"}, 120);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  const std::vector<std::string> lines = Lines(r.err);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back().rfind("hptrain run: ", 0), 0u) << r.err;
+  EXPECT_NE(lines.back().find(bad + ": sample 5: corrupt JPEG: "), std::string::npos) << r.err;
 }
 
 }  // namespace
