@@ -5,8 +5,8 @@
 //   hptrain-decode-bench --write DIR [--images 2000]     256x256 RGB JPEGs in DIR/{train,test}/cK/
 //   hptrain-decode-bench --read DIR [--threads W] [--batch 64] [--epochs 2]
 //
-// --read prints one line: samples, seconds and samples/s of the last epoch (the first warms the
-// page cache and the threads). bench/data/decode_throughput.sh runs it against PIL + torchvision
+// --read prints one line: samples, seconds, CPU seconds (all threads), samples/s and samples per
+// CPU second of the last epoch (the first warms the page cache and the threads). bench/data/decode_throughput.sh runs it against PIL + torchvision
 // in a PyTorch DataLoader on the same images and the same cores.
 #include <algorithm>
 #include <cerrno>
@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <numeric>
 #include <random>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
@@ -69,6 +70,13 @@ absl::Status Write(const std::string& dir, int images) {
   return absl::OkStatus();
 }
 
+// CPU seconds of this process (every thread), user + system.
+double CpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 absl::Status Read(const std::string& dir, int threads, int batch, int epochs) {
   using namespace hptrain::train;
   SetDefaultDecodeThreads(threads);
@@ -87,12 +95,13 @@ absl::Status Read(const std::string& dir, int threads, int batch, int epochs) {
   std::vector<float> inputs(static_cast<size_t>(batch * out.numel()));
   std::vector<int64_t> targets(static_cast<size_t>(batch));
   const int64_t n = (*source)->size();
-  double seconds = 0;
+  double seconds = 0, cpu = 0;
   for (int epoch = 0; epoch < epochs; ++epoch) {
     std::vector<int64_t> order(static_cast<size_t>(n));
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), std::mt19937_64(epoch));
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = CpuSeconds();
     auto slice = [&](int64_t b) {
       return std::vector<int64_t>(order.begin() + std::min(n, b * batch),
                                   order.begin() + std::min(n, (b + 1) * batch));
@@ -117,9 +126,13 @@ absl::Status Read(const std::string& dir, int threads, int batch, int epochs) {
       }
     }
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    cpu = CpuSeconds() - cpu_start;
   }
-  std::printf("hptrain threads=%d samples=%lld seconds=%.3f samples_per_s=%.1f\n", threads,
-              static_cast<long long>(n), seconds, static_cast<double>(n) / seconds);
+  std::printf(
+      "hptrain threads=%d samples=%lld seconds=%.3f cpu_seconds=%.3f samples_per_s=%.1f "
+      "samples_per_cpu_s=%.1f\n",
+      threads, static_cast<long long>(n), seconds, cpu, static_cast<double>(n) / seconds,
+      static_cast<double>(n) / cpu);
   return absl::OkStatus();
 }
 

@@ -26,14 +26,18 @@ here="$(cd "$(dirname "$0")" && pwd)"
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 "$build/bin/hptrain-decode-bench" --write "$dir" --images "$images"
-echo "| cores | hptrain samples/s | per core | PyTorch DataLoader samples/s | per core | ratio |"
+# Per core: samples per CPU second (every thread / process of each side), which other load on
+# the machine does not skew; samples/s (wall) beside it.
+echo "| cores | hptrain samples/s | hptrain samples per CPU s | PyTorch samples/s | PyTorch samples per CPU s | ratio per CPU s |"
 echo "|---|---|---|---|---|---|"
+field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p"; }
 for w in $workers; do
   cores="0-$((w - 1))"
-  ours=$(taskset -c "$cores" "$build/bin/hptrain-decode-bench" --read "$dir" --threads "$w" |
-    sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p')
-  theirs=$(taskset -c "$cores" "$python" "$here/decode_throughput.py" "$dir" --workers "$w" |
-    sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p')
-  awk -v w="$w" -v a="$ours" -v b="$theirs" 'BEGIN {
-    printf "| %d | %.0f | %.0f | %.0f | %.0f | %.2fx |\n", w, a, a / w, b, b / w, a / b }'
+  ours=$(taskset -c "$cores" "$build/bin/hptrain-decode-bench" --read "$dir" --threads "$w")
+  theirs=$(taskset -c "$cores" "$python" "$here/decode_throughput.py" "$dir" --workers "$w")
+  awk -v w="$w" -v a="$(echo "$ours" | field samples_per_s)" \
+      -v ac="$(echo "$ours" | field samples_per_cpu_s)" \
+      -v b="$(echo "$theirs" | field samples_per_s)" \
+      -v bc="$(echo "$theirs" | field samples_per_cpu_s)" 'BEGIN {
+    printf "| %d | %.0f | %.0f | %.0f | %.0f | %.2fx |\n", w, a, ac, b, bc, ac / bc }'
 done
