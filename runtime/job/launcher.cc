@@ -320,6 +320,7 @@ int Launch(const LaunchOptions& options) {
   double previous_epoch_end = 0.0;  // wall_seconds of the last epoch end shown
   std::vector<ProgressPoint> timeline;
   RunResult result;
+  int failed_child_exit = -1;  // FailedChildExitCode of the last failed attempt
   // One pass per gang: the first, then one per restart that spec.runPolicy allows
   // (restart_policy.h). A restarted gang gets a new ps and workers that resume from
   // spec.checkpoint.path (from scratch without one).
@@ -501,6 +502,7 @@ int Launch(const LaunchOptions& options) {
       result.first_failure = join_failure;
     }
     if (result.ok()) break;
+    failed_child_exit = FailedChildExitCode(result);
     const RestartDecision decision = DecideRestart(
         spec.run_policy.restart_policy, spec.run_policy.backoff_limit, restarts, result);
     std::string why = result.first_failure;
@@ -527,9 +529,8 @@ int Launch(const LaunchOptions& options) {
 
   if (!result.ok()) {
     std::fprintf(stderr, "hptrain run: %s\n", result.first_failure.c_str());
-    // A worker that stopped on bad input (its data, a flag) makes the run's exit code 2 as well,
-    // as a bad job file does: no retry fixes it.
-    if (result.outcome == RunOutcome::kFailed && FailedChildExitCode(result) == kExitBadInput) {
+    // A worker that found bad input mid-run (a corrupt sample) makes it the run's bad input too.
+    if (result.outcome == RunOutcome::kFailed && failed_child_exit == kExitBadInput) {
       return kExitBadInput;
     }
     return result.ExitCode();
