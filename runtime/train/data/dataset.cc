@@ -97,6 +97,8 @@ Dataset::Dataset(DatasetData data, bool normalize) : data_(std::move(data)) {
   for (size_t c = 0; c < channels; ++c) {
     const float mean = normalize ? data_.mean[data_.mean.size() == 1 ? 0 : c] : 0.0f;
     const float std = normalize ? data_.std[data_.std.size() == 1 ? 0 : c] : 1.0f;
+    mean_.push_back(mean);
+    std_.push_back(std);
     for (int v = 0; v < 256; ++v) {
       lut_[c * 256 + static_cast<size_t>(v)] = (static_cast<float>(v) / 255.0f - mean) / std;
     }

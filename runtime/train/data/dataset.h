@@ -66,6 +66,12 @@ class Dataset {
   // Label of sample i, 0 <= i < size().
   int label(int64_t i) const { return data_.labels[static_cast<size_t>(i)]; }
 
+  // The normalization Gather applies, per channel (size C): a pixel v of channel c becomes
+  // (v / 255 - mean()[c]) / std()[c]; mean 0 and std 1 when normalization is off. What an
+  // exported model's user must apply to its inputs (`hptrain export`).
+  const std::vector<float>& mean() const { return mean_; }
+  const std::vector<float>& std() const { return std_; }
+
   // Returns the samples `indices` (in that order; repeats allowed) as a CPU batch.
   // OutOfRange if an index is outside [0, size()); Internal if libtorch fails to allocate.
   // An empty `indices` gives tensors with a leading dimension of 0.
@@ -77,6 +83,8 @@ class Dataset {
   DatasetData data_;
   // lut_[c * 256 + v]: the float value of pixel v in channel c.
   std::vector<float> lut_;
+  std::vector<float> mean_;  // per channel, in force
+  std::vector<float> std_;
 };
 
 // Names OpenDataset() knows, in registry order.

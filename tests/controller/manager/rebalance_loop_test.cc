@@ -221,15 +221,21 @@ TEST_F(RebalanceLoopTest, AnUnreadableSourceOrAWrongTokenChangesNothing) {
   EXPECT_EQ(Status("mlp").value("allocationGeneration", 0), 0);
 }
 
-TEST_F(RebalanceLoopTest, JobsWithoutRebalancingAreNotRead) {
+// Jobs without rebalancing are read only for their status: once every status period (15 s by
+// default; the passes here are 1 s apart), and never rebalanced.
+TEST_F(RebalanceLoopTest, JobsWithoutRebalancingAreReadOnlyForStatus) {
   PatchSpec("mlp", {{"rebalance", {{"enabled", false}}}});
   ASSERT_TRUE(WaitFor([&] {
     kube::ObjectPtr job = controller_->caches().Job(absl::StrCat(kNs, "/mlp"));
     return job != nullptr && !(*job)["spec"]["rebalance"].value("enabled", true);
   }));
   for (int i = 0; i < 4; ++i) Pass();
-  EXPECT_EQ(readings_->reads, 0);
+  EXPECT_EQ(readings_->reads, 1);
   EXPECT_EQ(Current().generation(), 1);
+  for (int i = 0; i < 15; ++i) Pass();
+  EXPECT_EQ(readings_->reads, 2);
+  EXPECT_EQ(Current().generation(), 1);
+  EXPECT_EQ(loop_->allocations_set(), 0);
 }
 
 // Without Prometheus: the worker pods' own /metrics pages, at the pod IP and the container port
