@@ -2,6 +2,7 @@
 // and served by Python's torch.jit.load gives the run summary's test accuracy; a missing, a
 // corrupt and another model's checkpoint are each a one-line error with exit code 2.
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -85,6 +86,8 @@ TEST(Export, PythonServesTheExportedLeNetAtTheRunsTestAccuracy) {
   const double python_accuracy = std::stod(Lines(served.out).at(0));
   const nlohmann::json summary = nlohmann::json::parse(ReadFile(summary_path));
   const double run_accuracy = summary.at("final").at("test_accuracy").get<double>();
+  std::printf("test accuracy: torch.jit.load in Python %.4f, run summary %.4f\n", python_accuracy,
+              run_accuracy);
   // Trained for real (10 classes: chance is 0.1), and the same within 0.05 percentage point.
   EXPECT_GT(run_accuracy, 0.5);
   EXPECT_LE(std::fabs(python_accuracy - run_accuracy), 0.0005)

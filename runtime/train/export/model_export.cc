@@ -48,6 +48,12 @@ void Unflatten(const std::vector<float>& values, const std::vector<torch::Tensor
   }
 }
 
+// What nn.Module's train() and eval() set, in Python and in C++ (a module without it reads as
+// training and ignores eval()).
+void AddTrainingFlag(torch::jit::Module& module) {
+  module.register_attribute("training", c10::BoolType::get(), false);
+}
+
 // The submodule of `root` at dotted `path` ("" = root itself), created on first use with a
 // class of its own.
 torch::jit::Module& SubmoduleAt(torch::jit::Module& root, const std::string& path,
@@ -64,6 +70,7 @@ torch::jit::Module& SubmoduleAt(torch::jit::Module& root, const std::string& pat
   const std::string class_name =
       absl::StrCat(class_prefix, ".m_", absl::StrReplaceAll(path, {{".", "_"}}));
   torch::jit::Module child(c10::QualifiedName(class_name), cu, /*shouldMangle=*/true);
+  AddTrainingFlag(child);
   parent.register_module(name, child);
   return made->emplace(path, child).first->second;
 }
@@ -160,6 +167,7 @@ absl::StatusOr<torch::jit::Module> ScriptZooModel(const Model& model, const job:
   torch::jit::Module root(c10::QualifiedName(class_prefix + ".Model"), cu, /*shouldMangle=*/true);
   absl::Status status = Torch(absl::StrCat(spec.name, ": building the TorchScript module"), [&] {
     torch::NoGradGuard no_grad;
+    AddTrainingFlag(root);
     std::map<std::string, torch::jit::Module> made;
     const std::vector<torch::Tensor> params = model.parameters();
     const std::vector<std::string> param_names = model.parameter_names();

@@ -141,7 +141,9 @@ TEST(ExportModel, WritesTheCheckpointWeightsAndTheInputAttributes) {
   EXPECT_THAT(exported->description, HasSubstr("lenet5"));
 
   torch::jit::Module loaded = torch::jit::load(request.out);
-  EXPECT_FALSE(loaded.is_training());
+  for (const auto& module : loaded.named_modules()) {
+    EXPECT_FALSE(module.value.is_training()) << "module \"" << module.name << "\"";
+  }
   EXPECT_EQ(loaded.attr("hptrain_model").toStringRef(), exported->description);
   EXPECT_EQ(loaded.attr("input_mean").toDoubleList().vec(), std::vector<double>{0.25});
   EXPECT_EQ(loaded.attr("input_std").toDoubleList().vec(), std::vector<double>{0.5});
