@@ -6,6 +6,7 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ struct Case {
   std::string model;
   ModelShape shape;
 };
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.model << " " << c.shape.channels << "x" << c.shape.height << "x" << c.shape.width;
+}
 
 class ModelExportTest : public ::testing::TestWithParam<Case> {
  protected:
