@@ -184,6 +184,56 @@ TEST(ExportModel, ACheckpointOfAnotherModelIsFailedPrecondition) {
   EXPECT_FALSE(testing::FileExists(request.out));
 }
 
+// A TorchScript job: the user's own module (here a linear classifier) with the checkpoint's weights
+// and the input attributes; its forward is its own.
+TEST(ExportModel, ATorchScriptJobExportsItsOwnModuleWithTheTrainedWeights) {
+  torch::set_num_threads(1);
+  testing::TempDir dir;
+  torch::jit::Module user("__torch__.UserLinear");
+  user.register_attribute("training", c10::BoolType::get(), true);
+  user.register_parameter("weight", torch::zeros({10, 784}), false);
+  user.register_parameter("bias", torch::zeros({10}), false);
+  user.define(
+      "def forward(self, x: Tensor) -> Tensor:\n"
+      "    return torch.linear(x.flatten(1), self.weight, self.bias)\n");
+  const std::string module_path = dir.path() + "/user.pt";
+  user.save(module_path);
+
+  const torch::Tensor weight = torch::randn({10, 784});
+  const torch::Tensor bias = torch::randn({10});
+  Checkpoint checkpoint;
+  checkpoint.job = "user";
+  checkpoint.step = 3;
+  checkpoint.sections["params"].assign(weight.data_ptr<float>(), weight.data_ptr<float>() + 7840);
+  checkpoint.sections["params"].insert(checkpoint.sections["params"].end(), bias.data_ptr<float>(),
+                                       bias.data_ptr<float>() + 10);
+  checkpoint.sections["buffers"];
+  job::JobSpec spec;
+  spec.name = "user";
+  spec.model.torchscript = module_path;
+  spec.dataset.name = "fashion-mnist";
+  ExportRequest request;
+  request.spec = &spec;
+  request.checkpoint = &checkpoint;
+  request.checkpoint_path = "user.ckpt";
+  request.shape = {1, 28, 28, 10};
+  request.mean = {0.5f};
+  request.std = {0.25f};
+  request.out = dir.path() + "/model.pt";
+  auto exported = ExportModel(request);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_EQ(exported->num_parameters, 7850);
+
+  torch::jit::Module loaded = torch::jit::load(request.out);
+  EXPECT_FALSE(loaded.is_training());
+  EXPECT_EQ(loaded.attr("input_std").toDoubleList().vec(), std::vector<double>{0.25});
+  EXPECT_THAT(loaded.attr("hptrain_model").toStringRef(), HasSubstr(module_path));
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = torch::randn({4, 1, 28, 28});
+  EXPECT_TRUE(torch::equal(loaded.forward({x}).toTensor(),
+                           torch::linear(x.flatten(1), weight, bias)));
+}
+
 TEST(ZooForwardScript, AModelOutsideTheZooIsInvalidArgument) {
   auto script = ZooForwardScript(Zoo("resnet50"), {3, 32, 32, 10});
   EXPECT_EQ(script.status().code(), absl::StatusCode::kInvalidArgument);
