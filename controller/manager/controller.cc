@@ -52,6 +52,9 @@ Controller::Controller(kube::Client* client, ControllerOptions options)
     if (!rebalance.on_resumed) {
       rebalance.on_resumed = [this](const std::string& key) { Enqueue(key); };
     }
+    if (!rebalance.on_status) {
+      rebalance.on_status = [this](const std::string& key) { Enqueue(key); };
+    }
     rebalance_ = std::make_unique<RebalanceLoop>(&caches_, options_.worker_readings(&caches_),
                                                  &executor_, metrics_.rebalances, rebalance);
   }

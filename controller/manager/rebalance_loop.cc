@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -127,16 +128,26 @@ reconcile::WorkerMetricsMap RebalanceLoop::MetricsFor(const nlohmann::json& job)
 
 void RebalanceLoop::Tick(absl::Time now) {
   std::vector<kube::ObjectPtr> eligible;  // rebalanced
-  std::vector<kube::ObjectPtr> read;      // those and the ones whose resume step is awaited
+  std::vector<kube::ObjectPtr> read;      // those, the ones whose resume step is awaited, and
+                                          // those whose status reading is due
   std::map<std::string, kube::ObjectPtr> by_key;
+  std::vector<std::string> status_due;  // jobs whose status gets this reading
+  std::set<std::string> running;
   for (const std::string& key : caches_->JobKeys()) {
     kube::ObjectPtr job = caches_->Job(key);
     if (job == nullptr || PhaseOf(*job) != "Running") continue;
+    running.insert(key);
     const bool rebalanced = RebalanceEnabled(*job);
-    if (!rebalanced && !ResumePending(*job)) continue;
+    auto last = last_status_.find(key);
+    const bool due = last == last_status_.end() || now - last->second >= options_.status_period;
+    if (!rebalanced && !ResumePending(*job) && !due) continue;
     if (rebalanced) eligible.push_back(job);
+    if (due) status_due.push_back(key);
     read.push_back(job);
     by_key[key] = job;
+  }
+  for (auto it = last_status_.begin(); it != last_status_.end();) {
+    it = running.count(it->first) > 0 ? std::next(it) : last_status_.erase(it);
   }
   // Forget jobs that finished, stopped rebalancing or are gone.
   for (auto it = jobs_.begin(); it != jobs_.end();) {
@@ -144,8 +155,9 @@ void RebalanceLoop::Tick(absl::Time now) {
   }
   {
     absl::MutexLock lock(&mu_);
+    // A job read only for its status keeps its last readings between two such reads.
     for (auto it = metrics_.begin(); it != metrics_.end();) {
-      it = by_key.count(it->first) > 0 ? std::next(it) : metrics_.erase(it);
+      it = running.count(it->first) > 0 ? std::next(it) : metrics_.erase(it);
     }
   }
   if (read.empty()) return;
@@ -175,11 +187,18 @@ void RebalanceLoop::Tick(absl::Time now) {
           resumed.push_back(key);
         }
         m.resumed_from_step = reading.resumed_from_step;
+        m.train_loss = reading.train_loss;
+        m.eval_accuracy = reading.eval_accuracy;
+        m.eval_metrics = reading.eval_metrics;
       }
     }
   }
   if (options_.on_resumed) {
     for (const std::string& key : resumed) options_.on_resumed(key);
+  }
+  for (const std::string& key : status_due) {
+    last_status_[key] = now;
+    if (options_.on_status && readings->count(key) > 0) options_.on_status(key);
   }
   static const std::map<int, WorkerReading> kNone;
   for (const kube::ObjectPtr& job : eligible) {

@@ -17,10 +17,13 @@
 //      through the PlanExecutor and therefore with the job's resourceVersion: a status write
 //      that loses a race with the reconciler is retried on the next pass, when status and
 //      coordinator disagree.
-// The readings also give the reconciler each worker's samples/s, step, epoch and resume step
-// (MetricsFor). Jobs that do not rebalance are read too while a restarted gang's resume step is
-// awaited (status.restarts > 0 with spec.checkpoint.path, and status.resume not yet of this
-// restart), and only for that.
+// The readings also give the reconciler each worker's samples/s, step, epoch, resume step, training
+// loss and evaluation metrics (MetricsFor). Jobs that do not rebalance are read too while a
+// restarted gang's resume step is awaited (status.restarts > 0 with spec.checkpoint.path, and
+// status.resume not yet of this restart), and otherwise once every `status_period`, for their
+// status only. After each job's reading at most every `status_period` the loop calls
+// `on_status` so that the reconciler writes the new values into status (trainLoss, evaluation,
+// step, samplesPerSecond): a bounded number of status writes, whatever `period`.
 //
 // Thread-safety: Start/Stop are for the owner's thread; Tick runs on the loop's thread (or the
 // test's, when not started); MetricsFor and the counters are safe from any thread.
@@ -66,6 +69,10 @@ struct RebalanceLoopOptions {
   // reports a new hptrain_resumed_from_step while status does not record the resume yet: the
   // controller then reconciles the job, which records it (reconcile/resume_record.h).
   std::function<void(const std::string& key)> on_resumed;
+  // How often every Running job is read for its status, and `on_status` called with its key (on
+  // the loop's thread; must not block); the controller then reconciles the job.
+  absl::Duration status_period = absl::Seconds(15);
+  std::function<void(const std::string& key)> on_status;
 };
 
 class RebalanceLoop {
@@ -111,6 +118,7 @@ class RebalanceLoop {
   const RebalanceLoopOptions options_;
 
   std::map<std::string, std::unique_ptr<JobState>> jobs_;  // the loop's thread only
+  std::map<std::string, absl::Time> last_status_;          // idem: by job key
   std::string last_error_;                                 // logged once until it changes
 
   mutable absl::Mutex mu_;

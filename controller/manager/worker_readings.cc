@@ -20,9 +20,19 @@ std::string Label(const promql::Sample& sample, const char* name) {
   return it == sample.labels.end() ? "" : it->second;
 }
 
-// Sets the field of `reading` that `metric` names; false for other metrics.
-bool Apply(const std::string& metric, double value, WorkerReading* reading) {
-  if (metric == "hptrain_compute_seconds_sum") {
+// Sets the field of `reading` that `sample` is; false for other metrics.
+bool Apply(const promql::Sample& sample, WorkerReading* reading) {
+  const std::string metric = promql::NameOf(sample);
+  const double value = sample.value;
+  if (metric == "hptrain_eval_metric") {
+    const std::string name = Label(sample, "metric");
+    if (name.empty()) return false;
+    reading->eval_metrics[name] = value;
+  } else if (metric == "hptrain_train_loss") {
+    reading->train_loss = value;
+  } else if (metric == "hptrain_eval_accuracy") {
+    reading->eval_accuracy = value;
+  } else if (metric == "hptrain_compute_seconds_sum") {
     reading->compute_seconds = value;
   } else if (metric == "hptrain_compute_seconds_count") {
     reading->compute_steps = static_cast<int64_t>(value);
@@ -128,7 +138,8 @@ const std::vector<std::string>& WorkerReadingMetrics() {
   static const std::vector<std::string> kMetrics = {
       "hptrain_compute_seconds_sum", "hptrain_compute_seconds_count", "hptrain_batch_size",
       "hptrain_samples_per_second",  "hptrain_step",                  "hptrain_epoch",
-      "hptrain_resumed_from_step"};
+      "hptrain_resumed_from_step",   "hptrain_train_loss",            "hptrain_eval_accuracy",
+      "hptrain_eval_metric"};
   return kMetrics;
 }
 
@@ -158,7 +169,7 @@ void FoldSamples(const std::vector<promql::Sample>& samples, const std::vector<s
     for (const std::string& key : named->second) {
       if (!ns.empty() && key != kube::ObjectKey(ns, job)) continue;
       WorkerReading& reading = by_pod[{key, rank}][pod];
-      if (!Apply(promql::NameOf(sample), sample.value, &reading)) continue;
+      if (!Apply(sample, &reading)) continue;
       reading.pod = pod;
       reading.newest_sample_seconds = std::max(reading.newest_sample_seconds, when);
     }

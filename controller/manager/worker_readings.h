@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,11 @@ struct WorkerReading {
   int64_t step = -1;               // hptrain_step; -1 when not read
   int64_t epoch = -1;              // hptrain_epoch; -1 when not read
   int64_t resumed_from_step = -1;  // hptrain_resumed_from_step; -1 when not read or fresh
+  std::optional<double> train_loss;     // hptrain_train_loss: the last step's (0 before one)
+  std::optional<double> eval_accuracy;  // hptrain_eval_accuracy (0 before the first evaluation)
+  // hptrain_eval_metric{metric="<name>"}: the last evaluation's value of each metric of the
+  // job's task, by name.
+  std::map<std::string, double> eval_metrics;
   double newest_sample_seconds = 0;  // Unix time of the newest sample folded in
 };
 

@@ -1,6 +1,8 @@
 #include "controller/reconcile/worker_status.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -40,7 +42,24 @@ std::vector<int64_t> BatchSizes(const ParsedJob& job, const std::vector<std::str
   return std::vector<int64_t>(initial.begin(), initial.end());
 }
 
+// The job's primary metric as rank 0 last reported it.
+std::optional<double> EvaluationOf(const WorkerMetrics& m, const std::string& metric) {
+  auto it = m.eval_metrics.find(metric);
+  if (it != m.eval_metrics.end()) return it->second;
+  if (metric == "accuracy" && m.eval_accuracy.has_value() && *m.eval_accuracy > 0) {
+    return m.eval_accuracy;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::string PrimaryMetric(const std::string& task) {
+  if (task == "multilabel") return "f1";
+  if (task == "regression") return "rmse";
+  if (task == "torchscript") return "metric";
+  return "accuracy";
+}
 
 std::string DeviceOf(const Json& pod_template, const std::string& job_device) {
   int64_t gpus = 0;
@@ -82,6 +101,8 @@ void UpdateWorkerStatus(const ParsedJob& job, const ObservedPods& pods, const Ga
   double total_rate = 0.0;
   int64_t step = -1;
   int64_t epoch = -1;
+  double loss_sum = 0.0;
+  int losses = 0;
   for (size_t r = 0; r < names.size(); ++r) {
     const PodView* pod = pods.Owned(names[r]);
     std::string phase = "Absent";
@@ -100,6 +121,10 @@ void UpdateWorkerStatus(const ParsedJob& job, const ObservedPods& pods, const Ga
     if (m != metrics.end()) {
       step = std::max(step, m->second.step);
       epoch = std::max(epoch, m->second.epoch);
+      if (m->second.train_loss.has_value() && m->second.step > 0) {
+        loss_sum += *m->second.train_loss;
+        ++losses;
+      }
     }
     if (phase != "Running") {
       rate = 0.0;
@@ -137,6 +162,15 @@ void UpdateWorkerStatus(const ParsedJob& job, const ObservedPods& pods, const Ga
   (*status)["samplesPerSecond"] = total_rate;
   if (step >= 0) (*status)["step"] = step;
   if (epoch >= 0) (*status)["epoch"] = epoch;
+  if (losses > 0 && std::isfinite(loss_sum / losses)) (*status)["trainLoss"] = loss_sum / losses;
+  auto rank0 = names.empty() ? metrics.end() : metrics.find(names[0]);
+  if (rank0 != metrics.end()) {
+    const std::string metric = PrimaryMetric(job.spec.task);
+    std::optional<double> value = EvaluationOf(rank0->second, metric);
+    if (value.has_value() && std::isfinite(*value)) {
+      (*status)["evaluation"] = Json{{"metric", metric}, {"value", *value}};
+    }
+  }
 }
 
 }  // namespace hptrain::reconcile

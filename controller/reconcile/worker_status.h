@@ -7,6 +7,13 @@
 //   readyWorkers      current workers (gang_restart.h) that are Running and Ready
 //   step, epoch       the highest a worker reports (kept from the last report when none does)
 //   samplesPerSecond  the sum over workers
+//   trainLoss         the mean over workers of the last step's training loss (hptrain_train_loss)
+//                     of those that did a step (a worker reads 0 before its first); kept from
+//                     the last report when none does, or when the mean is not finite
+//   evaluation        {metric, value}: rank 0's value of the job's primary metric (PrimaryMetric)
+//                     at the last evaluation (hptrain_eval_metric{metric}, or for accuracy
+//                     hptrain_eval_accuracy, which reads 0 until the first evaluation and counts
+//                     only above 0); kept from the last report when rank 0 has none
 //
 // Throughput comes from a metrics feed outside the reconciler (Prometheus, through the
 // controller loop): WorkerMetrics, by pod name. A worker whose pod is not Running reads 0; a
@@ -20,6 +27,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -37,7 +45,14 @@ struct WorkerMetrics {
   // The step the worker resumed training from (hptrain_resumed_from_step); -1: not reported,
   // or it started fresh.
   int64_t resumed_from_step = -1;
+  std::optional<double> train_loss;     // hptrain_train_loss; unset: not reported
+  std::optional<double> eval_accuracy;  // hptrain_eval_accuracy; unset: not reported
+  std::map<std::string, double> eval_metrics;  // hptrain_eval_metric, by its metric label
 };
+
+// The metric status.evaluation reports for spec.task: accuracy (classification), f1
+// (multilabel), rmse (regression), metric (torchscript: the module's own metric()).
+std::string PrimaryMetric(const std::string& task);
 
 // Keyed by worker pod name.
 using WorkerMetricsMap = std::map<std::string, WorkerMetrics>;
@@ -51,9 +66,9 @@ struct PlannedPods {
   std::set<std::string> deleting;
 };
 
-// Rewrites workers, readyWorkers, step, epoch and samplesPerSecond of `*status` (an object) for
-// `job`, from the observed pods, the gang assessment, the Plan's pod changes and `metrics`;
-// other fields are untouched.
+// Rewrites workers, readyWorkers, step, epoch, samplesPerSecond, trainLoss and evaluation of
+// `*status` (an object) for `job`, from the observed pods, the gang assessment, the Plan's pod
+// changes and `metrics`; other fields are untouched.
 void UpdateWorkerStatus(const ParsedJob& job, const ObservedPods& pods, const GangAssessment& gang,
                         const PlannedPods& planned, const WorkerMetricsMap& metrics, Json* status);
 

@@ -11,6 +11,7 @@ int Mp2Command(int argc, char** argv);     // hptrain mp2 collect|train|eval: MP
 int Mp2CollectCommand(int argc, char** argv);  // hptrain mp2 collect: record a snapshot dataset
 int StrategiesCommand(int argc, char** argv);  // hptrain strategies: the strategy descriptors
 int CrdCommand(int argc, char** argv);         // hptrain crd: the TrainingJob CRD
+int ExportCommand(int argc, char** argv);      // hptrain export: a model for torch.jit.load
 
 }  // namespace hptrain::cli
 

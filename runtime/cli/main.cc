@@ -1,5 +1,5 @@
 // hptrain: the runtime's single binary. Subcommands: run, ps, worker, mp2, strategies, crd,
-// version.
+// export, version.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +22,7 @@ constexpr char kUsage[] =
     "  mp2            MP²'s predictor tools: collect snapshots, train and evaluate predictors\n"
     "  strategies     the strategies and their parameters (--json, --markdown)\n"
     "  crd            print the TrainingJob CustomResourceDefinition\n"
+    "  export         write a trained model as a TorchScript module for torch.jit.load\n"
     "  version        print the version and the strategies built in\n"
     "\n"
     "`hptrain <command> --help` lists a command's flags.\n";
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     return hptrain::cli::StrategiesCommand(argc - 1, argv + 1);
   }
   if (!std::strcmp(command, "crd")) return hptrain::cli::CrdCommand(argc - 1, argv + 1);
+  if (!std::strcmp(command, "export")) return hptrain::cli::ExportCommand(argc - 1, argv + 1);
   if (!std::strcmp(command, "version") || !std::strcmp(command, "--version")) {
     // The second line lists the strategies (their descriptors; the benchmark harness reads it).
     std::vector<std::string> names;

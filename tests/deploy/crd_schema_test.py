@@ -44,6 +44,7 @@ CONTRACT_STATUS = {
     "samplesPerSecond": "number", "strategy": "string", "allocationGeneration": "integer",
     "lastRebalanceTime": "string", "restarts": "integer", "startTime": "string",
     "completionTime": "string", "podGroupPhase": "string", "resume": "object",
+    "trainLoss": "number", "evaluation": "object",
 }
 CONTRACT_WORKER_FIELDS = {"name", "group", "rank", "node", "device", "phase",
                           "samplesPerSecond", "batchSize"}
@@ -408,9 +409,13 @@ class CrdSchemaTest(unittest.TestCase):
         expected = {"Phase": ".status.phase", "Ready": ".status.readyWorkers",
                     "Desired": ".status.desiredWorkers", "Strategy": ".status.strategy",
                     "Step": ".status.step", "Samples/s": ".status.samplesPerSecond",
+                    "Loss": ".status.trainLoss", "Metric": ".status.evaluation.value",
                     "Age": ".metadata.creationTimestamp"}
         for name, path in expected.items():
             self.assertEqual(columns[name]["jsonPath"], path, name)
+        # The training loss and the metric show with -o wide.
+        for name in ("Loss", "Metric"):
+            self.assertEqual(columns[name].get("priority"), 1, name)
         for column in columns.values():
             path = column["jsonPath"]
             self.assertNotIn("conditions", path, f"{column['name']} reads a condition")
@@ -442,10 +447,14 @@ class CrdSchemaTest(unittest.TestCase):
             "step": 1200, "epoch": 3, "samplesPerSecond": 2600.0, "strategy": "hps",
             "allocationGeneration": 5, "lastRebalanceTime": "2026-01-01T00:10:00Z",
             "restarts": 0, "startTime": "2026-01-01T00:00:00Z", "completionTime": None,
+            "trainLoss": 0.3125, "evaluation": {"metric": "accuracy", "value": 0.87},
         }
         self.assertEqual(self.errors(with_set(self.hetero, status=full)), [])
         self.assertRejected(with_set(self.hetero, status=dict(full, phase="Done")),
                             "status.phase: 'Done' is not one of")
+        self.assertEqual(set(status["evaluation"]["properties"]), {"metric", "value"})
+        self.assertRejected(with_set(self.hetero, status=dict(full, trainLoss="low")),
+                            "status.trainLoss")
         dup = dict(full, conditions=full["conditions"][:1] * 2)
         self.assertRejected(with_set(self.hetero, status=dup), "Duplicate value")
 

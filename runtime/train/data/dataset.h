@@ -128,7 +128,9 @@ class Dataset {
   absl::StatusOr<Batch> Gather(const std::vector<int64_t>& indices,
                                const GatherOptions& options = {}) const;
 
-  // The normalization Gather applies (the training statistics are computed on first use).
+  // The normalization Gather applies (the training statistics are computed on first use): a
+  // pixel v of channel c becomes (v / 255 - mean[c]) / std[c]; none() when it is off. What an
+  // exported model's user must apply to its inputs (`hptrain export`).
   absl::StatusOr<Normalization> normalization() const;
 
  private:

@@ -34,6 +34,7 @@ class ScriptedReadings : public WorkerReadingsSource {
     if (fail) return absl::UnavailableError("scripted outage");
     WorkerReadings out;
     for (const kube::ObjectPtr& job : jobs) {
+      ++reads_by_job[kube::KeyOf(*job)];
       std::map<int, WorkerReading>& ranks = out[kube::KeyOf(*job)];
       for (int r = 0; r < kWorkers; ++r) {
         Progress& p = progress[r];
@@ -60,6 +61,7 @@ class ScriptedReadings : public WorkerReadingsSource {
   Progress progress[kWorkers];
   bool fail = false;
   int reads = 0;
+  std::map<std::string, int> reads_by_job;
 };
 
 class RebalanceLoopTest : public ControllerTest {
@@ -221,19 +223,27 @@ TEST_F(RebalanceLoopTest, AnUnreadableSourceOrAWrongTokenChangesNothing) {
   EXPECT_EQ(Status("mlp").value("allocationGeneration", 0), 0);
 }
 
-TEST_F(RebalanceLoopTest, JobsWithoutRebalancingAreNotRead) {
-  PatchSpec("mlp", {{"rebalance", {{"enabled", false}}}});
+// Jobs without rebalancing are read only for their status: once every status period (15 s by
+// default; the passes here are 1 s apart), and never rebalanced.
+TEST_F(RebalanceLoopTest, JobsWithoutRebalancingAreReadOnlyForStatus) {
+  const std::string plain = absl::StrCat(kNs, "/plain");
+  CreateJob(MlpJob("plain", kWorkers));
+  ASSERT_TRUE(WaitFor([&] { return PodNames("plain").size() == kWorkers + 1; }));
+  SetPods("plain", "Running");
   ASSERT_TRUE(WaitFor([&] {
-    kube::ObjectPtr job = controller_->caches().Job(absl::StrCat(kNs, "/mlp"));
-    return job != nullptr && !(*job)["spec"]["rebalance"].value("enabled", true);
+    kube::ObjectPtr job = controller_->caches().Job(plain);
+    return job != nullptr &&
+           job->value("status", Json::object()).value("phase", "") == "Running";
   }));
   for (int i = 0; i < 4; ++i) Pass();
-  EXPECT_EQ(readings_->reads, 0);
-  EXPECT_EQ(Current().generation(), 1);
+  EXPECT_EQ(readings_->reads_by_job[plain], 1);
+  EXPECT_EQ(readings_->reads_by_job[absl::StrCat(kNs, "/mlp")], 4);  // rebalanced: every pass
+  for (int i = 0; i < 15; ++i) Pass();
+  EXPECT_EQ(readings_->reads_by_job[plain], 2);
+  EXPECT_EQ(Status("plain").value("allocationGeneration", 0), 0);
+  EXPECT_EQ(loop_->MetricsFor(Job("plain")).size(), static_cast<size_t>(kWorkers));
 }
 
-// Without Prometheus: the worker pods' own /metrics pages, at the pod IP and the container port
-// named "metrics" (here a test server standing in for worker 1; the other pods have no IP yet).
 TEST_F(RebalanceLoopTest, ScrapedReadingsReadEachWorkerPodsPage) {
   promql::testing::TestServer worker;
   worker.server().Get("/metrics", [](const httplib::Request&, httplib::Response& response) {

@@ -31,7 +31,7 @@ TEST(WorkerReadingsTest, FoldsEveryMetricOfARank) {
                S("hptrain_samples_per_second", Worker("a", 1, "ns"), 310.5),
                S("hptrain_step", Worker("a", 1, "ns"), 41),
                S("hptrain_epoch", Worker("a", 1, "ns"), 2),
-               S("hptrain_train_loss", Worker("a", 1, "ns"), 0.3)},  // not a reading
+               S("hptrain_eval_worker_accuracy", Worker("a", 1, "ns"), 0.3)},  // not a reading
               {"ns/a"}, 100, &out);
   ASSERT_EQ(out.size(), 1u);
   ASSERT_EQ(out["ns/a"].count(1), 1u);
@@ -43,6 +43,30 @@ TEST(WorkerReadingsTest, FoldsEveryMetricOfARank) {
   EXPECT_EQ(r.step, 41);
   EXPECT_EQ(r.epoch, 2);
   EXPECT_DOUBLE_EQ(r.newest_sample_seconds, 100);  // no timestamps: "now"
+}
+
+TEST(WorkerReadingsTest, FoldsTheTrainingLossAndTheEvaluationMetricsByName) {
+  WorkerReadings out;
+  std::map<std::string, std::string> rmse = Worker("a", 0, "ns");
+  rmse["metric"] = "rmse";
+  std::map<std::string, std::string> mae = Worker("a", 0, "ns");
+  mae["metric"] = "mae";
+  FoldSamples({S("hptrain_train_loss", Worker("a", 0, "ns"), 0.25),
+               S("hptrain_eval_accuracy", Worker("a", 0, "ns"), 0),
+               S("hptrain_eval_metric", rmse, 1.5), S("hptrain_eval_metric", mae, 1.25),
+               S("hptrain_eval_metric", Worker("a", 0, "ns"), 9),  // no metric label
+               S("hptrain_step", Worker("a", 1, "ns"), 3)},
+              {"ns/a"}, 100, &out);
+  const WorkerReading& r = out["ns/a"][0];
+  ASSERT_TRUE(r.train_loss.has_value());
+  EXPECT_DOUBLE_EQ(*r.train_loss, 0.25);
+  ASSERT_TRUE(r.eval_accuracy.has_value());
+  EXPECT_DOUBLE_EQ(*r.eval_accuracy, 0);
+  EXPECT_EQ(r.eval_metrics, (std::map<std::string, double>{{"mae", 1.25}, {"rmse", 1.5}}));
+  // A rank that reports neither has neither.
+  EXPECT_FALSE(out["ns/a"][1].train_loss.has_value());
+  EXPECT_FALSE(out["ns/a"][1].eval_accuracy.has_value());
+  EXPECT_TRUE(out["ns/a"][1].eval_metrics.empty());
 }
 
 TEST(WorkerReadingsTest, NamespacesJobsRolesAndRanksSelect) {

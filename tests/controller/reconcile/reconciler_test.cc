@@ -376,6 +376,70 @@ TEST(ReconcilerTest, StatusKeepsOthersFieldsAndTakesMetrics) {
   EXPECT_EQ((*plan.status)["workers"][1]["batchSize"], 32);
 }
 
+TEST(ReconcilerTest, StatusTakesTheMeanTrainingLossAndRankZerosMetric) {
+  Cluster c(ShorthandJob(3));
+  c.Settle();
+  c.SetAllPods("Running");
+  c.Settle();
+  // Before any step or evaluation the workers read 0 for both: nothing is reported.
+  for (int r = 0; r < 3; ++r) {
+    WorkerMetrics& m = c.observed().worker_metrics["mlp-worker-" + std::to_string(r)];
+    m.step = 0;
+    m.train_loss = 0.0;
+    m.eval_accuracy = 0.0;
+  }
+  Plan plan = c.Reconcile();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_FALSE(plan.status->contains("trainLoss")) << plan.status->dump();
+  EXPECT_FALSE(plan.status->contains("evaluation")) << plan.status->dump();
+  c.Apply(plan);
+
+  // Workers 0 and 2 did steps (worker 1 has not yet): the mean of their losses; rank 0's
+  // accuracy, whatever the others report.
+  c.observed().worker_metrics["mlp-worker-0"] = {10, 7, 0, -1, 1.5, 0.75, {}};
+  c.observed().worker_metrics["mlp-worker-2"] = {10, 6, 0, -1, 0.5, 0.25, {}};
+  plan = c.Reconcile();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["trainLoss"], 1.0);
+  EXPECT_EQ((*plan.status)["evaluation"], (Json{{"metric", "accuracy"}, {"value", 0.75}}));
+  c.Apply(plan);
+
+  // hptrain_eval_metric{metric="accuracy"} wins over hptrain_eval_accuracy; without fresh
+  // readings the last values stay.
+  c.observed().worker_metrics["mlp-worker-0"].eval_metrics = {{"accuracy", 0.8}, {"top5", 0.99}};
+  plan = c.Reconcile();
+  EXPECT_EQ((*plan.status)["evaluation"]["value"], 0.8);
+  c.Apply(plan);
+  c.observed().worker_metrics.clear();
+  EXPECT_TRUE(c.Reconcile().NoWrites());
+  EXPECT_EQ(c.job()["status"]["trainLoss"], 1.0);
+  EXPECT_EQ(c.job()["status"]["evaluation"]["value"], 0.8);
+}
+
+TEST(ReconcilerTest, TheEvaluationNamesTheTasksPrimaryMetric) {
+  EXPECT_EQ(PrimaryMetric("classification"), "accuracy");
+  EXPECT_EQ(PrimaryMetric("multilabel"), "f1");
+  EXPECT_EQ(PrimaryMetric("regression"), "rmse");
+  EXPECT_EQ(PrimaryMetric("torchscript"), "metric");
+
+  Json job = ShorthandJob(2);
+  job["spec"]["task"] = "multilabel";
+  Cluster c(job);
+  c.Settle();
+  c.SetAllPods("Running");
+  c.Settle();
+  // A multilabel job's accuracy gauge is not its metric.
+  c.observed().worker_metrics["mlp-worker-0"] = {10, 7, 0, -1, 0.3, 0.9, {{"map", 0.4}}};
+  Plan plan = c.Reconcile();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_FALSE(plan.status->contains("evaluation")) << plan.status->dump();
+  c.Apply(plan);
+  c.observed().worker_metrics["mlp-worker-0"].eval_metrics["f1"] = 0.6;
+  plan = c.Reconcile();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["evaluation"], (Json{{"metric", "f1"}, {"value", 0.6}}));
+}
+
 TEST(ReconcilerTest, HeterogeneousWorkersReportGroupAndDevice) {
   Cluster c(testing::HeteroJob());
   Plan plan = c.Reconcile();
