@@ -1,6 +1,7 @@
 // Every manifest in examples/ runs: the CPU ones under `hptrain run` for a few steps (the
 // TorchScript one after examples/export_torchscript.py has made its module), and the GPU ones,
-// which cannot run here, parse, validate and say in their header that they need GPU nodes.
+// which cannot run here, parse, validate and say in their header that they need GPU nodes; and
+// the jobs of examples/data/ on the data examples/data/make_data.py writes.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -83,6 +84,40 @@ TEST(Examples, EveryExampleRunsOrIsAGpuExample) {
   }
   std::cout << ran << " of " << examples.size() << " examples ran\n";
   EXPECT_GT(ran, 0);
+}
+
+// examples/data/: make_data.py writes the first 512 samples of each Fashion-MNIST split in every
+// format, and each job runs on its format for two steps and an evaluation.
+TEST(Examples, DataExamplesRunOnWhatMakeDataWrites) {
+  if (!fs::exists("/usr/share/datasets/fashion-mnist")) {
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  }
+  TempDir dir;
+  const std::string data = dir.path() + "/data";
+  ProcessResult made = RunProcess(
+      {"/usr/bin/python3", "examples/data/make_data.py", data, "--limit", "512"}, 300);
+  if (made.exit_code != 0 && made.err.find("No module named") != std::string::npos) {
+    GTEST_SKIP() << "make_data.py needs python3-numpy and python3-pil: " << made.err;
+  }
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  int ran = 0;
+  for (const auto& entry : fs::directory_iterator("examples/data")) {
+    if (entry.path().extension() != ".yaml") continue;
+    const std::string path = entry.path().string();
+    SCOPED_TRACE(path);
+    absl::StatusOr<job::JobSpec> spec = job::ParseJobFile(path);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    // /data/fashion-mnist/<format> in the manifest: the same folder under make_data.py's output.
+    const std::string folder = data + "/" + fs::path(spec->dataset.path).filename().string();
+    ASSERT_TRUE(fs::is_directory(folder)) << folder;
+    ProcessResult r = RunProcess({HptrainBinary(), "run", path, "--quiet", "--set",
+                                  "spec.maxSteps=2", "--set", "spec.epochs=1", "--set",
+                                  "spec.dataset.path=" + folder},
+                                 600);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    ++ran;
+  }
+  EXPECT_GE(ran, 4);
 }
 
 }  // namespace
