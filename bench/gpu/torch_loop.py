@@ -128,9 +128,12 @@ def synthetic(samples, shape, classes, seed):
     return x.reshape(samples, *shape).contiguous(), y
 
 
-def main(argv):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", choices=sorted(MODELS), required=True)
+def add_loop_arguments(p, model_default=None):
+    """The loop's flags, shared with bench/peers/amp_peer.py."""
+    if model_default is None:
+        p.add_argument("--model", choices=sorted(MODELS), required=True)
+    else:
+        p.add_argument("--model", choices=sorted(MODELS), default=model_default)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--steps", type=int, default=300, help="timed steps")
     p.add_argument("--warmup", type=int, default=30, help="untimed steps before")
@@ -142,12 +145,21 @@ def main(argv):
     p.add_argument("--samples", type=int, default=8192, help="host data set size")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu")
-    args = p.parse_args(argv)
+
+
+def check_loop_arguments(p, args):
     for name in ("batch", "steps", "window", "classes", "samples"):
         if getattr(args, name) < 1:
             p.error(f"--{name} must be positive, got {getattr(args, name)}")
     if args.warmup < 0:
         p.error(f"--warmup must be >= 0, got {args.warmup}")
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_loop_arguments(p)
+    args = p.parse_args(argv)
+    check_loop_arguments(p, args)
     device = torch.device(args.device)
     cuda = device.type == "cuda"
     if cuda and not torch.cuda.is_available():

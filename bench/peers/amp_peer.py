@@ -47,25 +47,11 @@ def grad_scaler(enabled):
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", choices=sorted(torch_loop.MODELS), default="resnet20")
+    torch_loop.add_loop_arguments(p, model_default="resnet20")
     p.add_argument("--precision", choices=sorted(DTYPES), required=True)
-    p.add_argument("--batch", type=int, default=128)
-    p.add_argument("--steps", type=int, default=300, help="timed steps")
-    p.add_argument("--warmup", type=int, default=30, help="untimed steps before")
-    p.add_argument("--window", type=int, default=25, help="steps per timed window")
-    p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--momentum", type=float, default=0.9)
-    p.add_argument("--weight-decay", type=float, default=5e-4)
-    p.add_argument("--classes", type=int, default=10)
-    p.add_argument("--samples", type=int, default=8192, help="host data set size")
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--device", default="cuda", help="cuda (default) or cpu")
+    p.set_defaults(batch=128)
     args = p.parse_args(argv)
-    for name in ("batch", "steps", "window", "classes", "samples"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name} must be positive, got {getattr(args, name)}")
-    if args.warmup < 0:
-        p.error(f"--warmup must be >= 0, got {args.warmup}")
+    torch_loop.check_loop_arguments(p, args)
     device = torch.device(args.device)
     cuda = device.type == "cuda"
     if cuda and not torch.cuda.is_available():
