@@ -199,6 +199,53 @@ TEST(ImageData, CorruptJpegHeaderIsOneLineErrorNamingTheFile) {
   ExpectOneLineNaming(RunProcess({HptrainBinary(), "run", job, "--quiet"}, 120), bad);
 }
 
+// Bad input found when the data is opened, before any step: one line naming the file, exit 2.
+void ExpectOpenError(const ProcessResult& r, const std::string& file, const std::string& what) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  const std::vector<std::string> lines = Lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find(file), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(what), std::string::npos) << lines[0];
+}
+
+TEST(ImageData, EmptyClassFolderMissingClsAndMixedSizesAreBadInput) {
+  TempDir dir;
+  const std::string job_text = "{name: bad, format: FORMAT, path: " + dir.path() +
+                               "/DATA, normalize: false}";
+  const auto run = [&](const std::string& format, const std::string& data) {
+    std::string dataset = job_text;
+    dataset.replace(dataset.find("FORMAT"), 6, format);
+    dataset.replace(dataset.find("DATA"), 4, data);
+    const std::string job = dir.Write(data + ".yaml", Job(data, dataset, dir.path() + "/" + data +
+                                                                            ".ckpt", 1, 16));
+    return RunProcess({HptrainBinary(), "run", job, "--quiet"}, 120);
+  };
+  // An empty class folder.
+  WriteJpegFolder(dir.path() + "/empty");
+  std::filesystem::create_directories(dir.path() + "/empty/train/c2");
+  std::filesystem::create_directories(dir.path() + "/empty/test/c2");
+  ExpectOpenError(run("imagefolder", "empty"), dir.path() + "/empty/train/c2", "empty class folder");
+  // Images of two sizes and no spec.dataset.imageSize.
+  WriteJpegFolder(dir.path() + "/mixed");
+  const std::string odd = dir.path() + "/mixed/train/c1/04.jpg";
+  WriteBytes(odd, train::testing::Jpeg(train::testing::PatternImage(20, 24, 1, 3), 20, 24, 1));
+  ExpectOpenError(run("imagefolder", "mixed"), odd, "spec.dataset.imageSize");
+  // A WebDataset sample without its .cls member.
+  std::filesystem::create_directories(dir.path() + "/wds");
+  const std::string png = train::testing::Png(train::testing::PatternImage(kSide, kSide, 1, 1),
+                                              kSide, kSide, 1);
+  for (const char* split : {"train", "test"}) {
+    std::vector<std::pair<std::string, std::string>> members;
+    for (int j = 0; j < 8; ++j) {
+      const std::string key = "s" + std::to_string(j);
+      members.push_back({key + ".png", png});
+      if (std::string(split) == "test" || j != 6) members.push_back({key + ".cls", "1"});
+    }
+    WriteBytes(dir.path() + "/wds/" + split + "-000.tar", train::testing::Tar(members));
+  }
+  ExpectOpenError(run("webdataset", "wds"), dir.path() + "/wds/train-000.tar", "no .cls member");
+}
+
 TEST(ImageData, CorruptJpegDataFailsTheRunNamingTheFile) {
   TempDir dir;
   WriteJpegFolder(dir.path() + "/data");
