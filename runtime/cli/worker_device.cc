@@ -11,10 +11,15 @@ namespace hptrain::cli {
 
 absl::StatusOr<WorkerDevice> ChooseWorkerDevice(const job::JobSpec& spec, int local_rank,
                                                 int workers_on_host, int visible_gpus,
-                                                bool nccl_built) {
+                                                bool nccl_built, bool cuda_built) {
   WorkerDevice chosen;
   chosen.kind = job::ResolveDevice(spec, visible_gpus > 0);
   if (chosen.kind == "cuda") {
+    if (!cuda_built) {
+      return absl::FailedPreconditionError(
+          "spec.device: cuda, but this hptrain build has no CUDA (its libtorch is CPU-only); run "
+          "GPU workers with the runtime-cuda image");
+    }
     if (visible_gpus <= 0) {
       return absl::FailedPreconditionError(
           "spec.device: cuda, but this process sees no GPU (no CUDA device or driver, or "

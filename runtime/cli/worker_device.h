@@ -28,12 +28,14 @@ struct WorkerDevice {
 };
 
 // `local_rank`: this worker's index among the `workers_on_host` workers of its host;
-// `visible_gpus`: the CUDA devices the process sees; `nccl_built`: this build has NCCL.
+// `visible_gpus`: the CUDA devices the process sees; `nccl_built`: this build has NCCL;
+// `cuda_built`: this build's libtorch has CUDA (train::CudaBuilt).
 // InvalidArgument from ResolveBackend (spec.communicator.backend ...); FailedPrecondition
-// "spec.device: cuda, but this process sees no GPU" when cuda is asked for explicitly.
+// "spec.device: cuda, but this hptrain build has no CUDA" or "... this process sees no GPU" when
+// cuda is asked for explicitly.
 absl::StatusOr<WorkerDevice> ChooseWorkerDevice(const job::JobSpec& spec, int local_rank,
                                                 int workers_on_host, int visible_gpus,
-                                                bool nccl_built);
+                                                bool nccl_built, bool cuda_built = true);
 
 // Every worker publishes its device kind and back end under "device/<rank>" and reads all the
 // others' (waiting up to `timeout`): FailedPrecondition naming the ranks on each side when they

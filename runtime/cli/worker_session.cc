@@ -269,7 +269,8 @@ absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
   const int local_rank =
       config.local_rank >= 0 ? config.local_rank : config.rank % config.workers_on_host;
   HPTRAIN_ASSIGN_OR_RETURN(device_, ChooseWorkerDevice(spec_, local_rank, config.workers_on_host,
-                                                       train::VisibleCudaDevices(), kNcclBuilt));
+                                                       train::VisibleCudaDevices(), kNcclBuilt,
+                                                       train::CudaBuilt()));
   const auto timeout = std::chrono::seconds(config.rendezvous_timeout_s);
   HPTRAIN_RETURN_IF_ERROR(CheckSameDevice(client, config.rank, world_, device_, timeout));
   if (device_.kind == "cuda") {

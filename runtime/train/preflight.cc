@@ -1,5 +1,6 @@
 #include "runtime/train/preflight.h"
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -23,6 +24,8 @@ int VisibleCudaDevices() {
   }
 }
 
+bool CudaBuilt() { return c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA); }
+
 absl::Status CheckDevice(const job::JobSpec& spec, const std::string& device) {
   if (device == "cpu" && spec.precision == "fp16") {
     // spec.device cpu is refused by validation; this is spec.device auto finding no GPU.
@@ -35,6 +38,11 @@ absl::Status CheckDevice(const job::JobSpec& spec, const std::string& device) {
     return absl::InvalidArgumentError(absl::StrCat("unknown device \"", device, "\""));
   }
   const int visible = VisibleCudaDevices();
+  if (visible == 0 && !CudaBuilt()) {
+    return absl::FailedPreconditionError(
+        "spec.device: cuda, but this hptrain build has no CUDA (its libtorch is CPU-only); run GPU "
+        "workers with the runtime-cuda image");
+  }
   if (visible == 0) {
     const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
     return absl::FailedPreconditionError(

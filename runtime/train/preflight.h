@@ -16,6 +16,10 @@ namespace hptrain::train {
 // build of libtorch).
 int VisibleCudaDevices();
 
+// Whether this build's libtorch has CUDA at all (its CUDA device support is loaded), GPU or not:
+// false for a CPU-only libtorch, where no GPU can ever be seen.
+bool CudaBuilt();
+
 // What a job on `device` ("cpu", "cuda" or "cuda:N") needs of this process and this build.
 absl::Status CheckDevice(const job::JobSpec& spec, const std::string& device);
 

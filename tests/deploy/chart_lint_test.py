@@ -107,6 +107,18 @@ class ChartLintTest(unittest.TestCase):
         self.assertIsInstance(chart["appVersion"], str)
         self.assertIn("kubeVersion", chart)
 
+    def test_kube_version_floor_admits_the_crd(self):
+        # A validation rule's fieldPath is accepted by the API server from Kubernetes 1.28 on: a
+        # CRD that uses it needs a floor of at least 1.28, and the README says the same floor.
+        crd = read(os.path.join(CHART, "crds", "trainingjobs.hptrain.io.yaml"))
+        floor = re.match(r"^>=\s*(\d+)\.(\d+)", self.chart["kubeVersion"])
+        self.assertIsNotNone(floor, self.chart["kubeVersion"])
+        major, minor = int(floor.group(1)), int(floor.group(2))
+        if re.search(r"^\s*fieldPath:", crd, re.M):
+            self.assertGreaterEqual((major, minor), (1, 28), "fieldPath needs Kubernetes 1.28")
+        readme = read(os.path.join(CHART, "README.md"))
+        self.assertIn(f"Kubernetes {major}.{minor} or later", readme)
+
     def test_values_validate_against_schema(self):
         jsonschema = k8s_schema.jsonschema
         jsonschema.Draft7Validator.check_schema(self.schema)

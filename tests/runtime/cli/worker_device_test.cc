@@ -57,6 +57,18 @@ TEST(ChooseWorkerDevice, ExplicitCudaWithoutAGpuFails) {
   EXPECT_NE(chosen.status().message().find("sees no GPU"), std::string::npos);
 }
 
+TEST(ChooseWorkerDevice, ExplicitCudaOnABuildWithoutCudaSaysSo) {
+  auto chosen = ChooseWorkerDevice(Spec("cuda"), 0, 1, 0, true, /*cuda_built=*/false);
+  ASSERT_FALSE(chosen.ok());
+  EXPECT_EQ(chosen.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(chosen.status().message().find("this hptrain build has no CUDA"), std::string::npos)
+      << chosen.status();
+  // auto on such a build is simply the CPU.
+  chosen = ChooseWorkerDevice(Spec("auto"), 0, 1, 0, true, false);
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_EQ(chosen->kind, "cpu");
+}
+
 // Runs CheckSameDevice for every rank at once, each with its own choice.
 std::vector<absl::Status> CheckAll(const std::vector<WorkerDevice>& devices) {
   comm::InMemoryStore store;

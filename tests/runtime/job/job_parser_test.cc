@@ -163,7 +163,8 @@ TEST(JobParserTest, FashionMnistDemo) {
   EXPECT_EQ(spec->WorldSize(), 4);
   EXPECT_THAT(spec->InitialAllocation(), ElementsAre(32, 32, 32, 32));
   const std::string& pod = spec->worker_groups[0].template_yaml;
-  EXPECT_THAT(pod, HasSubstr("image: hptrain/runtime:0.1.0"));
+  EXPECT_THAT(pod, HasSubstr("name: worker"));
+  EXPECT_THAT(pod, Not(HasSubstr("image:")));  // the chart's runtime.image applies
   EXPECT_THAT(pod, HasSubstr("cpu: \"1\""));  // quoted scalars stay strings
   EXPECT_THAT(pod, HasSubstr("memory: 2Gi"));
 }
