@@ -229,6 +229,17 @@ class CrdSchemaTest(unittest.TestCase):
         resources = k8s_schema.schema_at(first, "spec.containers[].resources.limits")
         self.assertTrue(resources["additionalProperties"]["x-kubernetes-int-or-string"])
 
+    def test_readme_field_table_names_every_spec_field(self):
+        # Every top-level spec field of the CRD has a row in the README's field table (a row
+        # may name several: "| `spec.device`, `spec.deterministic` | ...").
+        readme = read(os.path.join(REPO, "README.md"))
+        named = set()
+        for line in readme.splitlines():
+            if line.startswith("| `spec."):
+                named.update(re.findall(r"`spec\.([A-Za-z]+)", line.split("|")[1]))
+        missing = sorted(set(self.schema["properties"]["spec"]["properties"]) - named)
+        self.assertEqual(missing, [], "spec fields without a row in README.md's field table")
+
     # --- the C++ side ------------------------------------------------------------------------
 
     def test_spec_keys_equal_parser_keys(self):
