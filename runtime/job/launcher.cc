@@ -496,6 +496,11 @@ int Launch(const LaunchOptions& options) {
         return absl::FailedPreconditionError(ExitedWithoutJoiningMessage(child.Describe()));
       };
     }
+    // A worker reports its failure to the coordinator and then exits: read the report before
+    // the ps is stopped, so the run's last line carries it even when the exit came first.
+    wait.before_stop = [&] {
+      if (auto status = client.GetJobStatus(); status.ok()) last = *std::move(status);
+    };
     result = supervisor.Wait(wait);
     if (!join_failure.empty() && result.outcome == RunOutcome::kFailed &&
         result.first_failure == absl::StrCat("progress callback: ", join_failure)) {

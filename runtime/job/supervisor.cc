@@ -525,6 +525,7 @@ RunResult Supervisor::Wait(const WaitOptions& options) {
     }
     if (first_failed_ >= 0) {
       std::string failure = children_[first_failed_].status.Describe();
+      if (options.before_stop) options.before_stop();
       StopAll(options.grace_period);
       return MakeResult(RunOutcome::kFailed, std::move(failure), 0);
     }

@@ -124,6 +124,9 @@ struct WaitOptions {
   // error fails the run (kFailed) with the error's message as first_failure, then step 4. May be
   // empty.
   std::function<absl::Status(const ChildStatus&)> exit_check;
+  // Called once when a child's failure ends the wait, before the others are stopped (while they
+  // can still be asked what they saw, e.g. the failing worker's report to the coordinator).
+  std::function<void()> before_stop;
 };
 
 class Supervisor {
