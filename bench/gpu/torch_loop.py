@@ -155,6 +155,21 @@ def check_loop_arguments(p, args):
         p.error(f"--warmup must be >= 0, got {args.warmup}")
 
 
+def timed_windows(args, step, sync, loss):
+    """args.steps timed steps in windows of args.window: (samples/s per window, steps, last loss)."""
+    sync()
+    rates, done = [], 0
+    while done < args.steps:
+        k = min(args.window, args.steps - done)
+        start = time.perf_counter()
+        for _ in range(k):
+            loss = step()
+        sync()
+        rates.append(k * args.batch / (time.perf_counter() - start))
+        done += k
+    return rates, done, loss
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_loop_arguments(p)
@@ -208,16 +223,7 @@ def main(argv):
     loss = None
     for _ in range(args.warmup):
         loss = step()
-    sync()
-    rates, done = [], 0
-    while done < args.steps:
-        k = min(args.window, args.steps - done)
-        start = time.perf_counter()
-        for _ in range(k):
-            loss = step()
-        sync()
-        rates.append(k * args.batch / (time.perf_counter() - start))
-        done += k
+    rates, done, loss = timed_windows(args, step, sync, loss)
     print(json.dumps({
         "model": args.model,
         "batch": args.batch,

@@ -115,16 +115,7 @@ def main(argv):
     loss = None
     for _ in range(args.warmup):
         loss = step(count_skips=True)
-    sync()
-    rates, done = [], 0
-    while done < args.steps:
-        k = min(args.window, args.steps - done)
-        start = time.perf_counter()
-        for _ in range(k):
-            loss = step()
-        sync()
-        rates.append(k * args.batch / (time.perf_counter() - start))
-        done += k
+    rates, done, loss = torch_loop.timed_windows(args, step, sync, loss)
     print(json.dumps({
         "model": args.model,
         "batch": args.batch,
