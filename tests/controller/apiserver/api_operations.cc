@@ -268,33 +268,7 @@ absl::StatusOr<ObjectPtr> ApiOperations::Create(const ResourceType& type, const 
         if (current != nullptr) return absl::StatusOr<Commit>(AlreadyExistsError(type, name));
         return PrepareWrite(type, nullptr, body, Scope::kMain, context, false, outcome);
       }));
-  if (type.group == "apiextensions.k8s.io" && !context.dry_run) {
-    // The CRD controller: serve the new type and mark the CRD Established (a second write, as in
-    // fixtures 03 and 04), stamped with the creation's time: the real controller answers within
-    // the second, and a clock tick between the two writes must not reorder managedFields.
-    absl::StatusOr<ResourceType> served = ResourceTypeFromCrd(created->json());
-    if (served.ok()) {
-      store_->AddType(*served);
-      const std::string now = created->json()["metadata"].value("creationTimestamp", "");
-      nlohmann::json status = {
-          {"acceptedNames", created->json()["spec"].value("names", nlohmann::json::object())},
-          {"conditions",
-           {{{"type", "NamesAccepted"},
-             {"status", "True"},
-             {"lastTransitionTime", now},
-             {"reason", "NoConflicts"},
-             {"message", "no conflicts found"}},
-            {{"type", "Established"},
-             {"status", "True"},
-             {"lastTransitionTime", now},
-             {"reason", "InitialNamesAccepted"},
-             {"message", "the initial names have been accepted"}}}}};
-      WriteContext controller;
-      controller.field_manager = "kube-apiserver";
-      controller.time = now;
-      (void)Patch(type, "", name, "status", PatchType::kMerge, {{"status", status}}, controller);
-    }
-  }
+  if (type.group == "apiextensions.k8s.io" && !context.dry_run) CrdController(type, created);
   return created;
 }
 
@@ -313,9 +287,8 @@ absl::StatusOr<ObjectPtr> ApiOperations::Update(const ResourceType& type, const 
         if (current == nullptr) return absl::StatusOr<Commit>(NotFoundError(type, name));
         return PrepareWrite(type, current, body, scope, context, false, outcome);
       }));
-  if (type.group == "apiextensions.k8s.io" && scope == Scope::kMain) {
-    absl::StatusOr<ResourceType> served = ResourceTypeFromCrd(updated->json());
-    if (served.ok()) store_->AddType(*served);
+  if (type.group == "apiextensions.k8s.io" && scope == Scope::kMain && !context.dry_run) {
+    CrdController(type, updated);
   }
   return updated;
 }
@@ -335,7 +308,7 @@ absl::StatusOr<ObjectPtr> ApiOperations::Patch(const ResourceType& type, const s
   } else if (patch_type != PatchType::kJson && !patch.is_object()) {
     return BadRequestError("a merge patch must be a JSON object");
   }
-  return Run(
+  absl::StatusOr<ObjectPtr> patched_object = Run(
       type, ns, name, context,
       [&](const ObjectPtr& current, Outcome* outcome) -> absl::StatusOr<Commit> {
         if (patch_type == PatchType::kApply) {
@@ -359,6 +332,45 @@ absl::StatusOr<ObjectPtr> ApiOperations::Patch(const ResourceType& type, const s
         }
         return PrepareWrite(type, current, std::move(patched), scope, context, false, outcome);
       });
+  if (patched_object.ok() && type.group == "apiextensions.k8s.io" && scope == Scope::kMain &&
+      !context.dry_run) {
+    CrdController(type, *patched_object);
+  }
+  return patched_object;
+}
+
+void ApiOperations::CrdController(const ResourceType& type, const ObjectPtr& crd) {
+  // The CRD controller: serve the type as the CRD now defines it and, the first time, mark the
+  // CRD Established (a second write, as in fixtures 03 and 04), stamped with the write's time:
+  // the real controller answers within the second, and a clock tick between the two writes must
+  // not reorder managedFields. A create, an update and an apply or patch all reach it.
+  absl::StatusOr<ResourceType> served = ResourceTypeFromCrd(crd->json());
+  if (!served.ok()) return;
+  store_->AddType(*served);
+  const nlohmann::json& object = crd->json();
+  if (object.contains("status") && object["status"].contains("conditions")) {
+    for (const nlohmann::json& c : object["status"]["conditions"]) {
+      if (c.value("type", "") == "Established") return;
+    }
+  }
+  const std::string now = object["metadata"].value("creationTimestamp", "");
+  nlohmann::json status = {
+      {"acceptedNames", object["spec"].value("names", nlohmann::json::object())},
+      {"conditions",
+       {{{"type", "NamesAccepted"},
+         {"status", "True"},
+         {"lastTransitionTime", now},
+         {"reason", "NoConflicts"},
+         {"message", "no conflicts found"}},
+        {{"type", "Established"},
+         {"status", "True"},
+         {"lastTransitionTime", now},
+         {"reason", "InitialNamesAccepted"},
+         {"message", "the initial names have been accepted"}}}}};
+  WriteContext controller;
+  controller.field_manager = "kube-apiserver";
+  controller.time = now;
+  (void)Patch(type, "", crd->name(), "status", PatchType::kMerge, {{"status", status}}, controller);
 }
 
 absl::StatusOr<ObjectPtr> ApiOperations::Put(const ResourceType& type, nlohmann::json object) {

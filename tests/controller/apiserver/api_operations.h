@@ -146,6 +146,8 @@ class ApiOperations {
                                     const std::string& name, const std::string& owner_uid);
 
  private:
+  // What kube-apiserver's CRD controllers do after a CustomResourceDefinition is written.
+  void CrdController(const ResourceType& type, const ObjectPtr& crd);
   enum class Scope { kMain, kStatus, kScale, kDirect };
   // What a write pipeline decided, beyond the store commit.
   struct Outcome {

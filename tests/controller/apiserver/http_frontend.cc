@@ -13,6 +13,7 @@
 #include "runtime/base/status.h"
 #include "tests/controller/apiserver/discovery.h"
 #include "tests/controller/apiserver/json_util.h"
+#include "tests/controller/apiserver/table_convert.h"
 
 namespace hptrain::testing {
 namespace {
@@ -35,6 +36,22 @@ void WriteJson(httplib::Response& response, int code, const std::string& body) {
 void WriteError(httplib::Response& response, const absl::Status& status) {
   nlohmann::json body = StatusBody(status);
   WriteJson(response, body.value("code", 500), body.dump());
+}
+
+// The Table a GET or LIST of `type` must answer with, when the client asked for one and the type
+// has printer columns (table_convert.h).
+std::optional<TableOptions> TableRequested(const httplib::Request& request,
+                                           const ResourceType& type) {
+  if (type.printer_columns.is_null()) return std::nullopt;
+  std::optional<std::string> version = AcceptedTableVersion(request.get_header_value("Accept"));
+  if (!version.has_value()) return std::nullopt;
+  TableOptions options;
+  options.api_version = *version;
+  if (std::string include = Param(request, "includeObject"); !include.empty()) {
+    options.include_object = include;
+  }
+  options.now = absl::Now();
+  return options;
 }
 
 WriteContext ContextOf(const httplib::Request& request) {
@@ -247,6 +264,11 @@ absl::Status HttpFrontend::Serve(const httplib::Request& request, const RequestI
       return absl::OkStatus();
     }
     HPTRAIN_ASSIGN_OR_RETURN(ObjectPtr object, operations_->Get(*type, info.ns, info.name));
+    if (std::optional<TableOptions> table = TableRequested(request, *type); table.has_value()) {
+      table->resource_version = std::to_string(object->resource_version());
+      WriteJson(response, 200, ToTable(*type, {object->json()}, *table).dump());
+      return absl::OkStatus();
+    }
     WriteJson(response, 200, object->Serialized());
     return absl::OkStatus();
   }
@@ -337,6 +359,16 @@ absl::Status HttpFrontend::ServeList(const httplib::Request& request, const Reso
   nlohmann::json meta = {{"resourceVersion", std::to_string(page.resource_version)}};
   if (type.custom || !page.continue_token.empty()) meta["continue"] = page.continue_token;
   if (page.remaining_items.has_value()) meta["remainingItemCount"] = *page.remaining_items;
+  if (std::optional<TableOptions> table = TableRequested(request, type); table.has_value()) {
+    std::vector<nlohmann::json> objects;
+    for (const ObjectPtr& item : page.items) objects.push_back(item->json());
+    table->resource_version = std::to_string(page.resource_version);
+    table->continue_token = page.continue_token;
+    nlohmann::json body = ToTable(type, objects, *table);
+    if (page.remaining_items.has_value()) body["metadata"]["remainingItemCount"] = *page.remaining_items;
+    WriteJson(response, 200, body.dump());
+    return absl::OkStatus();
+  }
   std::string body =
       absl::StrCat("{\"kind\":\"", type.ListKind(), "\",\"apiVersion\":\"", type.ApiVersion(),
                    "\",\"metadata\":", meta.dump(), ",\"items\":[");

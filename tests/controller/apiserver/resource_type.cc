@@ -1,5 +1,7 @@
 #include "tests/controller/apiserver/resource_type.h"
 
+#include "tests/controller/apiserver/table_convert.h"
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
@@ -169,6 +171,7 @@ absl::StatusOr<ResourceType> ResourceTypeFromCrd(const nlohmann::json& crd) {
   if (chosen->contains("schema") && (*chosen)["schema"].contains("openAPIV3Schema")) {
     type.schema = (*chosen)["schema"]["openAPIV3Schema"];
   }
+  type.printer_columns = PrinterColumnsOf(*chosen);
   return type;
 }
 

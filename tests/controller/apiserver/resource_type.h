@@ -55,6 +55,9 @@ struct ResourceType {
   // OpenAPI v3 schema of the whole object (CRD openAPIV3Schema); null = none. With a schema the
   // double prunes unknown fields and answers violations with 422 Invalid, like the real server.
   nlohmann::json schema;
+  // additionalPrinterColumns of a type served from a CRD (Age when the CRD lists none); null for
+  // the others, which answer a request for a Table with their plain JSON (table_convert.h).
+  nlohmann::json printer_columns;
 
   // "v1" or "<group>/<version>".
   std::string ApiVersion() const;

@@ -33,7 +33,10 @@ HttpResult TestClient::Send(const std::string& method, const std::string& path,
   request.path = path;
   request.headers = HeadersFor(token_);
   if (!content_type.empty()) request.headers.emplace("Content-Type", content_type);
-  for (const auto& [key, value] : headers) request.headers.emplace(key, value);
+  for (const auto& [key, value] : headers) {
+    request.headers.erase(key);  // a header given replaces the default one (Accept)
+    request.headers.emplace(key, value);
+  }
   request.body = body;
   httplib::Result result = client.send(request);
   HttpResult out;

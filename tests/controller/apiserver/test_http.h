@@ -41,8 +41,9 @@ class TestClient {
   HttpResult Patch(const std::string& path, const nlohmann::json& body,
                    const std::string& content_type) const;
   HttpResult Delete(const std::string& path, const nlohmann::json& body = nullptr) const;
-  // Any request with a raw body; `headers` are added (a header given with an empty value is
-  // sent empty, which keeps httplib from adding its own User-Agent).
+  // Any request with a raw body; `headers` are added, replacing a default of the same name
+  // (Accept) (a header given with an empty value is sent empty, which keeps httplib from adding
+  // its own User-Agent).
   HttpResult Send(const std::string& method, const std::string& path, const std::string& body,
                   const std::string& content_type,
                   const std::vector<std::pair<std::string, std::string>>& headers = {}) const;
