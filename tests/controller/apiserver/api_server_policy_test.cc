@@ -230,13 +230,8 @@ TEST(LabelSelectorMatchesTest, MatchLabelsAndExpressions) {
   EXPECT_FALSE(LabelSelectorMatches(expression("c", "Exists", {}), labels));
 }
 
-TEST(RbacPolicyTest, AggregatedRulesFollowTheSelectedRoles) {
-  RbacPolicy policy;
-  ASSERT_TRUE(policy.Apply(kUserFacingClusterRoles, "").ok());
-  absl::StatusOr<nlohmann::json> edit = policy.GetClusterRole("edit");
-  ASSERT_TRUE(edit.ok()) << edit.status();
-  EXPECT_EQ((*edit)["rules"], nlohmann::json::array()) << "nothing aggregated yet";
-  ASSERT_TRUE(policy.Apply(R"(
+// A role aggregated into `view` (and so into `edit` and `admin`), and one that is not.
+constexpr char kWidgetRoles[] = R"(
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
@@ -252,9 +247,25 @@ metadata:
   labels: {rbac.authorization.k8s.io/aggregate-to-view: "false"}
 rules:
 - {apiGroups: [example.com], resources: [gadgets], verbs: [get]}
-)",
-                           "")
-                  .ok());
+)";
+
+// `view` as someone might write it: rules of its own beside the aggregationRule.
+constexpr char kViewWithRulesOfItsOwn[] = R"(
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: view, labels: {rbac.authorization.k8s.io/aggregate-to-edit: "true"}}
+aggregationRule:
+  clusterRoleSelectors: [{matchLabels: {rbac.authorization.k8s.io/aggregate-to-view: "true"}}]
+rules: [{apiGroups: ["*"], resources: ["*"], verbs: ["*"]}]
+)";
+
+TEST(RbacPolicyTest, AggregatedRulesFollowTheSelectedRoles) {
+  RbacPolicy policy;
+  ASSERT_TRUE(policy.Apply(kUserFacingClusterRoles, "").ok());
+  absl::StatusOr<nlohmann::json> edit = policy.GetClusterRole("edit");
+  ASSERT_TRUE(edit.ok()) << edit.status();
+  EXPECT_EQ((*edit)["rules"], nlohmann::json::array()) << "nothing aggregated yet";
+  ASSERT_TRUE(policy.Apply(kWidgetRoles, "").ok());
   const nlohmann::json widgets = nlohmann::json::parse(
       R"([{"apiGroups":["example.com"],"resources":["widgets"],"verbs":["get"]}])");
   // view selects widgets-view; edit selects view (labelled aggregate-to-edit), admin edit.
@@ -264,16 +275,7 @@ rules:
     EXPECT_EQ((*role)["rules"], widgets) << name;
   }
   // Rules written into an aggregated role are replaced, as the controller stomps them.
-  ASSERT_TRUE(policy.Apply(R"(
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: view, labels: {rbac.authorization.k8s.io/aggregate-to-edit: "true"}}
-aggregationRule:
-  clusterRoleSelectors: [{matchLabels: {rbac.authorization.k8s.io/aggregate-to-view: "true"}}]
-rules: [{apiGroups: ["*"], resources: ["*"], verbs: ["*"]}]
-)",
-                           "")
-                  .ok());
+  ASSERT_TRUE(policy.Apply(kViewWithRulesOfItsOwn, "").ok());
   EXPECT_EQ(policy.GetClusterRole("view")->at("rules"), widgets);
   ASSERT_TRUE(policy.DeleteClusterRole("widgets-view").ok());
   EXPECT_EQ(policy.GetClusterRole("admin")->at("rules"), nlohmann::json::array());
@@ -346,8 +348,7 @@ TEST_F(ApiServerPolicyTest, NamespaceEditorsSubmitTrainingJobsThroughTheAggregat
   ASSERT_TRUE(policy->DeleteClusterRole("hptrain-edit").ok());
   EXPECT_EQ(alice.Post(TjPath("team-a"), TrainingJob("third", "team-a")).status, 403);
   EXPECT_EQ(alice.Get(TjPath("team-a")).status, 200) << "view is aggregated into edit";
-  EXPECT_EQ(admin.Post(TjPath("team-b"), TrainingJob("x", "team-b")).status, 201)
-      << "unrestricted";
+  EXPECT_EQ(admin.Post(TjPath("team-b"), TrainingJob("x", "team-b")).status, 201) << "unrestricted";
 }
 
 TEST_F(ApiServerPolicyTest, InjectedFaultsFailTheNextMatchingRequests) {

@@ -171,8 +171,8 @@ bool LabelSelectorMatches(const nlohmann::json& selector, const nlohmann::json& 
       const nlohmann::json* have = label(expression.value("key", ""));
       const std::string op = expression.value("operator", "");
       std::vector<std::string> values = Strings(expression, "values");
-      const bool in = have != nullptr && have->is_string() &&
-                      Contains(values, have->get<std::string>());
+      const bool in =
+          have != nullptr && have->is_string() && Contains(values, have->get<std::string>());
       if ((op == "In" && !in) || (op == "NotIn" && in) || (op == "Exists" && have == nullptr) ||
           (op == "DoesNotExist" && have != nullptr)) {
         return false;
@@ -255,8 +255,7 @@ void RbacPolicy::AggregateLocked() {
       nlohmann::json rules = nlohmann::json::array();
       for (const auto& [other_name, other] : cluster_roles_) {
         if (other_name == name) continue;
-        const nlohmann::json labels =
-            other["metadata"].value("labels", nlohmann::json::object());
+        const nlohmann::json labels = other["metadata"].value("labels", nlohmann::json::object());
         bool selected = false;
         for (const nlohmann::json& selector : selectors) {
           selected = selected || LabelSelectorMatches(selector, labels);

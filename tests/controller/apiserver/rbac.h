@@ -31,7 +31,8 @@
 //   ASSERT_OK(policy->ApplyFile("deploy/rbac/aggregate_roles.yaml", ""));
 //   ASSERT_OK(policy->Apply(R"(kind: RoleBinding ... roleRef: {kind: ClusterRole, name: edit})",
 //                           "team-a"));
-//   server.SetAuthorizer(PolicyAuthorizer(policy, [](const std::string& u) { return u != "admin"; }));
+//   server.SetAuthorizer(
+//       PolicyAuthorizer(policy, [](const std::string& u) { return u != "admin"; }));
 //
 // Thread-safety: the returned authorizers are immutable and safe to call from any thread;
 // RbacPolicy's methods are thread-safe, and an authorizer from PolicyAuthorizer sees the policy
@@ -48,8 +49,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "tests/controller/apiserver/request_policy.h"
 
