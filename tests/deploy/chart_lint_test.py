@@ -7,7 +7,19 @@ values.yaml and every value is read by some template; template actions `{{ }}` a
 (if/with/range/define ... end) balance and every included template is defined; crds/ is
 byte-identical to deploy/crd/ and dashboards/ to the repository's dashboards/; the RBAC
 templates grant exactly the contract's rules; the README documents every value and how to
-upgrade the CRD.
+upgrade the CRD from the chart itself (`helm show crds`).
+
+Rendered checks: with no helm binary here, chart_render.py renders templates with the subset of
+Go templates and Helm functions the chart uses (it refuses what it does not implement, and
+`lookup` returns nothing, as in `helm template`). They check the branches, names, kinds, rules
+and values of the rendered objects: the controller's rules as one ClusterRole, or as a Role and
+RoleBinding in each of `watchNamespaces` (none cluster-wide); the aggregated edit/view
+ClusterRoles and their switch; the webhook's certificate from the chart, from cert-manager or
+from `webhook.existingSecret` (no Secret generated and no `lookup` called; the caBundle or the
+CA-injection annotation; the Deployment mounting that Secret; refused without a CA source). They
+do not prove Helm renders identically (Sprig's exact output, `.Capabilities`), nor that a
+cluster accepts the objects. NOTES.txt's inlined job is checked against the CRD's schema (the
+runtime's parser checks it in notes_job_test.cc).
 
 Exit status: 0 passed, 1 failed, 77 skipped (python3-jsonschema missing).
 """
@@ -22,6 +34,7 @@ import unittest
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chart_render  # noqa: E402
 import contract  # noqa: E402
 import k8s_schema  # noqa: E402
 
@@ -171,7 +184,9 @@ class ChartLintTest(unittest.TestCase):
         self.assertEqual(template_problems("{{- with .Values.a }}{{ . }}{{- end }}"), [])
 
     def test_included_templates_are_defined(self):
-        defined = set(re.findall(r'define "([^"]+)"', self.texts["_helpers.tpl"]))
+        defined = set()
+        for text in self.texts.values():
+            defined |= set(re.findall(r'define "([^"]+)"', text))
         self.assertIn("hptrain.fullname", defined)
         for name, text in self.texts.items():
             for included in re.findall(r'include "([^"]+)"', text):
@@ -205,6 +220,166 @@ class ChartLintTest(unittest.TestCase):
         self.assertEqual(
             contract.flatten_rules(rules_block(self.texts["leader-election-rbac.yaml"])),
             contract.LEASE_RULES)
+        # Rendered with the defaults: one ClusterRole, bound to the controller's ServiceAccount.
+        renderer = chart_render.Chart(CHART)
+        (role,) = renderer.objects("clusterrole.yaml")
+        (binding,) = renderer.objects("clusterrolebinding.yaml")
+        self.assertEqual((role["kind"], binding["kind"]), ("ClusterRole", "ClusterRoleBinding"))
+        self.assertEqual(contract.flatten_rules(role["rules"]), contract.CLUSTER_RULES)
+        self.assertEqual(binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
+                                              "kind": "ClusterRole",
+                                              "name": role["metadata"]["name"]})
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount",
+                                                "name": "hptrain-controller",
+                                                "namespace": "hptrain-system"}])
+        for name in ("clusterrole.yaml", "clusterrolebinding.yaml", "aggregate-roles.yaml"):
+            self.assertEqual(renderer.objects(name, {"rbac": {"create": False}}), [], name)
+
+    def test_watch_namespaces_grant_per_namespace(self):
+        renderer = chart_render.Chart(CHART)
+        values = {"watchNamespaces": ["team-a", "team-b"]}
+        roles = renderer.objects("clusterrole.yaml", values)
+        bindings = renderer.objects("clusterrolebinding.yaml", values)
+        # Nothing cluster-wide: Secrets (and the rest) only in the watched namespaces.
+        self.assertEqual([r["kind"] for r in roles], ["Role", "Role"])
+        self.assertEqual([b["kind"] for b in bindings], ["RoleBinding", "RoleBinding"])
+        self.assertEqual([r["metadata"]["namespace"] for r in roles], ["team-a", "team-b"])
+        for role, binding in zip(roles, bindings):
+            self.assertEqual(contract.flatten_rules(role["rules"]), contract.CLUSTER_RULES)
+            self.assertEqual(binding["metadata"]["namespace"], role["metadata"]["namespace"])
+            self.assertEqual(binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
+                                                  "kind": "Role",
+                                                  "name": role["metadata"]["name"]})
+            self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount",
+                                                    "name": "hptrain-controller",
+                                                    "namespace": "hptrain-system"}])
+        # The controller is told the same namespaces.
+        (deployment,) = renderer.objects("deployment.yaml", values)
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        self.assertIn("--namespace=team-a,team-b", args)
+
+    def test_aggregate_roles(self):
+        renderer = chart_render.Chart(CHART)
+        self.assertTrue(self.values["rbac"]["aggregateToDefaultRoles"])
+        edit, view = renderer.objects("aggregate-roles.yaml")
+        shipped = {r["metadata"]["name"]: r for r in k8s_schema.load_yaml_file(
+            os.path.join(REPO, "deploy", "rbac", "aggregate_roles.yaml"))}
+        for role, rules, labels, suffix in (
+                (edit, contract.AGGREGATE_EDIT_RULES, contract.AGGREGATE_EDIT_LABELS, "edit"),
+                (view, contract.AGGREGATE_VIEW_RULES, contract.AGGREGATE_VIEW_LABELS, "view")):
+            self.assertEqual(role["kind"], "ClusterRole")
+            self.assertEqual(role["metadata"]["name"], "hptrain-" + suffix)
+            self.assertNotIn("aggregationRule", role)
+            self.assertEqual(contract.flatten_rules(role["rules"]), rules)
+            aggregation = {k: v for k, v in role["metadata"]["labels"].items()
+                           if k.startswith("rbac.authorization.k8s.io/")}
+            self.assertEqual(aggregation, labels)
+            # deploy/ ships the same roles.
+            twin = shipped["hptrain-" + suffix]
+            self.assertEqual(twin["rules"], role["rules"])
+            self.assertEqual({k: v for k, v in twin["metadata"]["labels"].items()
+                              if k.startswith("rbac.authorization.k8s.io/")}, labels)
+        self.assertEqual(renderer.objects("aggregate-roles.yaml",
+                                          {"rbac": {"aggregateToDefaultRoles": False}}), [])
+
+    def test_webhook_certificate_sources(self):
+        renderer = chart_render.Chart(CHART)
+        lookups = []
+        original = chart_render.FUNCTIONS["lookup"]
+        chart_render.FUNCTIONS["lookup"] = lambda *a: lookups.append(a) or {}
+        try:
+            def render(values):
+                lookups.clear()
+                objects = renderer.objects("webhook.yaml", values)
+                return {o["kind"]: o for o in objects}, list(lookups)
+
+            def webhook(objects):
+                (hook,) = objects["ValidatingWebhookConfiguration"]["webhooks"]
+                return hook["clientConfig"]
+
+            def volume(values):
+                (deployment,) = renderer.objects("deployment.yaml", values)
+                (vol,) = deployment["spec"]["template"]["spec"]["volumes"]
+                return vol["secret"]["secretName"]
+
+            # Generated by the chart (the default), with lookup: the only branch that needs it.
+            objects, calls = render({})
+            self.assertEqual(sorted(objects), ["Secret", "Service",
+                                               "ValidatingWebhookConfiguration"])
+            self.assertEqual(len(calls), 1)
+            self.assertEqual(webhook(objects)["caBundle"], objects["Secret"]["data"]["ca.crt"])
+            self.assertEqual(volume({}), objects["Secret"]["metadata"]["name"])
+            # cert-manager: an Issuer and a Certificate, the CA injected; no lookup.
+            objects, calls = render({"webhook": {"certManager": {"enabled": True}}})
+            self.assertEqual(sorted(objects), ["Certificate", "Issuer", "Service",
+                                               "ValidatingWebhookConfiguration"])
+            self.assertEqual(calls, [])
+            self.assertNotIn("caBundle", webhook(objects))
+            self.assertEqual(
+                objects["ValidatingWebhookConfiguration"]["metadata"]["annotations"],
+                {"cert-manager.io/inject-ca-from":
+                 "hptrain-system/" + objects["Certificate"]["metadata"]["name"]})
+            self.assertEqual(objects["Certificate"]["spec"]["secretName"],
+                             volume({"webhook": {"certManager": {"enabled": True}}}))
+            # existingSecret: nothing generated, no lookup, the same objects every render.
+            own = {"webhook": {"existingSecret": "webhook-tls", "caBundle": "Q0E="}}
+            objects, calls = render(own)
+            self.assertEqual(sorted(objects), ["Service", "ValidatingWebhookConfiguration"])
+            self.assertEqual(calls, [])
+            self.assertEqual(webhook(objects)["caBundle"], "Q0E=")
+            self.assertNotIn("annotations", objects["ValidatingWebhookConfiguration"]["metadata"])
+            self.assertEqual(volume(own), "webhook-tls")
+            self.assertEqual(renderer.render("webhook.yaml", own),
+                             renderer.render("webhook.yaml", own))
+            injected = {"webhook": {"existingSecret": "webhook-tls",
+                                    "certManager": {"enabled": True}}}
+            objects, calls = render(injected)
+            self.assertEqual(sorted(objects), ["Service", "ValidatingWebhookConfiguration"])
+            self.assertEqual(calls, [])
+            self.assertNotIn("caBundle", webhook(objects))
+            self.assertEqual(
+                objects["ValidatingWebhookConfiguration"]["metadata"]["annotations"],
+                {"cert-manager.io/inject-ca-from": "hptrain-system/webhook-tls"})
+            with self.assertRaisesRegex(chart_render.RenderFailed, "webhook.existingSecret"):
+                renderer.render("webhook.yaml", {"webhook": {"existingSecret": "webhook-tls"}})
+        finally:
+            chart_render.FUNCTIONS["lookup"] = original
+        validator = k8s_schema.jsonschema.Draft7Validator(self.schema)
+        values = json.loads(json.dumps(self.values))
+        values["webhook"].update(existingSecret="webhook-tls", caBundle="Q0E=")
+        self.assertTrue(validator.is_valid(values))
+        values["webhook"]["existingSecret"] = "Webhook_TLS"
+        self.assertFalse(validator.is_valid(values))
+
+    def test_renderer_sees_problems(self):
+        renderer = chart_render.Chart(CHART)
+        renderer.trees["t"] = chart_render._parse(chart_render._tokens(
+            '{{- $x := "a" }}{{- if and false (index nil "k") }}no{{- else if .Values.replicas }}'
+            '{{ $x }}-{{ .Values.replicas }}{{ end -}}\n{{ range $i, $v := list 1 2 }}{{ $i }}'
+            '{{ $v }},{{ end }}'), 0, ())[0]
+        self.assertEqual(renderer.render("t"), "a-101,12,")  # `-}}` eats the newline
+        for bad in ("{{ if .Values.a }}", "{{ tpl .Values.a . }}", "{{ $undefined }}"):
+            with self.assertRaises(ValueError, msg=bad):
+                renderer.trees["t"] = chart_render._parse(chart_render._tokens(bad), 0, ())[0]
+                renderer.render("t")
+
+    def test_notes_job_is_valid(self):
+        """NOTES.txt inlines a job (no file of the repository needed) that the CRD's schema
+        accepts."""
+        notes = chart_render.Chart(CHART).render("NOTES.txt")
+        self.assertNotIn("examples/", notes)
+        self.assertNotIn("crds/", notes)
+        self.assertIn("helm show crds", notes)
+        match = re.search(r"^kubectl apply --server-side -f - <<'EOF'\n(.*?)^EOF$", notes,
+                          re.M | re.S)
+        self.assertIsNotNone(match, "no heredoc job in NOTES.txt")
+        (job,) = k8s_schema.load_yaml_documents(match.group(1))
+        self.assertEqual(job["kind"], "TrainingJob")
+        (crd,) = k8s_schema.load_yaml_file(os.path.join(CHART, "crds",
+                                                        "trainingjobs.hptrain.io.yaml"))
+        self.assertEqual(k8s_schema.validate(job, k8s_schema.crd_schema(crd)), [])
+        self.assertIn(f"kubectl describe tj {job['metadata']['name']}", notes)
+        # The runtime's parser and validator: tests/deploy/notes_job_test.cc.
 
     def test_deployment_template(self):
         text = self.texts["deployment.yaml"]
@@ -273,7 +448,10 @@ class ChartLintTest(unittest.TestCase):
             documented = any(f"| `{'.'.join(leaf[:n])}` |" in readme
                              for n in range(1, len(leaf) + 1))
             self.assertTrue(documented, f"README.md: no row for {'.'.join(leaf)}")
-        self.assertIn("kubectl apply --server-side -f charts/hptrain/crds/", readme)
+        # From the chart being installed, not from a checkout of the repository.
+        self.assertIn("helm show crds CHART | kubectl apply --server-side --force-conflicts -f -",
+                      readme)
+        self.assertNotIn("-f charts/hptrain/crds", readme)
         self.assertIn("does not upgrade CRDs", readme)
         self.assertTrue(os.path.exists(os.path.join(CHART, "templates", "NOTES.txt")))
 

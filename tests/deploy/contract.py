@@ -22,6 +22,23 @@ LEASE_RULES = {
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},
 }
 
+# The aggregated ClusterRoles for users (deploy/rbac/aggregate_roles.yaml and the chart's
+# aggregate-roles.yaml): TrainingJobs in Kubernetes' admin/edit and view.
+AGGREGATE_EDIT_RULES = {
+    ("hptrain.io", "trainingjobs"): {"create", "delete", "deletecollection", "get", "list",
+                                     "patch", "update", "watch"},
+    ("hptrain.io", "trainingjobs/scale"): {"get", "patch", "update"},
+    ("hptrain.io", "trainingjobs/status"): {"get"},
+}
+AGGREGATE_VIEW_RULES = {
+    ("hptrain.io", "trainingjobs"): {"get", "list", "watch"},
+    ("hptrain.io", "trainingjobs/scale"): {"get", "list", "watch"},
+    ("hptrain.io", "trainingjobs/status"): {"get", "list", "watch"},
+}
+AGGREGATE_EDIT_LABELS = {"rbac.authorization.k8s.io/aggregate-to-admin": "true",
+                         "rbac.authorization.k8s.io/aggregate-to-edit": "true"}
+AGGREGATE_VIEW_LABELS = {"rbac.authorization.k8s.io/aggregate-to-view": "true"}
+
 # Metrics hptrain-controller exports (name -> type).
 CONTROLLER_METRICS = {
     "hptrain_controller_reconcile_duration_seconds": "histogram",

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """What the plain manifests in deploy/ promise, read from the files themselves.
 
-RBAC is exactly the contract's (least privilege); the controller Deployment runs one replica
+RBAC is exactly the contract's (least privilege), and the aggregated edit/view roles for users
+carry the contract's rules and aggregation labels; the controller Deployment runs one replica
 with leader election, as non-root with a read-only root filesystem, no capabilities, no
 privilege escalation and the RuntimeDefault seccomp profile, probes /healthz and /readyz on
 8081 and serves metrics on 8080, with only flags the controller defines; the PodMonitors
 scrape the job pods (label hptrain.io/job, port "metrics", the runtime's labels kept) and the
-controller; the Dockerfiles build with the repository's scripts and run as non-root.
+controller; the webhook component registers the same webhook as the chart (rendered with
+cert-manager) and passes the controller only flags it defines; the Dockerfiles build with the
+repository's scripts and run as non-root.
 
 Exit status: 0 passed, 1 failed.
 """
@@ -18,6 +21,7 @@ import unittest
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chart_render  # noqa: E402
 import contract  # noqa: E402
 import k8s_schema  # noqa: E402
 
@@ -40,6 +44,44 @@ class ManifestsTest(unittest.TestCase):
         (role,) = load("rbac", "cluster_role.yaml")
         self.assertEqual(role["kind"], "ClusterRole")
         self.assertEqual(contract.flatten_rules(role["rules"]), contract.CLUSTER_RULES)
+
+    def test_aggregate_roles_are_the_contract(self):
+        edit, view = load("rbac", "aggregate_roles.yaml")
+        for role, rules, labels in ((edit, contract.AGGREGATE_EDIT_RULES,
+                                     contract.AGGREGATE_EDIT_LABELS),
+                                    (view, contract.AGGREGATE_VIEW_RULES,
+                                     contract.AGGREGATE_VIEW_LABELS)):
+            self.assertEqual(role["kind"], "ClusterRole")
+            self.assertEqual(contract.flatten_rules(role["rules"]), rules)
+            self.assertEqual(role["metadata"]["labels"].items() & labels.items(), labels.items())
+            self.assertNotIn("aggregationRule", role)
+        # Users' roles never reach what only the controller writes.
+        self.assertNotIn("update", contract.AGGREGATE_EDIT_RULES[("hptrain.io",
+                                                                   "trainingjobs/status")])
+        for verbs in contract.AGGREGATE_VIEW_RULES.values():
+            self.assertEqual(verbs, {"get", "list", "watch"})
+
+    def test_webhook_component_is_the_charts_webhook(self):
+        path = os.path.join(DEPLOY, "components", "webhook")
+        (config,) = k8s_schema.load_yaml_file(os.path.join(path, "validating_webhook.yaml"))
+        (service,) = k8s_schema.load_yaml_file(os.path.join(path, "service.yaml"))
+        chart = {o["kind"]: o for o in chart_render.Chart(
+            os.path.join(REPO, "charts", "hptrain")).objects(
+                "webhook.yaml", {"webhook": {"certManager": {"enabled": True}}},
+                release="hptrain", namespace="hptrain-system")}
+        # Release "hptrain" names its objects as the plain manifests do.
+        self.assertEqual(chart["ValidatingWebhookConfiguration"]["webhooks"], config["webhooks"])
+        self.assertEqual(chart["ValidatingWebhookConfiguration"]["metadata"]["annotations"],
+                         config["metadata"]["annotations"])
+        self.assertEqual(chart["Service"]["spec"]["ports"], service["spec"]["ports"])
+        self.assertEqual(chart["Certificate"]["spec"]["dnsNames"],
+                         k8s_schema.load_yaml_file(os.path.join(path, "certificate.yaml"))[1]
+                         ["spec"]["dnsNames"])
+        (kustomization,) = k8s_schema.load_yaml_file(os.path.join(path, "kustomization.yaml"))
+        (patch,) = kustomization["patches"]
+        for op in k8s_schema.load_yaml_documents(patch["patch"])[0]:
+            if op["path"].endswith("/args/-"):
+                self.assertIn(op["value"].split("=")[0], contract.CONTROLLER_FLAGS)
 
     def test_flatten_rules_sees_differences(self):
         rules = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]

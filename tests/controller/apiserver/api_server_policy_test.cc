@@ -1,8 +1,11 @@
 // Request policy of the API server double: bearer tokens (401), authorizer and RBAC rules (403),
-// Roles and ClusterRoles read from manifests (deploy/rbac included), fault injection, the
+// Roles and ClusterRoles read from manifests (deploy/rbac included), bindings and ClusterRole
+// aggregation (deploy/rbac's roles for TrainingJobs in `edit` and `view`), fault injection, the
 // request log, dry runs and WaitFor.
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -207,6 +210,145 @@ TEST_F(ApiServerPolicyTest, TheDeployManifestsHoldTheControllerToTheirRules) {
   // ttlSecondsAfterFinished deletes the job: the grant this test was written for.
   EXPECT_EQ(restricted.Delete(TjPath("ns", "x")).status, 200);
   EXPECT_EQ(server_->Denials().size(), 3u);
+}
+
+TEST(LabelSelectorMatchesTest, MatchLabelsAndExpressions) {
+  const nlohmann::json labels = {{"a", "1"}, {"b", "2"}};
+  EXPECT_TRUE(LabelSelectorMatches(nlohmann::json::object(), labels)) << "empty: everything";
+  EXPECT_TRUE(LabelSelectorMatches({{"matchLabels", {{"a", "1"}}}}, labels));
+  EXPECT_FALSE(LabelSelectorMatches({{"matchLabels", {{"a", "2"}}}}, labels));
+  EXPECT_FALSE(LabelSelectorMatches({{"matchLabels", {{"c", "1"}}}}, labels));
+  auto expression = [](const char* key, const char* op, std::vector<std::string> values) {
+    return nlohmann::json{
+        {"matchExpressions", {{{"key", key}, {"operator", op}, {"values", values}}}}};
+  };
+  EXPECT_TRUE(LabelSelectorMatches(expression("b", "In", {"2", "3"}), labels));
+  EXPECT_FALSE(LabelSelectorMatches(expression("b", "NotIn", {"2"}), labels));
+  EXPECT_TRUE(LabelSelectorMatches(expression("c", "NotIn", {"2"}), labels));
+  EXPECT_TRUE(LabelSelectorMatches(expression("a", "Exists", {}), labels));
+  EXPECT_FALSE(LabelSelectorMatches(expression("a", "DoesNotExist", {}), labels));
+  EXPECT_FALSE(LabelSelectorMatches(expression("c", "Exists", {}), labels));
+}
+
+// A role aggregated into `view` (and so into `edit` and `admin`), and one that is not.
+constexpr char kWidgetRoles[] = R"(
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: widgets-view
+  labels: {rbac.authorization.k8s.io/aggregate-to-view: "true"}
+rules:
+- {apiGroups: [example.com], resources: [widgets], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: unrelated
+  labels: {rbac.authorization.k8s.io/aggregate-to-view: "false"}
+rules:
+- {apiGroups: [example.com], resources: [gadgets], verbs: [get]}
+)";
+
+// `view` as someone might write it: rules of its own beside the aggregationRule.
+constexpr char kViewWithRulesOfItsOwn[] = R"(
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: view, labels: {rbac.authorization.k8s.io/aggregate-to-edit: "true"}}
+aggregationRule:
+  clusterRoleSelectors: [{matchLabels: {rbac.authorization.k8s.io/aggregate-to-view: "true"}}]
+rules: [{apiGroups: ["*"], resources: ["*"], verbs: ["*"]}]
+)";
+
+TEST(RbacPolicyTest, AggregatedRulesFollowTheSelectedRoles) {
+  RbacPolicy policy;
+  ASSERT_TRUE(policy.Apply(kUserFacingClusterRoles, "").ok());
+  absl::StatusOr<nlohmann::json> edit = policy.GetClusterRole("edit");
+  ASSERT_TRUE(edit.ok()) << edit.status();
+  EXPECT_EQ((*edit)["rules"], nlohmann::json::array()) << "nothing aggregated yet";
+  ASSERT_TRUE(policy.Apply(kWidgetRoles, "").ok());
+  const nlohmann::json widgets = nlohmann::json::parse(
+      R"([{"apiGroups":["example.com"],"resources":["widgets"],"verbs":["get"]}])");
+  // view selects widgets-view; edit selects view (labelled aggregate-to-edit), admin edit.
+  for (const char* name : {"view", "edit", "admin"}) {
+    absl::StatusOr<nlohmann::json> role = policy.GetClusterRole(name);
+    ASSERT_TRUE(role.ok()) << role.status();
+    EXPECT_EQ((*role)["rules"], widgets) << name;
+  }
+  // Rules written into an aggregated role are replaced, as the controller stomps them.
+  ASSERT_TRUE(policy.Apply(kViewWithRulesOfItsOwn, "").ok());
+  EXPECT_EQ(policy.GetClusterRole("view")->at("rules"), widgets);
+  ASSERT_TRUE(policy.DeleteClusterRole("widgets-view").ok());
+  EXPECT_EQ(policy.GetClusterRole("admin")->at("rules"), nlohmann::json::array());
+  EXPECT_FALSE(policy.DeleteClusterRole("widgets-view").ok());
+  EXPECT_FALSE(policy.Apply("kind: Role\nmetadata: {name: r}\n", "ns").ok()) << "no rules";
+}
+
+// A namespace's team, as a platform team sets one up: RoleBindings to Kubernetes' own `edit`
+// and `view`.
+constexpr char kTeamBindings[] = R"(
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-edit, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: bob-view, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}]
+)";
+
+TEST_F(ApiServerPolicyTest, NamespaceEditorsSubmitTrainingJobsThroughTheAggregatedRoles) {
+  auto policy = std::make_shared<RbacPolicy>();
+  ASSERT_TRUE(policy->Apply(kUserFacingClusterRoles, "").ok());
+  ASSERT_TRUE(policy->Apply(kTeamBindings, "").ok());
+  server_->AddToken("admin", "kubernetes-admin");
+  server_->AddToken("alice", "alice");
+  server_->AddToken("bob", "bob");
+  server_->SetAuthorizer(
+      PolicyAuthorizer(policy, [](const std::string& user) { return user != "kubernetes-admin"; }));
+  TestClient admin(port_, "admin");
+  TestClient alice(port_, "alice");
+  TestClient bob(port_, "bob");
+
+  // Without hptrain's roles, `edit` knows nothing of TrainingJobs: the real refusal.
+  HttpResult refused = alice.Post(TjPath("team-a"), TrainingJob("first", "team-a"));
+  ASSERT_EQ(refused.status, 403);
+  EXPECT_EQ(refused.body["message"],
+            "trainingjobs.hptrain.io is forbidden: User \"alice\" cannot create resource "
+            "\"trainingjobs\" in API group \"hptrain.io\" in the namespace \"team-a\"");
+
+  // The shipped roles, as `kubectl apply -k deploy/` or the chart installs them.
+  const std::string dir = HPTRAIN_DEPLOY_RBAC_DIR;
+  ASSERT_TRUE(policy->ApplyFile(dir + "/aggregate_roles.yaml", "hptrain-system").ok());
+  EXPECT_EQ(alice.Post(TjPath("team-a"), TrainingJob("first", "team-a")).status, 201);
+  EXPECT_EQ(alice.Get(TjPath("team-a", "first")).status, 200);
+  EXPECT_EQ(alice.Get(TjPath("team-a")).status, 200);
+  EXPECT_EQ(alice.Get(TjPath("team-a", "first") + "/status").status, 200);
+  EXPECT_EQ(alice.Post(TjPath("team-b"), TrainingJob("first", "team-b")).status, 403)
+      << "a RoleBinding grants in its namespace only";
+  EXPECT_EQ(alice.Get("/apis/hptrain.io/v1alpha1/trainingjobs").status, 403)
+      << "nor across namespaces";
+  EXPECT_EQ(alice
+                .Patch(TjPath("team-a", "first") + "/status", {{"status", {{"phase", "Running"}}}},
+                       "application/merge-patch+json")
+                .status,
+            403)
+      << "status is the controller's";
+
+  // `view`: read, never write.
+  EXPECT_EQ(bob.Get(TjPath("team-a", "first")).status, 200);
+  EXPECT_EQ(bob.Get(TjPath("team-a")).status, 200);
+  EXPECT_EQ(bob.Post(TjPath("team-a"), TrainingJob("second", "team-a")).status, 403);
+  EXPECT_EQ(bob.Delete(TjPath("team-a", "first")).status, 403);
+  EXPECT_EQ(alice.Delete(TjPath("team-a", "first")).status, 200);
+
+  // Aggregation is kept up to date: without hptrain-edit, `edit` keeps only what `view` gives.
+  ASSERT_TRUE(policy->DeleteClusterRole("hptrain-edit").ok());
+  EXPECT_EQ(alice.Post(TjPath("team-a"), TrainingJob("third", "team-a")).status, 403);
+  EXPECT_EQ(alice.Get(TjPath("team-a")).status, 200) << "view is aggregated into edit";
+  EXPECT_EQ(admin.Post(TjPath("team-b"), TrainingJob("x", "team-b")).status, 201) << "unrestricted";
 }
 
 TEST_F(ApiServerPolicyTest, InjectedFaultsFailTheNextMatchingRequests) {

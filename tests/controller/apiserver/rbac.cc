@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "tests/controller/apiserver/json_util.h"
 
 namespace hptrain::testing {
@@ -115,6 +116,226 @@ std::string ServiceAccountUser(absl::string_view ns, absl::string_view name) {
 Authorizer RbacAuthorizer(std::string user, std::vector<PolicyRule> rules) {
   return GrantsAuthorizer([user = std::move(user)](const std::string& u) { return u == user; },
                           {RoleGrant{"ClusterRole", "", std::move(rules)}});
+}
+
+const char kUserFacingClusterRoles[] = R"(
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: admin
+aggregationRule:
+  clusterRoleSelectors:
+    - matchLabels:
+        rbac.authorization.k8s.io/aggregate-to-admin: "true"
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: edit
+  labels:
+    rbac.authorization.k8s.io/aggregate-to-admin: "true"
+aggregationRule:
+  clusterRoleSelectors:
+    - matchLabels:
+        rbac.authorization.k8s.io/aggregate-to-edit: "true"
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: view
+  labels:
+    rbac.authorization.k8s.io/aggregate-to-edit: "true"
+aggregationRule:
+  clusterRoleSelectors:
+    - matchLabels:
+        rbac.authorization.k8s.io/aggregate-to-view: "true"
+rules: []
+)";
+
+bool LabelSelectorMatches(const nlohmann::json& selector, const nlohmann::json& labels) {
+  auto label = [&labels](const std::string& key) -> const nlohmann::json* {
+    if (!labels.is_object() || !labels.contains(key)) return nullptr;
+    return &labels[key];
+  };
+  if (!selector.is_object()) return true;
+  if (selector.contains("matchLabels") && selector["matchLabels"].is_object()) {
+    for (const auto& [key, value] : selector["matchLabels"].items()) {
+      const nlohmann::json* have = label(key);
+      if (have == nullptr || *have != value) return false;
+    }
+  }
+  if (selector.contains("matchExpressions") && selector["matchExpressions"].is_array()) {
+    for (const nlohmann::json& expression : selector["matchExpressions"]) {
+      const nlohmann::json* have = label(expression.value("key", ""));
+      const std::string op = expression.value("operator", "");
+      std::vector<std::string> values = Strings(expression, "values");
+      const bool in =
+          have != nullptr && have->is_string() && Contains(values, have->get<std::string>());
+      if ((op == "In" && !in) || (op == "NotIn" && in) || (op == "Exists" && have == nullptr) ||
+          (op == "DoesNotExist" && have != nullptr)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+absl::Status RbacPolicy::Apply(absl::string_view manifest, const std::string& default_namespace) {
+  absl::StatusOr<std::vector<nlohmann::json>> documents = YamlDocumentsToJson(manifest);
+  if (!documents.ok()) return absl::InvalidArgumentError(documents.status().message());
+  absl::MutexLock lock(&mu_);
+  for (nlohmann::json object : *documents) {
+    if (!object.is_object()) continue;
+    const std::string kind = object.value("kind", "");
+    std::map<std::string, nlohmann::json>* into = nullptr;
+    if (kind == "ClusterRole") into = &cluster_roles_;
+    if (kind == "Role") into = &roles_;
+    if (kind == "RoleBinding") into = &role_bindings_;
+    if (kind == "ClusterRoleBinding") into = &cluster_role_bindings_;
+    if (into == nullptr) continue;
+    nlohmann::json& metadata = object["metadata"];
+    if (!metadata.is_object()) metadata = nlohmann::json::object();
+    const std::string name = metadata.value("name", "");
+    if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(kind, " without a name"));
+    if ((kind == "Role" || kind == "ClusterRole") && !object.contains("aggregationRule") &&
+        !PolicyRulesFromRole(object).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(kind, "/", name, ": role has no rules array"));
+    }
+    std::string key = name;
+    if (kind == "Role" || kind == "RoleBinding") {
+      if (!metadata.contains("namespace")) metadata["namespace"] = default_namespace;
+      key = absl::StrCat(metadata.value("namespace", ""), "/", name);
+    }
+    (*into)[key] = std::move(object);
+  }
+  AggregateLocked();
+  return absl::OkStatus();
+}
+
+absl::Status RbacPolicy::ApplyFile(const std::string& path, const std::string& default_namespace) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::Status status = Apply(text.str(), default_namespace);
+  if (!status.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", status.message()));
+  return absl::OkStatus();
+}
+
+absl::Status RbacPolicy::DeleteClusterRole(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  if (cluster_roles_.erase(name) == 0) {
+    return absl::NotFoundError(absl::StrCat("clusterroles \"", name, "\" not found"));
+  }
+  AggregateLocked();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<nlohmann::json> RbacPolicy::GetClusterRole(const std::string& name) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = cluster_roles_.find(name);
+  if (it == cluster_roles_.end()) {
+    return absl::NotFoundError(absl::StrCat("clusterroles \"", name, "\" not found"));
+  }
+  return it->second;
+}
+
+void RbacPolicy::AggregateLocked() {
+  // Each pass sets every aggregated role's rules from the others' current rules (in name order,
+  // each rule once), as the controller does on every ClusterRole event; nested aggregations
+  // settle within as many passes as there are roles.
+  for (size_t pass = 0; pass <= cluster_roles_.size(); ++pass) {
+    bool changed = false;
+    for (auto& [name, role] : cluster_roles_) {
+      if (!role.contains("aggregationRule")) continue;
+      const nlohmann::json selectors =
+          role["aggregationRule"].value("clusterRoleSelectors", nlohmann::json::array());
+      nlohmann::json rules = nlohmann::json::array();
+      for (const auto& [other_name, other] : cluster_roles_) {
+        if (other_name == name) continue;
+        const nlohmann::json labels = other["metadata"].value("labels", nlohmann::json::object());
+        bool selected = false;
+        for (const nlohmann::json& selector : selectors) {
+          selected = selected || LabelSelectorMatches(selector, labels);
+        }
+        if (!selected) continue;
+        for (const nlohmann::json& rule : other.value("rules", nlohmann::json::array())) {
+          if (std::find(rules.begin(), rules.end(), rule) == rules.end()) rules.push_back(rule);
+        }
+      }
+      if (role.value("rules", nlohmann::json::array()) != rules) {
+        role["rules"] = std::move(rules);
+        changed = true;
+      }
+    }
+    if (!changed) return;
+  }
+}
+
+std::vector<PolicyRule> RbacPolicy::RulesOfLocked(const std::string& kind, const std::string& ns,
+                                                  const std::string& name) const {
+  const nlohmann::json* role = nullptr;
+  if (kind == "ClusterRole") {
+    auto it = cluster_roles_.find(name);
+    if (it != cluster_roles_.end()) role = &it->second;
+  } else if (kind == "Role") {
+    auto it = roles_.find(absl::StrCat(ns, "/", name));
+    if (it != roles_.end()) role = &it->second;
+  }
+  // A binding to a role that does not exist (yet) grants nothing, as on a cluster.
+  if (role == nullptr || !role->contains("rules")) return {};
+  absl::StatusOr<std::vector<PolicyRule>> rules = PolicyRulesFromRole(*role);
+  return rules.ok() ? *std::move(rules) : std::vector<PolicyRule>{};
+}
+
+namespace {
+
+bool SubjectsName(const nlohmann::json& binding, const std::string& user) {
+  for (const nlohmann::json& subject : binding.value("subjects", nlohmann::json::array())) {
+    const std::string kind = subject.value("kind", "");
+    const std::string name = subject.value("name", "");
+    if (kind == "User" && name == user) return true;
+    if (kind == "ServiceAccount" &&
+        ServiceAccountUser(subject.value("namespace", ""), name) == user) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool RbacPolicy::Allows(const RequestAttributes& attributes) const {
+  if (!attributes.resource_request) return true;
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& [key, binding] : cluster_role_bindings_) {
+    if (!SubjectsName(binding, attributes.user)) continue;
+    const nlohmann::json ref = binding.value("roleRef", nlohmann::json::object());
+    if (ref.value("kind", "") != "ClusterRole") continue;  // the API refuses any other
+    if (RulesAllow(RulesOfLocked("ClusterRole", "", ref.value("name", "")), attributes)) {
+      return true;
+    }
+  }
+  for (const auto& [key, binding] : role_bindings_) {
+    const std::string ns = binding["metadata"].value("namespace", "");
+    // A RoleBinding grants nothing outside its namespace, cluster-scoped requests included.
+    if (ns != attributes.ns || !SubjectsName(binding, attributes.user)) continue;
+    const nlohmann::json ref = binding.value("roleRef", nlohmann::json::object());
+    if (RulesAllow(RulesOfLocked(ref.value("kind", ""), ns, ref.value("name", "")), attributes)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Authorizer PolicyAuthorizer(std::shared_ptr<const RbacPolicy> policy,
+                            std::function<bool(const std::string& user)> restricted) {
+  return [policy = std::move(policy),
+          restricted = std::move(restricted)](const RequestAttributes& attributes) {
+    return !restricted(attributes.user) || policy->Allows(attributes);
+  };
 }
 
 Authorizer GrantsAuthorizer(std::function<bool(const std::string& user)> restricted,
