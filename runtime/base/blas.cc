@@ -161,8 +161,8 @@ std::string DescribeBlas(const BlasLibrary& blas) {
 
 std::string BlasWarning(const BlasLibrary& blas) {
   if (blas.kind != BlasKind::kReference) return "";
-  return absl::StrCat("warning: libtorch runs on the reference BLAS (", blas.path,
-                      "), which makes CPU training slow; ", kFix, " switches it to OpenBLAS");
+  return absl::StrCat("warning: the reference BLAS (", blas.path, ") makes CPU training slow; ",
+                      kFix);
 }
 
 }  // namespace hptrain
