@@ -24,7 +24,7 @@ RUN BUILD_DIR=/build BUILD_TYPE=Release HPTRAIN_CUDA=OFF CMAKE_ARGS="-DHPTRAIN_T
 
 # --- runtime: the binary and exactly the libraries it links ------------------------------------
 # Plus OpenBLAS: Debian's libtorch reaches BLAS through the libblas.so.3 alternative, which apt
-# would otherwise fill with the reference BLAS (libblas3), far slower for CPU training; OpenBLAS's
+# would otherwise fill with the reference BLAS (libblas3), slower for CPU training; OpenBLAS's
 # alternative has the higher priority. The RUN after the binary's COPY fails the build if the
 # binary loads another BLAS.
 FROM ${DEBIAN_IMAGE}

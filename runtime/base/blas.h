@@ -2,8 +2,8 @@
 //
 // Debian's libtorch links `libblas.so.3`, which the dynamic loader resolves through the
 // `libblas.so.3-<triplet>` alternative: on a fresh Debian 12 that is the reference (netlib)
-// BLAS, several times slower per GEMM than OpenBLAS; `apt-get install libopenblas0-pthread`
-// switches the alternative to OpenBLAS. PyTorch's own builds link MKL statically instead, and
+// BLAS, on which the demo job trains at about two thirds of OpenBLAS's samples/s; `apt-get
+// install libopenblas0-pthread` switches the alternative to OpenBLAS. PyTorch's own builds link MKL statically instead, and
 // load no BLAS library at all. `hptrain version` prints what was loaded (DescribeBlas) and a CPU
 // worker logs BlasWarning once at start.
 //

@@ -23,7 +23,7 @@ absl::Status RunWorker(const WorkerConfig& config) {
       auto trainer, train::Trainer::Create(session->spec(), session->TrainerOptions(),
                                            session->communicator(), session->TrainerCallbacks()));
   session->SetTorchThreads(trainer->threads().threads, trainer->threads().basis);
-  // Once, at start: a CPU worker on the reference BLAS trains far slower than it could.
+  // Once, at start: a CPU worker on the reference BLAS trains slower than on OpenBLAS.
   if (session->device().kind == "cpu") {
     const std::string warning = BlasWarning(LoadedBlas());
     if (!warning.empty()) {
