@@ -6,8 +6,9 @@ set -euo pipefail
 packages=(
   # toolchain (clang: the libFuzzer targets of tests/fuzz)
   build-essential cmake ninja-build ccache pkg-config git clang
-  # runtime dependencies
-  libtorch-dev libgloo-dev
+  # runtime dependencies; OpenBLAS for libtorch's libblas.so.3, which is otherwise the reference
+  # BLAS (slow on CPU; `hptrain version` prints the one in use)
+  libtorch-dev libgloo-dev libopenblas0-pthread
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libcpp-httplib-dev libyaml-cpp-dev nlohmann-json3-dev libssl-dev zlib1g-dev
   # tests and benchmarks

@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 # hptrain/controller: the Kubernetes operator (hptrain-controller). No libtorch at run time.
 #
-#   docker build -f deploy/docker/controller.Dockerfile -t hptrain/controller:0.1.0 .
+#   scripts/images.sh controller    # hptrain/controller:<VERSION>; --push REGISTRY, --tag T
+#
+# (`scripts/images.sh --dry-run` prints the `docker build` it runs; VERSION holds the version.)
 #
 # The build stage installs the repository's full dependency list (scripts/install-deps.sh, the
 # one list developers and CI use) even though the controller needs only part of it; only the

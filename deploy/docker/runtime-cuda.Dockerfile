@@ -3,7 +3,9 @@
 # update kernels, the NCCL communicator) against a CUDA build of libtorch, for GPU node pools:
 # its workers train on the GPU (spec.device: cuda, or auto on a pod given one).
 #
-#   docker build -f deploy/docker/runtime-cuda.Dockerfile -t hptrain/runtime-cuda:0.1.0 .
+#   scripts/images.sh runtime-cuda    # hptrain/runtime-cuda:<VERSION>; --push REGISTRY, --tag T
+#
+# (`scripts/images.sh --dry-run` prints the `docker build` it runs; VERSION holds the version.)
 #
 # Base: NVIDIA's CUDA images (nvidia/cuda, cuDNN variant). NVIDIA publishes them for Ubuntu, not
 # Debian, so this image is Ubuntu 24.04 based: its archive has the same libraries as Debian 12

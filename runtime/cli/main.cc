@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "runtime/base/blas.h"
 #include "runtime/cli/commands.h"
 #include "runtime/sync/strategy_descriptor.h"
 
@@ -23,7 +24,7 @@ constexpr char kUsage[] =
     "  strategies     the strategies and their parameters (--json, --markdown)\n"
     "  crd            print the TrainingJob CustomResourceDefinition\n"
     "  export         write a trained model as a TorchScript module for torch.jit.load\n"
-    "  version        print the version and the strategies built in\n"
+    "  version        print the version, the strategies built in and the BLAS in use\n"
     "\n"
     "`hptrain <command> --help` lists a command's flags.\n";
 
@@ -49,10 +50,13 @@ int main(int argc, char** argv) {
   if (!std::strcmp(command, "crd")) return hptrain::cli::CrdCommand(argc - 1, argv + 1);
   if (!std::strcmp(command, "export")) return hptrain::cli::ExportCommand(argc - 1, argv + 1);
   if (!std::strcmp(command, "version") || !std::strcmp(command, "--version")) {
-    // The second line lists the strategies (their descriptors; the benchmark harness reads it).
+    // The second line lists the strategies (their descriptors; the benchmark harness reads it);
+    // the third names the BLAS library libtorch's CPU matrix products run on in this process.
     std::vector<std::string> names;
     for (const auto& d : hptrain::sync::StrategyDescriptors()) names.push_back(d.name);
-    std::printf("hptrain %s\nstrategies: %s\n", HPTRAIN_VERSION, absl::StrJoin(names, " ").c_str());
+    std::printf("hptrain %s\nstrategies: %s\nblas: %s\n", HPTRAIN_VERSION,
+                absl::StrJoin(names, " ").c_str(),
+                hptrain::DescribeBlas(hptrain::LoadedBlas()).c_str());
     return 0;
   }
   std::fprintf(stderr, "hptrain: unknown command \"%s\"\n%s", command, kUsage);

@@ -2,7 +2,11 @@
 // environment variables (the controller sets the latter in pods). The worker session
 // (worker_session.h) joins the job; the trainer trains, reporting through the session; the
 // session reports done (or the failure) and the process exits.
+#include <cstdio>
+#include <string>
+
 #include "absl/strings/str_cat.h"
+#include "runtime/base/blas.h"
 #include "runtime/base/exit_codes.h"
 #include "runtime/base/status.h"
 #include "runtime/cli/commands.h"
@@ -19,6 +23,13 @@ absl::Status RunWorker(const WorkerConfig& config) {
       auto trainer, train::Trainer::Create(session->spec(), session->TrainerOptions(),
                                            session->communicator(), session->TrainerCallbacks()));
   session->SetTorchThreads(trainer->threads().threads, trainer->threads().basis);
+  // Once, at start: a CPU worker on the reference BLAS trains slower than on OpenBLAS.
+  if (session->device().kind == "cpu") {
+    const std::string warning = BlasWarning(LoadedBlas());
+    if (!warning.empty()) {
+      std::fprintf(stderr, "hptrain worker %d: %s\n", session->rank(), warning.c_str());
+    }
+  }
   session->SetReady();
   return session->Finish(trainer->Run());
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deploy/docker/runtime-deps.sh, the step that decides what the runtime images install: on a
 # binary of this build it names the packages of the libraries the binary links (yaml-cpp,
-# libstdc++, libc), finds no unowned library, and fails on a missing file.
+# libstdc++, libc), finds no unowned library, and fails on a missing file. And the package lists
+# put OpenBLAS behind libtorch's libblas.so.3.
 # Usage: runtime_deps_test.sh SOURCE_DIR BINARY. Exit 77 (skip) without ldd/readelf/dpkg-query.
 set -euo pipefail
 src=$1
@@ -36,6 +37,17 @@ unowned=$("$script" --unowned "$binary")
 check "finds no unowned library" test -z "$unowned"
 check "fails on a missing file" bash -c '! "$1" /nonexistent/binary 2>/dev/null' _ "$script"
 check "fails without arguments" bash -c '! "$1" 2>/dev/null' _ "$script"
+
+# OpenBLAS, not the reference BLAS, behind libtorch's libblas.so.3: the developer list installs
+# it, and so does the runtime image's last stage (after its last FROM), which then checks it.
+check "install-deps.sh installs OpenBLAS" \
+  grep -Eq '^[^#]*\blibopenblas0-pthread\b' "$src/scripts/install-deps.sh"
+runtime_stage=$(awk '/^FROM /{stage=""} {stage=stage $0 "\n"} END{printf "%s", stage}' \
+  "$src/deploy/docker/runtime.Dockerfile")
+check "the runtime image installs OpenBLAS" grep -Eq '^[^#]*\blibopenblas0-pthread\b' \
+  <<<"$runtime_stage"
+check "the runtime image checks the BLAS it loads" grep -q "version | grep -q '^blas: openblas'" \
+  <<<"$runtime_stage"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
