@@ -263,7 +263,7 @@ class ChartLintTest(unittest.TestCase):
                              re.escape(path), name)
         self.assertIn("hptrain.io/job", self.texts["podmonitor.yaml"])
         # The runtime's trainingjob label needs no honorLabels (which would hide the scrape job).
-        self.assertNotIn("honorLabels", self.texts["podmonitor.yaml"])
+        self.assertNotIn("honorLabels:", self.texts["podmonitor.yaml"])
         self.assertIn("podTargetLabels:\n    - hptrain.io/job\n    - hptrain.io/role\n",
                       self.texts["podmonitor.yaml"])
 
