@@ -248,7 +248,15 @@ TEST_F(LiveEndpoints, PsAndWorkerServeValidMetricsAndCountRefusedTokens) {
                                << ReadFile(dir_.path() + "/worker.err");
   EXPECT_TRUE(healthy);
   EXPECT_TRUE(ready);
-  ps_metrics = Get(ps_metrics_port_, "/metrics");
+  // The ps refreshes its coordinator gauges every half second: wait for the one that sees the
+  // worker (registrations are never taken back, so this cannot miss it).
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        ps_metrics = Get(ps_metrics_port_, "/metrics");
+        return ps_metrics.status == 200 &&
+               Sample(ps_metrics.body, "hptrain_workers_registered").value_or(0) >= 1;
+      },
+      std::chrono::seconds(10)));
   ASSERT_EQ(ps_metrics.status, 200);
 
   // The exposition formats are valid: promtool exits 0 and prints nothing.
