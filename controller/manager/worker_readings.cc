@@ -11,6 +11,7 @@
 #include "controller/manager/job_caches.h"
 #include "controller/promql/scrape.h"
 #include "controller/reconcile/labels.h"
+#include "runtime/metrics/registry.h"
 
 namespace hptrain::manager {
 namespace {
@@ -18,6 +19,19 @@ namespace {
 std::string Label(const promql::Sample& sample, const char* name) {
   auto it = sample.labels.find(name);
   return it == sample.labels.end() ? "" : it->second;
+}
+
+// The TrainingJob a sample belongs to: its "trainingjob" label. Runtimes before that label
+// (an older runtime image of a job still running after the controller was upgraded) exposed the
+// name as "job": kept by a scrape with honor_labels, renamed "exported_job" by one without
+// (whose own "job" is then the scrape job's name, never a TrainingJob's: it holds a "/" or names
+// no job asked for). "" when none.
+std::string TrainingJobOf(const promql::Sample& sample) {
+  for (const char* name : {metrics::kTrainingJobLabel, "exported_job", "job"}) {
+    std::string value = Label(sample, name);
+    if (!value.empty()) return value;
+  }
+  return "";
 }
 
 // Sets the field of `reading` that `sample` is; false for other metrics.
@@ -155,11 +169,10 @@ void FoldSamples(const std::vector<promql::Sample>& samples, const std::vector<s
   }
   std::map<std::pair<std::string, int>, std::map<std::string, WorkerReading>> by_pod;
   for (const promql::Sample& sample : samples) {
-    if (Label(sample, "role") != "worker") continue;
-    std::string job = Label(sample, "job");
-    if (job.empty()) job = Label(sample, "exported_job");
+    if (Label(sample, metrics::kRoleLabel) != "worker") continue;
+    const std::string job = TrainingJobOf(sample);
     int rank = -1;
-    if (!absl::SimpleAtoi(Label(sample, "rank"), &rank) || rank < 0) continue;
+    if (!absl::SimpleAtoi(Label(sample, metrics::kRankLabel), &rank) || rank < 0) continue;
     auto named = keys_by_name.find(job);
     if (named == keys_by_name.end()) continue;
     const std::string ns = Label(sample, "namespace");

@@ -4,10 +4,10 @@
 //
 //   PrometheusReadings  one instant query per pass to the Prometheus HTTP API (--prometheus-url):
 //                       every hptrain_* series of the readings below with role="worker". The
-//                       series must carry the runtime's own job and rank labels (the PodMonitor
-//                       in deploy/monitoring keeps them with honorLabels; "exported_job" is read
-//                       when a scrape config renamed the runtime's job label). A namespace label,
-//                       when present, must name the job's namespace.
+//                       series carry the runtime's own trainingjob, role and rank labels (no
+//                       scrape setting is needed to keep them). A namespace label, when present,
+//                       must name the job's namespace. Series of runtimes older than the
+//                       trainingjob label are read by their "exported_job" or "job" label.
 //   ScrapedReadings     without Prometheus: GET http://POD_IP:PORT/metrics of each worker pod of
 //                       the jobs asked for, PORT being the container port named "metrics".
 //
@@ -58,8 +58,9 @@ using WorkerReadings = std::map<std::string, std::map<int, WorkerReading>>;
 // The metric names a reading is made of.
 const std::vector<std::string>& WorkerReadingMetrics();
 
-// Folds `samples` (any mix of the metrics above; others are ignored, as are samples without job
-// or rank labels and those whose role label is not "worker") into `out`, for the jobs named by
+// Folds `samples` (any mix of the metrics above; others are ignored, as are samples without
+// trainingjob (or, from older runtimes, exported_job or job) or rank labels and those whose role
+// label is not "worker") into `out`, for the jobs named by
 // `job_keys` ("namespace/name") only. A sample with a namespace label belongs to that
 // namespace's job; one without belongs to every listed job of its name. `now_seconds` stands
 // for samples without a timestamp.

@@ -8,7 +8,7 @@
 //   HPTRAIN_ASSIGN_OR_RETURN(auto client, PrometheusClient::Create(options));
 //   HPTRAIN_ASSIGN_OR_RETURN(
 //       std::vector<Sample> rates,
-//       client->Query("rate(hptrain_compute_seconds_count{job=\"mnist\"}[1m])"));
+//       client->Query("rate(hptrain_compute_seconds_count{trainingjob=\"mnist\"}[1m])"));
 //
 // Query sends GET {url}/api/v1/query?query=<expr, percent-encoded> (evaluated at the server's
 // "now") with Accept: application/json and, when configured, Authorization: Bearer <token>, and

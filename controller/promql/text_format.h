@@ -4,7 +4,7 @@
 //
 //   # HELP hptrain_step Current training step.
 //   # TYPE hptrain_step gauge
-//   hptrain_step{job="mnist",rank="3"} 1200
+//   hptrain_step{trainingjob="mnist",rank="3"} 1200
 //   hptrain_loss NaN 1712000000123
 //
 // One sample per line: a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*), an optional label set

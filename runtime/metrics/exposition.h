@@ -4,13 +4,13 @@
 //
 //   # HELP hptrain_comm_bytes_total Bytes moved by collectives.
 //   # TYPE hptrain_comm_bytes_total counter
-//   hptrain_comm_bytes_total{job="mnist",rank="3",direction="sent"} 1048576
+//   hptrain_comm_bytes_total{trainingjob="mnist",rank="3",direction="sent"} 1048576
 //   # HELP hptrain_step_duration_seconds Wall time of one step.
 //   # TYPE hptrain_step_duration_seconds histogram
-//   hptrain_step_duration_seconds_bucket{job="mnist",rank="3",le="0.1"} 2
-//   hptrain_step_duration_seconds_bucket{job="mnist",rank="3",le="+Inf"} 3
-//   hptrain_step_duration_seconds_sum{job="mnist",rank="3"} 0.75
-//   hptrain_step_duration_seconds_count{job="mnist",rank="3"} 3
+//   hptrain_step_duration_seconds_bucket{trainingjob="mnist",rank="3",le="0.1"} 2
+//   hptrain_step_duration_seconds_bucket{trainingjob="mnist",rank="3",le="+Inf"} 3
+//   hptrain_step_duration_seconds_sum{trainingjob="mnist",rank="3"} 0.75
+//   hptrain_step_duration_seconds_count{trainingjob="mnist",rank="3"} 3
 //
 // Families are sorted by name and children by label values, so the output is deterministic.
 // Constant labels come first on every sample, then the family's labels, then "le". Numbers use

@@ -207,6 +207,8 @@ template class Family<metrics::Counter>;
 template class Family<metrics::Gauge>;
 template class Family<metrics::Histogram>;
 
+bool IsTargetLabel(absl::string_view name) { return name == "job" || name == "instance"; }
+
 // Registry ------------------------------------------------------------------------------------
 
 Registry::Registry(Labels const_labels) : const_labels_(std::move(const_labels)) {
@@ -214,6 +216,10 @@ Registry::Registry(Labels const_labels) : const_labels_(std::move(const_labels))
   for (const auto& [label, value] : const_labels_) {
     DieIfError(ValidateLabelName(label));
     if (label == "le") Die("constant label \"le\" is reserved for histogram buckets");
+    if (IsTargetLabel(label)) {
+      Die(absl::StrCat("constant label \"", label,
+                       "\" is one Prometheus gives every target: use another name"));
+    }
     if (!seen.insert(label).second) Die(absl::StrCat("constant label ", label, " given twice"));
   }
 }
@@ -251,6 +257,10 @@ Family<T>* Registry::GetOrCreate(absl::string_view name, absl::string_view help,
   for (const auto& [label, value] : const_labels_) seen.insert(label);
   for (const std::string& label : label_names) {
     DieIfError(ValidateLabelName(label));
+    if (IsTargetLabel(label)) {
+      Die(absl::StrCat("metric ", name, ": label \"", label,
+                       "\" is one Prometheus gives every target: use another name"));
+    }
     if (!seen.insert(label).second) {
       Die(absl::StrCat("metric ", name, ": label ", label, " repeats a label or constant label"));
     }

@@ -3,9 +3,10 @@
 // A Registry owns metric *families*. A family has a name, help text, a type (counter, gauge or
 // histogram) and label names; its *children* are the individual time series, one per tuple of
 // label values. Every sample the registry exposes also carries the registry's constant labels
-// (job, role, rank), given once at construction.
+// (trainingjob, role, rank: kTrainingJobLabel and its neighbours below), given once at
+// construction.
 //
-//   Registry registry({{"job", "mnist"}, {"role", "worker"}, {"rank", "3"}});
+//   Registry registry({{"trainingjob", "mnist"}, {"role", "worker"}, {"rank", "3"}});
 //   Counter* sent = registry.Counter("hptrain_comm_bytes_total", "Bytes moved by collectives.",
 //                                    {"direction"})->WithLabels({"sent"});
 //   sent->Inc(n);                                            // hot path: one atomic, no lock
@@ -49,6 +50,18 @@ absl::string_view MetricTypeName(MetricType type);
 
 // Constant labels of a registry, in exposition order: (name, value) pairs.
 using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// The constant labels of the runtime's processes (docs/metrics.md): the TrainingJob's name, the
+// process' role ("worker" or "ps") and its rank (a worker's rank, a ps pod's shard).
+inline constexpr char kTrainingJobLabel[] = "trainingjob";
+inline constexpr char kRoleLabel[] = "role";
+inline constexpr char kRankLabel[] = "rank";
+
+// True for "job" and "instance", the labels Prometheus gives every target it scrapes. An
+// exposed series that carried one would collide with the scrape's: kept only with honor_labels
+// (which then hides the scrape job) and renamed exported_<name> otherwise. A Registry refuses
+// them.
+bool IsTargetLabel(absl::string_view name);
 
 // OK when `name` matches the Prometheus metric name regex [a-zA-Z_:][a-zA-Z0-9_:]*;
 // InvalidArgument naming the offending string otherwise.
@@ -220,11 +233,12 @@ extern template class Family<Histogram>;
 // pointer).
 class Registry {
  public:
-  // `const_labels` (job, role, rank, ...) are added to every sample, before the family's own
-  // labels. Aborts on an invalid or duplicate label name, or the reserved "le".
+  // `const_labels` (trainingjob, role, rank, ...) are added to every sample, before the family's
+  // own labels. Aborts on an invalid or duplicate label name, the reserved "le", or a target
+  // label (IsTargetLabel: "job", "instance").
   Registry() : Registry(Labels{}) {}
   explicit Registry(Labels const_labels);
-  // So that Registry r({{"job", "x"}}) means one label, not the copy constructor given a
+  // So that Registry r({{"trainingjob", "x"}}) means one label, not the copy constructor given a
   // vector built from two `const char*` iterators.
   Registry(std::initializer_list<std::pair<std::string, std::string>> const_labels)
       : Registry(Labels(const_labels)) {}
@@ -234,8 +248,9 @@ class Registry {
   // Each returns the family named `name`, creating it on the first call. A later call with the
   // same name returns the same family if type, help, label names (and buckets) are equal, and
   // aborts otherwise. Also aborts (programmer bug) when: the name fails ValidateMetricName; a
-  // counter name does not end in "_total"; a label name fails ValidateLabelName, repeats, or
-  // repeats a constant label; a histogram uses the label "le" or buckets failing ValidateBuckets.
+  // counter name does not end in "_total"; a label name fails ValidateLabelName, is a target
+  // label (IsTargetLabel), repeats, or repeats a constant label; a histogram uses the label "le"
+  // or buckets failing ValidateBuckets.
   // The returned family is owned by the registry and lives as long as it does.
   CounterFamily* Counter(absl::string_view name, absl::string_view help,
                          std::vector<std::string> label_names = {});

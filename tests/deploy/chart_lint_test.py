@@ -437,7 +437,10 @@ class ChartLintTest(unittest.TestCase):
             self.assertRegex(self.texts[name].lstrip(), r"^\{\{- if .*\.Values\." +
                              re.escape(path), name)
         self.assertIn("hptrain.io/job", self.texts["podmonitor.yaml"])
-        self.assertIn("honorLabels: true", self.texts["podmonitor.yaml"])
+        # The runtime's trainingjob label needs no honorLabels (which would hide the scrape job).
+        self.assertNotIn("honorLabels:", self.texts["podmonitor.yaml"])
+        self.assertIn("podTargetLabels:\n    - hptrain.io/job\n    - hptrain.io/role\n",
+                      self.texts["podmonitor.yaml"])
 
     def test_readme_documents_values_and_crd_upgrade(self):
         readme = read(os.path.join(CHART, "README.md"))

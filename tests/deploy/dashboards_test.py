@@ -2,12 +2,13 @@
 """Grafana dashboards (dashboards/*.json) against the metrics the code exports.
 
 Each dashboard is valid JSON with a unique uid, a Prometheus `datasource` variable that every
-panel and query uses, and namespace/job variables (the controller's: namespace/pod) that every
-query filters by; panels fit the 24-column grid without overlapping. Every metric a query or a
+panel and query uses, and namespace/trainingjob variables (the controller's: namespace/pod) that
+every query filters by; panels fit the 24-column grid without overlapping. Every metric a query or a
 variable names is one the sources export: the "hptrain_..." string literals in runtime/ and
 controller/ (histograms, registered through Histogram("..."), also as _bucket/_sum/_count).
 Until controller/ exports any hptrain_controller_* metric, the contract's controller metrics
-stand in for it. Every label a query uses is one the runtime or the scrape attaches. With
+stand in for it. Every label a query uses is one the runtime or the scrape attaches, and none is
+the scrape job's `job` (a TrainingJob is its `trainingjob`). With
 promtool installed, every query is also parsed by Prometheus itself (as a recording rule).
 
 Exit status: 0 passed, 1 failed.
@@ -30,10 +31,12 @@ import contract  # noqa: E402
 REPO = os.environ.get("HPTRAIN_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 
-# Labels the runtime's registries attach (job, role, rank constant; direction, reason per
-# family; le on histogram buckets) and those the Prometheus Operator's scrape adds.
-KNOWN_LABELS = {"job", "role", "rank", "direction", "reason", "le", "metric",
-                "namespace", "pod", "container", "instance"}
+# Labels the runtime's registries attach (trainingjob, role, rank constant; direction, reason,
+# metric per family; le on histogram buckets) and those the Prometheus Operator's scrape adds
+# (the PodMonitors' podTargetLabels too). Not `job`: on every series it is the scrape job's name,
+# which depends on how Prometheus is set up, never the TrainingJob's.
+KNOWN_LABELS = {"trainingjob", "role", "rank", "direction", "reason", "le", "metric",
+                "namespace", "pod", "container", "instance", "hptrain_io_job", "hptrain_io_role"}
 PROMQL_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool",
                    "and", "or", "unless", "offset", "inf", "nan"}
 GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
@@ -156,7 +159,8 @@ class DashboardsTest(unittest.TestCase):
             variables = {v["name"]: v for v in board["templating"]["list"]}
             ds = variables["datasource"]
             self.assertEqual((ds["type"], ds["query"]), ("datasource", "prometheus"), name)
-            wanted = ["namespace", "pod"] if name == "controller.json" else ["namespace", "job"]
+            wanted = (["namespace", "pod"] if name == "controller.json" else
+                      ["namespace", "trainingjob"])
             for var in wanted:
                 self.assertEqual(variables[var]["type"], "query", f"{name}: {var}")
             for var in variables.values():
@@ -173,7 +177,8 @@ class DashboardsTest(unittest.TestCase):
     def test_panels_use_the_datasource_and_the_filters(self):
         for name, board in self.boards.items():
             scope = ['namespace="$namespace"'] + (
-                ['pod=~"$pod"'] if name == "controller.json" else ['job="$job"'])
+                ['pod=~"$pod"'] if name == "controller.json" else
+                ['trainingjob="$trainingjob"'])
             self.assertGreaterEqual(len(board["panels"]), 6, name)
             for panel in board["panels"]:
                 where = f"{name}: panel {panel.get('title')!r}"
@@ -210,7 +215,7 @@ class DashboardsTest(unittest.TestCase):
         self.assertGreaterEqual(count, 40)
 
     def test_checker_catches_unknown_names(self):
-        expr = ('sum by (le) (rate(hptrain_step_duration_seconds_bucket{job="$job"}[5m])) '
+        expr = ('sum by (le) (rate(hptrain_step_duration_seconds_bucket{trainingjob="$j"}[5m])) '
                 '/ on (rank) up + hptrain_made_up_total * 1e3')
         self.assertEqual(metric_names(expr), ["hptrain_step_duration_seconds_bucket", "up",
                                               "hptrain_made_up_total"])
@@ -219,6 +224,7 @@ class DashboardsTest(unittest.TestCase):
         with self.assertRaises(AssertionError):
             self.check_metric("hptrain_samples_per_second_bucket", "self-test")  # a gauge
         self.assertEqual(label_names('x{group="a"}', "{{gpu}}"), {"group", "gpu"})
+        self.assertEqual(label_names('sum by (job) (x{job="$job"})') - KNOWN_LABELS, {"job"})
 
     def test_no_panels_overlap(self):
         for name, board in self.boards.items():
@@ -241,7 +247,7 @@ class DashboardsTest(unittest.TestCase):
             for where, expr, _ in queries(board):
                 for var, value in GRAFANA_VARIABLES.items():
                     expr = expr.replace(var, value)
-                expr = re.sub(r"\$(\w+)", r"\1", expr)  # $job -> job inside label values
+                expr = re.sub(r"\$(\w+)", r"\1", expr)  # $rank -> rank inside label values
                 rules.append({"record": f"hptrain:dashboard_query_{len(rules)}", "expr": expr})
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
             json.dump({"groups": [{"name": "dashboards", "rules": rules}]}, f)

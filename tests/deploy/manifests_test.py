@@ -155,7 +155,10 @@ class ManifestsTest(unittest.TestCase):
             {"key": "hptrain.io/job", "operator": "Exists"}]})
         (endpoint,) = spec["podMetricsEndpoints"]
         self.assertEqual(endpoint["port"], "metrics")
-        self.assertIs(endpoint["honorLabels"], True)  # keeps the runtime's `job` label
+        # The runtime's trainingjob label needs no honorLabels (which would hide the scrape job);
+        # the pods' job and role labels reach `up` for the alerts.
+        self.assertNotIn("honorLabels", endpoint)
+        self.assertEqual(spec["podTargetLabels"], ["hptrain.io/job", "hptrain.io/role"])
 
     def test_controller_pod_monitor_selects_the_deployment(self):
         (monitor,) = load("monitoring", "podmonitor-controller.yaml")

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -68,6 +69,39 @@ std::optional<double> Sample(const std::string& exposition, const std::string& n
     if (value >> v) return v;
   }
   return std::nullopt;
+}
+
+// One line per sample of `exposition` whose labels do not start with the process' constant labels
+// trainingjob="<job>",role="<role>",rank="<rank>", or that carries a label Prometheus gives every
+// target ("job", "instance") or its rename ("exported_job"); "" when every sample is right.
+std::string LabelProblems(const std::string& exposition, const std::string& job,
+                          const std::string& role, const std::string& rank) {
+  static const std::regex kLabel(R"re(([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*")re");
+  const std::string constant =
+      "{trainingjob=\"" + job + "\",role=\"" + role + "\",rank=\"" + rank + "\"";
+  std::string problems;
+  int samples = 0;
+  for (const std::string& line : Lines(exposition)) {
+    if (line.empty() || line[0] == '#') continue;
+    ++samples;
+    const size_t open = line.find('{');
+    const size_t close = line.rfind('}');
+    if (open == std::string::npos || close == std::string::npos ||
+        line.compare(open, constant.size(), constant) != 0) {
+      problems += "not labelled " + constant + "}: " + line + "\n";
+      continue;
+    }
+    const std::string labels = line.substr(open, close - open + 1);
+    for (auto it = std::sregex_iterator(labels.begin(), labels.end(), kLabel);
+         it != std::sregex_iterator(); ++it) {
+      const std::string name = (*it)[1].str();
+      if (name == "job" || name == "instance" || name == "exported_job") {
+        problems += "label " + name + ": " + line + "\n";
+      }
+    }
+  }
+  if (samples < 5) problems += "only " + std::to_string(samples) + " samples\n";
+  return problems;
 }
 
 // Runs `promtool check metrics < file`; returns its exit status and everything it printed.
@@ -214,7 +248,15 @@ TEST_F(LiveEndpoints, PsAndWorkerServeValidMetricsAndCountRefusedTokens) {
                                << ReadFile(dir_.path() + "/worker.err");
   EXPECT_TRUE(healthy);
   EXPECT_TRUE(ready);
-  ps_metrics = Get(ps_metrics_port_, "/metrics");
+  // The ps refreshes its coordinator gauges every half second: wait for the one that sees the
+  // worker (registrations are never taken back, so this cannot miss it).
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        ps_metrics = Get(ps_metrics_port_, "/metrics");
+        return ps_metrics.status == 200 &&
+               Sample(ps_metrics.body, "hptrain_workers_registered").value_or(0) >= 1;
+      },
+      std::chrono::seconds(10)));
   ASSERT_EQ(ps_metrics.status, 200);
 
   // The exposition formats are valid: promtool exits 0 and prints nothing.
@@ -225,6 +267,13 @@ TEST_F(LiveEndpoints, PsAndWorkerServeValidMetricsAndCountRefusedTokens) {
     EXPECT_EQ(code, 0) << name << ": " << output << "\n" << body;
     EXPECT_EQ(output, "") << name << ":\n" << body;
   }
+
+  // Every sample names its TrainingJob by trainingjob, never by Prometheus' own `job`.
+  EXPECT_EQ(LabelProblems(ps_metrics.body, "metrics-live", "ps", "0"), "") << ps_metrics.body;
+  EXPECT_EQ(LabelProblems(worker_body, "metrics-live", "worker", "0"), "") << worker_body;
+  EXPECT_NE(LabelProblems("hptrain_step{job=\"metrics-live\",role=\"worker\",rank=\"0\"} 1\n",
+                          "metrics-live", "worker", "0"),
+            "");
 
   // What the dashboards use.
   EXPECT_TRUE(Sample(worker_body, "hptrain_step_duration_seconds_bucket", {"le=\"+Inf\""}))
@@ -315,6 +364,8 @@ TEST_F(LiveEndpoints, ParameterServerShardsServeValidMetrics) {
   }
   EXPECT_TRUE(Sample(shard_body, "hptrain_ps_model_version", {"role=\"ps\"", "rank=\"1\""}))
       << shard_body;
+  EXPECT_EQ(LabelProblems(ps_body, "metrics-ps", "ps", "0"), "") << ps_body;
+  EXPECT_EQ(LabelProblems(shard_body, "metrics-ps", "ps", "1"), "") << shard_body;
   EXPECT_EQ(Sample(shard_body, "hptrain_rpc_rejected_total", {"reason=\"bad_token\""}), 1.0)
       << shard_body;
   ASSERT_TRUE(WaitFor(

@@ -7,8 +7,11 @@
 // that check, naming the panel. The same Prometheus loads the chart's alert rules
 // (charts/hptrain/files/alerts.yaml) and must evaluate each of them without an error.
 //
-// The scrape keeps the runtime's job/role/rank labels (honor_labels, as the chart's PodMonitor)
-// and adds namespace (and pod for the controller), as the Prometheus Operator does. Two clients
+// The scrape is the chart's PodMonitor's: no honor_labels (the runtime's trainingjob/role/rank
+// labels collide with none of Prometheus'), namespace (and pod for the controller) added, and the
+// pods' hptrain.io/job and hptrain.io/role labels as hptrain_io_job and hptrain_io_role
+// (podTargetLabels). Every series of the training job then carries the scrape job's `job` and the
+// runtime's `trainingjob`, and none an `exported_job`. Two clients
 // misbehave on purpose, so that the "rejected" panels have series: one calls the coordinator
 // with a wrong token, one pulls from the parameter server for a rank the job does not have.
 #include <signal.h>
@@ -369,9 +372,12 @@ TEST_F(PrometheusLiveTest, EveryDashboardPanelReturnsSeriesAndABrokenMetricNameI
             absl::StrCat(
                 "global: {scrape_interval: 1s, evaluation_interval: 1s}\n", "rule_files: ['",
                 std::filesystem::absolute(kAlertRules).string(), "']\n", "scrape_configs:\n",
-                "  - job_name: hptrain-jobs\n", "    honor_labels: true\n", "    static_configs:\n",
-                "      - targets: [", absl::StrJoin(targets, ", "), "]\n",
-                "        labels: {namespace: ", kJobNamespace, "}\n",
+                "  - job_name: hptrain-jobs\n", "    static_configs:\n",
+                "      - targets: [", targets[0], "]\n", "        labels: {namespace: ",
+                kJobNamespace, ", hptrain_io_job: ", kJob, ", hptrain_io_role: ps}\n",
+                "      - targets: [", absl::StrJoin(targets.begin() + 1, targets.end(), ", "),
+                "]\n", "        labels: {namespace: ", kJobNamespace, ", hptrain_io_job: ", kJob,
+                ", hptrain_io_role: worker}\n",
                 "  - job_name: hptrain-controller\n", "    static_configs:\n",
                 "      - targets: ['127.0.0.1:", controller_port, "']\n",
                 "        labels: {namespace: ", kControllerNs, ", pod: ", kControllerPod, "}\n"));
@@ -388,6 +394,23 @@ TEST_F(PrometheusLiveTest, EveryDashboardPanelReturnsSeriesAndABrokenMetricNameI
       },
       absl::Seconds(60)))
       << "Prometheus did not scrape the four targets; hptrain run: " << run_->stderr_text();
+
+  // The runtime's series name their TrainingJob by trainingjob; `job` is the scrape job's.
+  {
+    auto series = check.Query("count by (job, trainingjob, role) (hptrain_step)");
+    ASSERT_TRUE(series.ok()) << series.status();
+    std::set<std::string> seen;
+    for (const Json& s : *series) {
+      const Json& m = s["metric"];
+      seen.insert(absl::StrCat(m.value("job", ""), " ", m.value("trainingjob", ""), " ",
+                               m.value("role", "")));
+    }
+    EXPECT_EQ(seen, (std::set<std::string>{absl::StrCat("hptrain-jobs ", kJob, " ps"),
+                                           absl::StrCat("hptrain-jobs ", kJob, " worker")}));
+    auto renamed = check.Query("{job=\"hptrain-jobs\", exported_job=~\".+\"}");
+    ASSERT_TRUE(renamed.ok()) << renamed.status();
+    EXPECT_TRUE(renamed->empty()) << renamed->dump();
+  }
 
   int expressions = 0;
   std::vector<std::string> problems = check.Run("dashboards", &expressions);

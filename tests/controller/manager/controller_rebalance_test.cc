@@ -63,14 +63,14 @@ TEST_F(ControllerRebalanceTest, ReadsWorkersThroughPrometheusAndSetsTheAllocatio
   int prometheus_port = promql::testing::UnusedPort();
   std::vector<std::string> targets;
   for (int port : metrics_ports) targets.push_back(absl::StrCat("\"127.0.0.1:", port, "\""));
-  // honor_labels keeps the runtime's job/role/rank labels, as the PodMonitor in deploy/ does;
-  // the namespace label is the one a PodMonitor adds.
+  // A plain scrape, as the PodMonitor in deploy/ does: the runtime's trainingjob/role/rank labels
+  // need no honor_labels (`job` stays the scrape job's); the namespace label is the one a
+  // PodMonitor adds.
   std::string config = Write(
       "prometheus.yml",
       absl::StrCat("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
                    "scrape_configs:\n"
                    "  - job_name: hptrain-workers\n"
-                   "    honor_labels: true\n"
                    "    static_configs:\n"
                    "      - targets: [", absl::StrJoin(targets, ", "), "]\n"
                    "        labels: {namespace: ", kNs, "}\n"));

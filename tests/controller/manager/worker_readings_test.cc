@@ -17,7 +17,7 @@ promql::Sample S(const std::string& name, std::map<std::string, std::string> lab
 std::map<std::string, std::string> Worker(const std::string& job, int rank,
                                           const std::string& ns = "", const std::string& pod = "") {
   std::map<std::string, std::string> labels = {
-      {"job", job}, {"role", "worker"}, {"rank", std::to_string(rank)}};
+      {"trainingjob", job}, {"role", "worker"}, {"rank", std::to_string(rank)}};
   if (!ns.empty()) labels["namespace"] = ns;
   if (!pod.empty()) labels["pod"] = pod;
   return labels;
@@ -73,17 +73,17 @@ TEST(WorkerReadingsTest, NamespacesJobsRolesAndRanksSelect) {
   WorkerReadings out;
   std::map<std::string, std::string> ps = Worker("a", 0, "ns");
   ps["role"] = "ps";
-  std::map<std::string, std::string> no_rank = {{"job", "a"}, {"role", "worker"}};
-  // A scrape config without honor_labels renames the runtime's job label.
-  std::map<std::string, std::string> renamed = {
-      {"exported_job", "a"}, {"job", ""}, {"role", "worker"}, {"rank", "3"}};
+  std::map<std::string, std::string> no_rank = {{"trainingjob", "a"}, {"role", "worker"}};
+  // The scrape's own job label names no TrainingJob; the runtime's trainingjob label wins.
+  std::map<std::string, std::string> scraped = Worker("a", 3);
+  scraped["job"] = "ns/hptrain-jobs";
   FoldSamples({S("hptrain_batch_size", Worker("a", 0, "ns"), 1),
                S("hptrain_batch_size", Worker("a", 1, "other"), 2),   // another namespace's a
                S("hptrain_batch_size", Worker("b", 0, "ns"), 3),      // a job not asked for
                S("hptrain_batch_size", ps, 4),                        // not a worker
                S("hptrain_batch_size", no_rank, 5),                   // no rank
                S("hptrain_batch_size", Worker("a", 2), 6),            // no namespace: any a
-               S("hptrain_batch_size", renamed, 7)},                  // honor_labels off
+               S("hptrain_batch_size", scraped, 7)},                  // the scrape's job
               {"ns/a", "x/a"}, 1, &out);
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out["ns/a"].size(), 3u);
@@ -92,6 +92,25 @@ TEST(WorkerReadingsTest, NamespacesJobsRolesAndRanksSelect) {
   EXPECT_EQ(out["ns/a"][3].batch_size, 7);
   EXPECT_EQ(out["x/a"].size(), 2u);  // ranks 2 and 3, which name no namespace
   EXPECT_EQ(out["x/a"].count(0), 0u);
+}
+
+TEST(WorkerReadingsTest, SeriesOfRuntimesBeforeTheTrainingJobLabelAreReadByTheirJobLabel) {
+  // Such a runtime exposed the job's name as "job": a scrape with honor_labels keeps it, one
+  // without renames it exported_job and sets job to the scrape job's name.
+  std::map<std::string, std::string> honored = {{"job", "a"}, {"role", "worker"}, {"rank", "0"}};
+  std::map<std::string, std::string> renamed = {
+      {"exported_job", "a"}, {"job", "ns/hptrain-jobs"}, {"role", "worker"}, {"rank", "1"}};
+  std::map<std::string, std::string> scrape_job_only = {
+      {"job", "ns/hptrain-jobs"}, {"role", "worker"}, {"rank", "2"}};
+  std::map<std::string, std::string> none = {{"role", "worker"}, {"rank", "3"}};
+  WorkerReadings out;
+  FoldSamples({S("hptrain_batch_size", honored, 8), S("hptrain_batch_size", renamed, 9),
+               S("hptrain_batch_size", scrape_job_only, 10), S("hptrain_batch_size", none, 11)},
+              {"ns/a", "ns/hptrain-jobs"}, 1, &out);
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out["ns/a"].size(), 2u);
+  EXPECT_EQ(out["ns/a"][0].batch_size, 8);
+  EXPECT_EQ(out["ns/a"][1].batch_size, 9);
 }
 
 TEST(WorkerReadingsTest, TheNewestPodOfARankWins) {

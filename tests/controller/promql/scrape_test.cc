@@ -54,12 +54,12 @@ class PromqlScrapeMetricsTest : public ::testing::Test {
 TEST_F(PromqlScrapeMetricsTest, ReadsThePage) {
   Serve(200,
         "# HELP hptrain_step Current step.\n# TYPE hptrain_step gauge\n"
-        "hptrain_step{job=\"mnist\",rank=\"0\"} 17\nhptrain_loss 0.5 1712000000000\n");
+        "hptrain_step{trainingjob=\"mnist\",rank=\"0\"} 17\nhptrain_loss 0.5 1712000000000\n");
   absl::StatusOr<std::vector<Sample>> samples = ScrapeMetrics(MetricsUrl(), absl::Seconds(5));
   ASSERT_TRUE(samples.ok()) << samples.status();
   ASSERT_EQ(samples->size(), 2u);
   EXPECT_THAT((*samples)[0].labels, ElementsAre(Pair("__name__", "hptrain_step"),
-                                                Pair("job", "mnist"), Pair("rank", "0")));
+                                                Pair("rank", "0"), Pair("trainingjob", "mnist")));
   EXPECT_EQ((*samples)[0].value, 17.0);
   EXPECT_EQ((*samples)[1].timestamp_seconds, 1712000000.0);
   absl::MutexLock lock(&mu_);
@@ -115,7 +115,7 @@ TEST(PromqlScrapeMetricsStandaloneTest, UnreachableAndBadUrls) {
 
 // End to end with the runtime's own endpoint: what the controller scrapes from a worker.
 TEST(PromqlScrapeMetricsStandaloneTest, ReadsTheRuntimeMetricsServer) {
-  metrics::Registry registry({{"job", "mnist"}, {"rank", "2"}});
+  metrics::Registry registry({{"trainingjob", "mnist"}, {"rank", "2"}});
   registry.Gauge("hptrain_step", "Current step.")->Get()->Set(99);
   registry.Counter("hptrain_comm_bytes_total", "Bytes.", {"direction"})
       ->WithLabels({"sent"})
@@ -128,7 +128,7 @@ TEST(PromqlScrapeMetricsStandaloneTest, ReadsTheRuntimeMetricsServer) {
   ASSERT_EQ(samples->size(), 2u);
   EXPECT_THAT((*samples)[0].labels,
               ElementsAre(Pair("__name__", "hptrain_comm_bytes_total"), Pair("direction", "sent"),
-                          Pair("job", "mnist"), Pair("rank", "2")));
+                          Pair("rank", "2"), Pair("trainingjob", "mnist")));
   EXPECT_EQ((*samples)[0].value, 4096.0);
   EXPECT_EQ(NameOf((*samples)[1]), "hptrain_step");
   EXPECT_EQ((*samples)[1].value, 99.0);

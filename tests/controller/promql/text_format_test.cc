@@ -63,10 +63,10 @@ TEST(PromqlTextFormatTest, SampleWithoutLabels) {
 
 TEST(PromqlTextFormatTest, SampleWithLabels) {
   std::vector<Sample> samples =
-      MustParse("hptrain_step{job=\"mnist\",rank=\"3\"} 1200\nnext:rate_5m{a=\"\"} -2.5\n");
+      MustParse("hptrain_step{trainingjob=\"mnist\",rank=\"3\"} 1200\nnext:rate_5m{a=\"\"} -2.5\n");
   ASSERT_EQ(samples.size(), 2u);
-  EXPECT_THAT(samples[0].labels, ElementsAre(Pair("__name__", "hptrain_step"), Pair("job", "mnist"),
-                                             Pair("rank", "3")));
+  EXPECT_THAT(samples[0].labels, ElementsAre(Pair("__name__", "hptrain_step"), Pair("rank", "3"),
+                                             Pair("trainingjob", "mnist")));
   EXPECT_EQ(samples[0].value, 1200.0);
   EXPECT_THAT(samples[1].labels, ElementsAre(Pair("__name__", "next:rate_5m"), Pair("a", "")));
   EXPECT_EQ(samples[1].value, -2.5);
@@ -137,7 +137,7 @@ TEST(PromqlTextFormatTest, CrLfAndMissingFinalNewline) {
 
 // What a worker serves: the runtime's own registry rendered by its exposition code.
 TEST(PromqlTextFormatTest, ParsesTheRuntimeExposition) {
-  metrics::Registry registry({{"job", "mnist"}, {"role", "worker"}, {"rank", "3"}});
+  metrics::Registry registry({{"trainingjob", "mnist"}, {"role", "worker"}, {"rank", "3"}});
   registry.Counter("hptrain_comm_bytes_total", "Bytes moved\nby \\collectives.", {"direction"})
       ->WithLabels({"sent"})
       ->Inc(1048576);
@@ -159,7 +159,7 @@ TEST(PromqlTextFormatTest, ParsesTheRuntimeExposition) {
   // 2 counters + 2 gauges + (3 buckets + sum + count).
   ASSERT_EQ(samples.size(), 9u) << page;
   for (const Sample& s : samples) {
-    EXPECT_EQ(s.labels.at("job"), "mnist") << page;
+    EXPECT_EQ(s.labels.at("trainingjob"), "mnist") << page;
     EXPECT_EQ(s.labels.at("rank"), "3") << page;
   }
   const Sample* sent =
@@ -328,8 +328,8 @@ TEST(PromqlTextFormatTest, ParsesAFewThousandLines) {
   std::string page;
   for (int i = 0; i < 5000; ++i) {
     absl::StrAppend(&page, "# HELP m", i, " help\n# TYPE m", i, " gauge\n");
-    absl::StrAppend(&page, "m", i, "{job=\"j\",rank=\"", i % 64, "\",le=\"0.5\"} ", i, ".5 ",
-                    1712000000000 + i, "\n");
+    absl::StrAppend(&page, "m", i, "{trainingjob=\"j\",rank=\"", i % 64, "\",le=\"0.5\"} ", i,
+                    ".5 ", 1712000000000 + i, "\n");
   }
   std::vector<Sample> samples = MustParse(page);
   ASSERT_EQ(samples.size(), 5000u);

@@ -100,7 +100,7 @@ metrics::NvmlApi FakeNvml() {
 }
 
 TEST(WorkerMetrics, GpuGaugesOnceEnabled) {
-  metrics::Registry registry({{"job", "j"}, {"role", "worker"}, {"rank", "1"}});
+  metrics::Registry registry({{"trainingjob", "j"}, {"role", "worker"}, {"rank", "1"}});
   WorkerMetrics worker_metrics(registry);
   EXPECT_THAT(metrics::TextExposition(registry), Not(HasSubstr("hptrain_gpu_")));
   ::setenv("CUDA_VISIBLE_DEVICES", "0", 1);
@@ -110,7 +110,7 @@ TEST(WorkerMetrics, GpuGaugesOnceEnabled) {
   EXPECT_TRUE(worker_metrics.EnableGpu(0, FakeNvml()));  // a second call changes nothing
   worker_metrics.OnStep(train::StepStats{}, 0, 0);
   const std::string text = metrics::TextExposition(registry);
-  const std::string labels = "{job=\"j\",role=\"worker\",rank=\"1\"}";
+  const std::string labels = "{trainingjob=\"j\",role=\"worker\",rank=\"1\"}";
   EXPECT_THAT(text, HasSubstr("\nhptrain_gpu_utilization_ratio" + labels + " 0.5\n"));
   EXPECT_THAT(text, HasSubstr("\nhptrain_gpu_memory_used_bytes" + labels + " 1073741824\n"));
   EXPECT_THAT(text, HasSubstr("\nhptrain_gpu_memory_total_bytes" + labels + " 17179869184\n"));

@@ -51,7 +51,7 @@ TEST(ExpositionTest, Escaping) {
 // A small registry with all three types, constant labels and escaping; the exact text is the
 // contract with Prometheus, so it is compared byte for byte.
 TEST(ExpositionTest, GoldenText) {
-  Registry r({{"job", "mnist"}, {"rank", "0"}});
+  Registry r({{"trainingjob", "mnist"}, {"rank", "0"}});
   CounterFamily* bytes =
       r.Counter("hptrain_comm_bytes_total", "Bytes moved.\nBy collectives \\ PS.", {"direction"});
   bytes->WithLabels({"sent"})->Inc(1024);
@@ -66,21 +66,21 @@ TEST(ExpositionTest, GoldenText) {
   EXPECT_EQ(TextExposition(r),
             "# HELP hptrain_batch_size Current batch.\n"
             "# TYPE hptrain_batch_size gauge\n"
-            "hptrain_batch_size{job=\"mnist\",rank=\"0\"} 64\n"
+            "hptrain_batch_size{trainingjob=\"mnist\",rank=\"0\"} 64\n"
             "# HELP hptrain_comm_bytes_total Bytes moved.\\nBy collectives \\\\ PS.\n"
             "# TYPE hptrain_comm_bytes_total counter\n"
-            "hptrain_comm_bytes_total{job=\"mnist\",rank=\"0\",direction=\"recv\"} 2048.5\n"
-            "hptrain_comm_bytes_total{job=\"mnist\",rank=\"0\",direction=\"sent\"} 1024\n"
+            "hptrain_comm_bytes_total{trainingjob=\"mnist\",rank=\"0\",direction=\"recv\"} 2048.5\n"
+            "hptrain_comm_bytes_total{trainingjob=\"mnist\",rank=\"0\",direction=\"sent\"} 1024\n"
             "# HELP hptrain_info Escapes.\n"
             "# TYPE hptrain_info gauge\n"
-            "hptrain_info{job=\"mnist\",rank=\"0\",path=\"a\\\"b\\\\c\\nd\"} 1\n"
+            "hptrain_info{trainingjob=\"mnist\",rank=\"0\",path=\"a\\\"b\\\\c\\nd\"} 1\n"
             "# HELP hptrain_step_duration_seconds Step time.\n"
             "# TYPE hptrain_step_duration_seconds histogram\n"
-            "hptrain_step_duration_seconds_bucket{job=\"mnist\",rank=\"0\",le=\"0.1\"} 1\n"
-            "hptrain_step_duration_seconds_bucket{job=\"mnist\",rank=\"0\",le=\"1\"} 2\n"
-            "hptrain_step_duration_seconds_bucket{job=\"mnist\",rank=\"0\",le=\"+Inf\"} 3\n"
-            "hptrain_step_duration_seconds_sum{job=\"mnist\",rank=\"0\"} 2.5625\n"
-            "hptrain_step_duration_seconds_count{job=\"mnist\",rank=\"0\"} 3\n");
+            "hptrain_step_duration_seconds_bucket{trainingjob=\"mnist\",rank=\"0\",le=\"0.1\"} 1\n"
+            "hptrain_step_duration_seconds_bucket{trainingjob=\"mnist\",rank=\"0\",le=\"1\"} 2\n"
+            "hptrain_step_duration_seconds_bucket{trainingjob=\"mnist\",rank=\"0\",le=\"+Inf\"} 3\n"
+            "hptrain_step_duration_seconds_sum{trainingjob=\"mnist\",rank=\"0\"} 2.5625\n"
+            "hptrain_step_duration_seconds_count{trainingjob=\"mnist\",rank=\"0\"} 3\n");
 }
 
 TEST(ExpositionTest, NoLabelsAtAll) {
@@ -127,7 +127,7 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
 // to pass it.
 TEST(PromtoolTest, RegistryOutputPassesCheckMetrics) {
   if (!HavePromtool()) GTEST_SKIP() << "promtool not on PATH (Debian package prometheus)";
-  Registry r({{"job", "mnist"}, {"role", "worker"}, {"rank", "3"}});
+  Registry r({{"trainingjob", "mnist"}, {"role", "worker"}, {"rank", "3"}});
   CounterFamily* bytes =
       r.Counter("hptrain_comm_bytes_total", "Bytes moved by collectives.", {"direction"});
   bytes->WithLabels({"sent"})->Inc(1e9);

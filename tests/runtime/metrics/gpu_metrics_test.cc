@@ -95,18 +95,18 @@ class GpuMetricsTest : public ::testing::Test {
 };
 
 TEST_F(GpuMetricsTest, ExportsUtilizationAndMemoryOfTheDevice) {
-  Registry registry({{"job", "mnist"}, {"role", "worker"}, {"rank", "2"}});
+  Registry registry({{"trainingjob", "mnist"}, {"role", "worker"}, {"rank", "2"}});
   absl::StatusOr<std::unique_ptr<GpuMetrics>> gpu =
       GpuMetrics::Create(registry, 1, FakeApi(), /*visible=*/nullptr);
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   const std::string text = TextExposition(registry);
   EXPECT_THAT(text, HasSubstr("# TYPE hptrain_gpu_utilization_ratio gauge\n"
-                              "hptrain_gpu_utilization_ratio{job=\"mnist\",role=\"worker\","
+                              "hptrain_gpu_utilization_ratio{trainingjob=\"mnist\",role=\"worker\","
                               "rank=\"2\"} 0.81\n"));
-  EXPECT_THAT(text, HasSubstr("hptrain_gpu_memory_used_bytes{job=\"mnist\",role=\"worker\","
+  EXPECT_THAT(text, HasSubstr("hptrain_gpu_memory_used_bytes{trainingjob=\"mnist\",role=\"worker\","
                               "rank=\"2\"} 5368709120\n"));
-  EXPECT_THAT(text, HasSubstr("hptrain_gpu_memory_total_bytes{job=\"mnist\",role=\"worker\","
-                              "rank=\"2\"} 42949672960\n"));
+  EXPECT_THAT(text, HasSubstr("hptrain_gpu_memory_total_bytes{trainingjob=\"mnist\","
+                              "role=\"worker\",rank=\"2\"} 42949672960\n"));
   EXPECT_EQ(fake.inits, 1);
   gpu->reset();
   EXPECT_EQ(fake.shutdowns, 1);
@@ -219,7 +219,7 @@ TEST_F(GpuMetricsTest, ExpositionPassesPromtool) {
   if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "promtool not on PATH (Debian package prometheus)";
   }
-  Registry registry({{"job", "mnist"}, {"role", "worker"}, {"rank", "0"}});
+  Registry registry({{"trainingjob", "mnist"}, {"role", "worker"}, {"rank", "0"}});
   absl::StatusOr<std::unique_ptr<GpuMetrics>> gpu =
       GpuMetrics::Create(registry, 0, FakeApi(), nullptr);
   ASSERT_TRUE(gpu.ok()) << gpu.status();

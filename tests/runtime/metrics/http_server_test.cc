@@ -25,7 +25,7 @@ httplib::Result Get(int port, const std::string& path) {
 }
 
 TEST(MetricsServerTest, ServesMetricsHealthAndReadiness) {
-  Registry registry({{"job", "j"}});
+  Registry registry({{"trainingjob", "j"}});
   registry.Counter("hptrain_comm_bytes_total", "Bytes.", {"direction"})
       ->WithLabels({"sent"})
       ->Inc(7);
@@ -40,7 +40,7 @@ TEST(MetricsServerTest, ServesMetricsHealthAndReadiness) {
   EXPECT_THAT(metrics->get_header_value("Content-Type"), StartsWith("text/plain; version=0.0.4"));
   EXPECT_EQ(metrics->body, TextExposition(registry));
   EXPECT_THAT(metrics->body,
-              HasSubstr("hptrain_comm_bytes_total{job=\"j\",direction=\"sent\"} 7\n"));
+              HasSubstr("hptrain_comm_bytes_total{trainingjob=\"j\",direction=\"sent\"} 7\n"));
 
   httplib::Result health = Get(server.port(), "/healthz");
   ASSERT_TRUE(health);
@@ -63,7 +63,7 @@ TEST(MetricsServerTest, ServesMetricsHealthAndReadiness) {
   registry.Gauge("hptrain_step", "Step.")->Get()->Set(42);
   httplib::Result again = Get(server.port(), "/metrics");
   ASSERT_TRUE(again);
-  EXPECT_THAT(again->body, HasSubstr("hptrain_step{job=\"j\"} 42\n"));
+  EXPECT_THAT(again->body, HasSubstr("hptrain_step{trainingjob=\"j\"} 42\n"));
 }
 
 TEST(MetricsServerTest, CustomHandlerGetsPathAndParams) {

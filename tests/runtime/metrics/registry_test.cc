@@ -124,7 +124,7 @@ TEST(RegistryTest, SameDefinitionReturnsSameFamily) {
 }
 
 TEST(RegistryTest, CollectIsSortedAndUnlabelledChildExistsAtZero) {
-  Registry r({{"job", "j"}});
+  Registry r({{"trainingjob", "j"}});
   r.Gauge("b", "B");
   r.Counter("a_total", "A", {"k"})->WithLabels({"z"})->Inc();
   r.Counter("a_total", "A", {"k"})->WithLabels({"y"})->Inc(2);
@@ -141,7 +141,7 @@ TEST(RegistryTest, CollectIsSortedAndUnlabelledChildExistsAtZero) {
   EXPECT_EQ(families[1].children[0].value, 0);
   EXPECT_EQ(families[2].name, "c_seconds");
   EXPECT_THAT(families[2].children[0].histogram.cumulative, ElementsAre(0, 0));
-  EXPECT_THAT(r.const_labels(), ElementsAre(std::make_pair("job", "j")));
+  EXPECT_THAT(r.const_labels(), ElementsAre(std::make_pair("trainingjob", "j")));
 }
 
 TEST(RegistryTest, ConcurrentUpdatesAreExact) {
@@ -195,6 +195,20 @@ TEST_F(RegistryDeathTest, InvalidNames) {
   EXPECT_DEATH(Registry({{"rank", "0"}, {"rank", "1"}}), "given twice");
   Registry with_rank({{"rank", "0"}});
   EXPECT_DEATH(with_rank.Gauge("g", "help", {"rank"}), "repeats");
+}
+
+// Prometheus gives every target "job" and "instance": a series of its own with either would
+// hide the scrape job (honor_labels) or be renamed exported_job.
+TEST_F(RegistryDeathTest, TargetLabelsAreRefused) {
+  EXPECT_TRUE(IsTargetLabel("job"));
+  EXPECT_TRUE(IsTargetLabel("instance"));
+  EXPECT_FALSE(IsTargetLabel(kTrainingJobLabel));
+  EXPECT_FALSE(IsTargetLabel(kRoleLabel));
+  EXPECT_FALSE(IsTargetLabel(kRankLabel));
+  EXPECT_DEATH(Registry({{"job", "mnist"}}), "constant label \"job\" is one Prometheus gives");
+  EXPECT_DEATH(Registry({{"instance", "a:1"}}), "constant label \"instance\"");
+  Registry r({{kTrainingJobLabel, "mnist"}});
+  EXPECT_DEATH(r.Gauge("hptrain_g", "help", {"job"}), "hptrain_g: label \"job\"");
 }
 
 TEST_F(RegistryDeathTest, WrongNumberOfLabelValues) {
