@@ -102,7 +102,8 @@ RebalanceLoop::RebalanceLoop(const JobCaches* caches, std::unique_ptr<WorkerRead
       source_(std::move(source)),
       executor_(executor),
       rebalances_(rebalances),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      warnings_(options_.metrics_warnings) {}
 
 RebalanceLoop::~RebalanceLoop() { Stop(); }
 
@@ -160,6 +161,7 @@ void RebalanceLoop::Tick(absl::Time now) {
       it = running.count(it->first) > 0 ? std::next(it) : metrics_.erase(it);
     }
   }
+  warnings_.Retain(running);
   if (read.empty()) return;
 
   absl::StatusOr<WorkerReadings> readings = source_->Read(read);
@@ -168,9 +170,23 @@ void RebalanceLoop::Tick(absl::Time now) {
                                      ": ", readings.status().message());
     if (error != last_error_) kube::LogLine(error);
     last_error_ = error;
+    for (const kube::ObjectPtr& job : read) ReadingFailed(*job, now, readings.status().message());
     return;
   }
   last_error_.clear();
+  const std::map<std::string, std::string> job_errors = source_->JobErrors();
+  for (const kube::ObjectPtr& job : read) {
+    const std::string key = kube::KeyOf(*job);
+    auto error = job_errors.find(key);
+    auto found = readings->find(key);
+    if (error != job_errors.end()) {
+      ReadingFailed(*job, now, error->second);
+    } else if (found == readings->end() || found->second.empty()) {
+      ReadingFailed(*job, now, "no hptrain_* series of the job's workers");
+    } else {
+      warnings_.Succeeded(key);
+    }
+  }
   std::vector<std::string> resumed;  // jobs whose workers newly report their resume step
   {
     absl::MutexLock lock(&mu_);
@@ -275,6 +291,19 @@ void RebalanceLoop::TickJob(const nlohmann::json& job, const std::map<int, Worke
   state->coordinator_generation = set->generation();
   state->last_error.clear();
   Record(job, *proposal, now, "new allocation");
+}
+
+void RebalanceLoop::ReadingFailed(const nlohmann::json& job, absl::Time now,
+                                  absl::string_view error) {
+  std::optional<reconcile::Event> event =
+      warnings_.Failed(kube::KeyOf(job), now, source_->Describe(), error);
+  if (!event.has_value() || executor_ == nullptr) return;
+  reconcile::Plan plan;  // the event alone: no status write
+  plan.events.push_back(*std::move(event));
+  absl::Status recorded = executor_->Execute(job, plan);
+  if (!recorded.ok()) {
+    kube::LogLine(absl::StrCat("rebalance ", kube::KeyOf(job), ": ", recorded.message()));
+  }
 }
 
 void RebalanceLoop::Record(const nlohmann::json& job, const std::vector<int>& batch_sizes,

@@ -24,6 +24,10 @@
 // status only. After each job's reading at most every `status_period` the loop calls
 // `on_status` so that the reconciler writes the new values into status (trainLoss, evaluation,
 // step, samplesPerSecond): a bounded number of status writes, whatever `period`.
+// A job whose readings keep failing (the source cannot be read, cannot read some of its workers,
+// or has nothing for them) gets a Warning event MetricsUnavailable naming the source and the
+// error, through the PlanExecutor, at most once per episode and `metrics_warnings.repeat`
+// (reconcile/metrics_warnings.h); failures are also logged, once until the error changes.
 //
 // Thread-safety: Start/Stop are for the owner's thread; Tick runs on the loop's thread (or the
 // test's, when not started); MetricsFor and the counters are safe from any thread.
@@ -46,6 +50,7 @@
 #include "controller/manager/job_caches.h"
 #include "controller/manager/plan_executor.h"
 #include "controller/manager/worker_readings.h"
+#include "controller/reconcile/metrics_warnings.h"
 #include "controller/reconcile/worker_status.h"
 #include "runtime/metrics/registry.h"
 
@@ -73,6 +78,8 @@ struct RebalanceLoopOptions {
   // the loop's thread; must not block); the controller then reconciles the job.
   absl::Duration status_period = absl::Seconds(15);
   std::function<void(const std::string& key)> on_status;
+  // When a job whose readings fail gets its Warning event MetricsUnavailable.
+  reconcile::MetricsWarningPolicy metrics_warnings;
 };
 
 class RebalanceLoop {
@@ -107,6 +114,8 @@ class RebalanceLoop {
   JobState* StateFor(const nlohmann::json& job);
   void TickJob(const nlohmann::json& job, const std::map<int, WorkerReading>& ranks,
                absl::Time now);
+  // Records a failed reading of `job`; emits MetricsUnavailable when one is due.
+  void ReadingFailed(const nlohmann::json& job, absl::Time now, absl::string_view error);
   // Writes `batch_sizes` to status with the Rebalanced event.
   void Record(const nlohmann::json& job, const std::vector<int>& batch_sizes, absl::Time now,
               const char* why);
@@ -120,6 +129,7 @@ class RebalanceLoop {
   std::map<std::string, std::unique_ptr<JobState>> jobs_;  // the loop's thread only
   std::map<std::string, absl::Time> last_status_;          // idem: by job key
   std::string last_error_;                                 // logged once until it changes
+  reconcile::MetricsWarnings warnings_;                    // the loop's thread only
 
   mutable absl::Mutex mu_;
   std::map<std::string, reconcile::WorkerMetricsMap> metrics_ ABSL_GUARDED_BY(mu_);

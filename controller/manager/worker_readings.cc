@@ -115,6 +115,7 @@ class ScrapedReadings : public WorkerReadingsSource {
 
   absl::StatusOr<WorkerReadings> Read(const std::vector<kube::ObjectPtr>& jobs) override {
     WorkerReadings out;
+    errors_.clear();
     for (const kube::ObjectPtr& job : jobs) {
       const std::string key = kube::KeyOf(*job);
       reconcile::Observed observed = caches_->Observe(*job);
@@ -129,6 +130,8 @@ class ScrapedReadings : public WorkerReadingsSource {
         absl::StatusOr<std::vector<promql::Sample>> samples = promql::ScrapeMetrics(url, timeout_);
         if (!samples.ok()) {
           kube::LogLine(absl::StrCat("rebalance ", key, ": ", samples.status().message()));
+          errors_.try_emplace(
+              key, absl::StrCat("pod ", kube::NameOf(pod), ": ", samples.status().message()));
           continue;
         }
         // The page is the pod's own: its series name no pod, so file them under it.
@@ -140,10 +143,12 @@ class ScrapedReadings : public WorkerReadingsSource {
   }
 
   std::string Describe() const override { return "pod /metrics"; }
+  std::map<std::string, std::string> JobErrors() const override { return errors_; }
 
  private:
   const JobCaches* const caches_;
   const absl::Duration timeout_;
+  std::map<std::string, std::string> errors_;  // of the last Read
 };
 
 }  // namespace

@@ -73,6 +73,11 @@ class WorkerReadingsSource {
   // Readings of the workers of `jobs` (cached TrainingJobs). A job whose workers cannot be read
   // is left out; an error means nothing could be read at all.
   virtual absl::StatusOr<WorkerReadings> Read(const std::vector<kube::ObjectPtr>& jobs) = 0;
+  // Why some workers of a job could not be read by the last Read, by job key: the first error
+  // for each such job (one line, naming the pod). The job may still have readings of its other
+  // workers. Empty when the last Read met no such error (a source that reads all jobs at once,
+  // as Prometheus does, has none: its Read fails as a whole).
+  virtual std::map<std::string, std::string> JobErrors() const { return {}; }
   // For logs: "prometheus http://..." or "pod /metrics".
   virtual std::string Describe() const = 0;
 };

@@ -11,6 +11,7 @@
 #include "controller/reconcile/labels.h"
 #include "controller/reconcile/pod_group.h"
 #include "controller/reconcile/pod_template.h"
+#include "controller/reconcile/rewritten_container.h"
 #include "runtime/base/status.h"
 #include "runtime/job/job_validate.h"
 
@@ -21,10 +22,7 @@ namespace {
 const Json* MainContainer(const Json& pod_template, absl::string_view name) {
   const Json* containers = Find(pod_template, {"spec", "containers"});
   if (containers == nullptr || !containers->is_array() || containers->empty()) return nullptr;
-  for (const Json& c : *containers) {
-    if (StringAt(c, {"name"}) == name) return &c;
-  }
-  return &(*containers)[0];
+  return &(*containers)[RewrittenContainerIndex(pod_template, name)];
 }
 
 // spec.ps.template when given, else a template with the first group's image only (none for a

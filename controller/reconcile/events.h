@@ -54,6 +54,10 @@ inline constexpr char kReasonRebalanced[] = "Rebalanced";
 // Normal: the spec changed while pods ran the old one; the gang is recreated (not counted as a
 // restart).
 inline constexpr char kReasonSpecChanged[] = "SpecChanged";
+// Warning: the controller cannot read the job's worker metrics (Prometheus unreachable, a
+// worker pod's /metrics unreachable, no series for its workers) for a while; status.step,
+// samplesPerSecond and rebalancing wait for them. Rate-limited per job (metrics_warnings.h).
+inline constexpr char kReasonMetricsUnavailable[] = "MetricsUnavailable";
 // Condition reason (Running=False): some pods of the gang are not running yet.
 inline constexpr char kReasonPodsNotRunning[] = "PodsNotRunning";
 

@@ -8,7 +8,9 @@
 #include "absl/strings/strip.h"
 #include "controller/reconcile/desired_objects.h"
 #include "controller/reconcile/labels.h"
+#include "controller/reconcile/pod_paths.h"
 #include "controller/reconcile/reserved_env.h"
+#include "controller/reconcile/rewritten_container.h"
 #include "runtime/base/status.h"
 #include "runtime/job/job_parser.h"
 
@@ -110,6 +112,7 @@ absl::StatusOr<ParsedJob> ParseTrainingJob(const Json& object) {
   job.spec_hash = SpecHash(job.manifest);
   ReadScheduling(&job);
   HPTRAIN_RETURN_IF_ERROR(CheckNames(job));
+  HPTRAIN_RETURN_IF_ERROR(CheckPodPaths(job.spec));
   if (job.spec.security.tls.enabled && job.spec.security.tls.secret_name.empty()) {
     // `hptrain run` makes a certificate per run; on a cluster the pods mount the user's.
     return absl::InvalidArgumentError(
@@ -140,9 +143,14 @@ absl::StatusOr<ParsedJob> ParseTrainingJob(const Json& object) {
   const Json* ps = Find(object, {"spec", "ps", "template"});
   if (ps != nullptr && ps->is_object()) job.ps_template = *ps;
   for (size_t g = 0; g < job.worker_templates.size(); ++g) {
-    HPTRAIN_RETURN_IF_ERROR(CheckReservedEnv(job.worker_templates[g], WorkerTemplatePath(job, g)));
+    const std::string path = WorkerTemplatePath(job, g);
+    HPTRAIN_RETURN_IF_ERROR(CheckRewrittenContainer(job.worker_templates[g], kRoleWorker,
+                                                    job.spec.trainer.set(), path));
+    HPTRAIN_RETURN_IF_ERROR(CheckReservedEnv(job.worker_templates[g], path));
   }
   if (!job.ps_template.is_null()) {
+    HPTRAIN_RETURN_IF_ERROR(CheckRewrittenContainer(job.ps_template, kRolePs,
+                                                    /*runs_trainer=*/false, "spec.ps.template"));
     HPTRAIN_RETURN_IF_ERROR(CheckReservedEnv(job.ps_template, "spec.ps.template"));
   }
   return job;

@@ -61,7 +61,11 @@ struct ParsedJob {
 // when the job's name cannot name its objects (the Service name must start with a letter; a pod
 // name, which is also its hostname, must fit 63 characters), or when a worker or ps template
 // sets a reserved HPTRAIN_* variable (reserved_env.h), e.g.
-// "spec.workerGroups[0].template.spec.containers[0].env[1].name: HPTRAIN_RANK is reserved: ...".
+// "spec.workerGroups[0].template.spec.containers[0].env[1].name: HPTRAIN_RANK is reserved: ...",
+// or sets command (or args, where it runs hptrain) on the container the controller rewrites
+// (rewritten_container.h), or when a file the pods read is named by a relative path
+// (pod_paths.h: "spec.dataset.path: must be an absolute path in a pod (...), got \"data/x\"";
+// `hptrain run` resolves those against its working directory).
 // The admission webhook and the reconciler both judge a job by this function. Pure; thread-safe.
 absl::StatusOr<ParsedJob> ParseTrainingJob(const Json& object);
 

@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "controller/reconcile/rewritten_container.h"
 #include "runtime/base/status.h"
 
 namespace hptrain::reconcile {
@@ -276,13 +277,7 @@ absl::StatusOr<Json> BuildPodFromTemplate(const Json& pod_template, const PodSet
   const bool asks_for_root = AsksForRoot(spec);
 
   HPTRAIN_ASSIGN_OR_RETURN(Json * containers, ObjectList(&spec, "containers", "spec.containers"));
-  size_t main = 0;
-  for (size_t i = 0; i < containers->size(); ++i) {
-    if (StringAt((*containers)[i], {"name"}) == s.container_name) {
-      main = i;
-      break;
-    }
-  }
+  const size_t main = RewrittenContainerIndex(pod_template, s.container_name);
   if (containers->empty()) containers->push_back(Json::object());
   MainContainerResult result;
   HPTRAIN_RETURN_IF_ERROR(MergeContainer(s, &(*containers)[main],

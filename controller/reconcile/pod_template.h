@@ -5,10 +5,12 @@
 // mounts, nodeSelector, tolerations, affinity, service account, security contexts, init and
 // sidecar containers, extra labels and annotations. What hptrain needs is added, and wins where
 // the two collide:
-//   * the main container (the one named like the role, else the first) is renamed "ps" or
-//     "worker" and runs PodSettings::command: `hptrain ps|worker` (the user's args stay, as extra
-//     flags), or a spec.trainer program, whose args (PodSettings::args) come before the
-//     template's own and whose workingDir (PodSettings::working_dir), when set, wins;
+//   * the main container (the one named like the role, else the first:
+//     rewritten_container.h) is renamed "ps" or "worker" and runs PodSettings::command:
+//     `hptrain ps|worker`, or a spec.trainer program, whose args (PodSettings::args) come before
+//     the template's own and whose workingDir (PodSettings::working_dir), when set, wins.
+//     ParseTrainingJob refuses a template that sets the command there, or args where hptrain
+//     runs; a template built here without that check keeps its args after PodSettings::args;
 //   * hptrain's env (PodSettings::env) comes first, so the user's variables can refer to it with
 //     $(VAR); a user variable of the same name is dropped;
 //   * the job's Secret is mounted read-only (volume "hptrain-job");

@@ -65,6 +65,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt
 COPY --from=build /opt/libtorch/lib /opt/libtorch/lib
 COPY --from=build /build/bin/hptrain /usr/local/bin/hptrain
+# The shipped MP² predictor, at the path examples/fashion-mnist-mp2.yaml and the CRD name.
+COPY examples/predictors/lenet5-fashion-mnist.mp2p /usr/share/hptrain/predictors/
 USER 65532:65532
 WORKDIR /tmp
 ENTRYPOINT ["/usr/local/bin/hptrain"]

@@ -38,6 +38,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt
 COPY --from=build /build/bin/hptrain /usr/local/bin/hptrain
 RUN /usr/local/bin/hptrain version && /usr/local/bin/hptrain version | grep -q '^blas: openblas'
+# The shipped MP² predictor, at the path examples/fashion-mnist-mp2.yaml and the CRD name.
+COPY examples/predictors/lenet5-fashion-mnist.mp2p /usr/share/hptrain/predictors/
 # Non-root; the pod's securityContext may pick another uid, nothing here depends on it.
 USER 65532:65532
 WORKDIR /tmp

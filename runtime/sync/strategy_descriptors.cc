@@ -177,7 +177,10 @@ std::vector<ParamSpec> BuildCatalogue() {
                            {"A", "B"}, "mode"),
                       "A"));
   ParamSpec predictor = Param("predictor", P::kString,
-                              "a predictor file made by `hptrain mp2 train`, or zero (no change)");
+                              "a predictor file made by `hptrain mp2 train` (an absolute path on "
+                              "Kubernetes; the runtime images hold the shipped LeNet-5 one at "
+                              "/usr/share/hptrain/predictors/lenet5-fashion-mnist.mp2p), or zero "
+                              "(no change)");
   predictor.required = true;
   c.push_back(predictor);
   c.push_back(Default(Param("calibration", P::kBoolean,

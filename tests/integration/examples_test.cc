@@ -75,6 +75,14 @@ TEST(Examples, EveryExampleRunsOrIsAGpuExample) {
     if (!spec->checkpoint.path.empty()) {
       argv.insert(argv.end(), {"--set", "spec.checkpoint.path=" + dir.path() + "/job.ckpt"});
     }
+    const std::string predictor =
+        spec->strategy.type == "mp2" ? spec->strategy.String("predictor") : "";
+    if (!predictor.empty() && predictor != "zero" && !fs::exists(predictor)) {
+      // The manifest names the runtime image's copy (absolute, as a pod needs); the same file is
+      // in the source tree.
+      argv.insert(argv.end(), {"--set", "spec.strategy.predictor=examples/predictors/" +
+                                            fs::path(predictor).filename().string()});
+    }
     if (!spec->collect.path.empty()) {
       argv.insert(argv.end(), {"--set", "spec.collect.path=" + dir.path() + "/job.mp2d"});
     }

@@ -95,6 +95,7 @@ class RebalanceLoopTest : public ControllerTest {
       return absl::StrCat("127.0.0.1:", coordinator_->port());
     };
     options.lead_steps = 1;
+    options.metrics_warnings.after = absl::Seconds(3);
     recorder_ = std::make_unique<kube::EventRecorder>(controller_client_.get());
     executor_ = std::make_unique<PlanExecutor>(controller_client_.get(), recorder_.get());
     loop_ = std::make_unique<RebalanceLoop>(&controller_->caches(), std::move(source),
@@ -223,6 +224,36 @@ TEST_F(RebalanceLoopTest, AnUnreadableSourceOrAWrongTokenChangesNothing) {
   EXPECT_EQ(Status("mlp").value("allocationGeneration", 0), 0);
 }
 
+// Failed readings are said on the job once they have lasted metrics_warnings.after (3 s here):
+// one Warning MetricsUnavailable per failure episode (and per 10 minutes within one).
+TEST_F(RebalanceLoopTest, AnOutageGivesTheJobOneWarningPerEpisode) {
+  readings_->fail = true;
+  for (int i = 0; i < 2; ++i) Pass();  // 1 s of failures: too early
+  ASSERT_TRUE(recorder_->Flush(absl::Seconds(5)));
+  EXPECT_TRUE(Events("mlp", "MetricsUnavailable").empty());
+  for (int i = 0; i < 10; ++i) Pass();  // the episode reaches 3 s, then 11 s
+  ASSERT_TRUE(recorder_->Flush(absl::Seconds(5)));
+  std::vector<Json> events = Events("mlp", "MetricsUnavailable");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["type"], "Warning");
+  EXPECT_EQ(events[0].value("count", 0), 1);
+  EXPECT_EQ(events[0]["message"],
+            "worker metrics unavailable from scripted: scripted outage; status.step, "
+            "status.samplesPerSecond and rebalancing wait for them");
+
+  readings_->fail = false;
+  Pass();  // a reading: the episode ends
+  readings_->fail = true;
+  for (int i = 0; i < 2; ++i) Pass();
+  ASSERT_TRUE(recorder_->Flush(absl::Seconds(5)));
+  EXPECT_EQ(Events("mlp", "MetricsUnavailable")[0].value("count", 0), 1);
+  for (int i = 0; i < 2; ++i) Pass();  // the second episode reaches 3 s
+  ASSERT_TRUE(recorder_->Flush(absl::Seconds(5)));
+  events = Events("mlp", "MetricsUnavailable");
+  ASSERT_EQ(events.size(), 1u);  // the recorder folds the same message into one Event
+  EXPECT_EQ(events[0].value("count", 0), 2);
+}
+
 // Jobs without rebalancing are read only for their status: once every status period (15 s by
 // default; the passes here are 1 s apart), and never rebalanced.
 TEST_F(RebalanceLoopTest, JobsWithoutRebalancingAreReadOnlyForStatus) {
@@ -267,12 +298,24 @@ TEST_F(RebalanceLoopTest, ScrapedReadingsReadEachWorkerPodsPage) {
         }
       });
   ASSERT_TRUE(mutated.ok()) << mutated.status();
+  // Worker 2's page cannot be read (nothing listens on its port).
+  const int closed = promql::testing::UnusedPort();
+  mutated = server_->Mutate("pods", kNs, "mlp-worker-2", [&](Json* pod) {
+    (*pod)["status"]["podIP"] = "127.0.0.1";
+    for (Json& container : (*pod)["spec"]["containers"]) {
+      for (Json& port : container["ports"]) {
+        if (port["name"] == "metrics") port["containerPort"] = closed;
+      }
+    }
+  });
+  ASSERT_TRUE(mutated.ok()) << mutated.status();
   const std::string key = absl::StrCat(kNs, "/mlp");
   ASSERT_TRUE(WaitFor([&] {
+    int with_ip = 0;
     for (const Json& pod : controller_->caches().Observe(*controller_->caches().Job(key)).pods) {
-      if (pod["status"].value("podIP", "") == "127.0.0.1") return true;
+      if (pod["status"].value("podIP", "") == "127.0.0.1") ++with_ip;
     }
-    return false;
+    return with_ip == 2;
   }));
   std::unique_ptr<WorkerReadingsSource> scraped =
       NewScrapedReadings(&controller_->caches(), absl::Seconds(5));
@@ -286,6 +329,15 @@ TEST_F(RebalanceLoopTest, ScrapedReadingsReadEachWorkerPodsPage) {
   EXPECT_DOUBLE_EQ(reading.compute_seconds, 2.5);
   EXPECT_EQ(reading.compute_steps, 40);
   EXPECT_EQ(reading.batch_size, 16);
+  // The unreadable page is the job's error (what its MetricsUnavailable event says), beside the
+  // readings of the others.
+  const std::map<std::string, std::string> errors = scraped->JobErrors();
+  ASSERT_EQ(errors.count(key), 1u);
+  EXPECT_EQ(errors.at(key).rfind(absl::StrCat("pod mlp-worker-2: GET http://127.0.0.1:", closed,
+                                              "/metrics: "),
+                                 0),
+            0u)
+      << errors.at(key);
 }
 
 }  // namespace

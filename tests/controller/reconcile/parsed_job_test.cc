@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+#include "controller/reconcile/pod_paths.h"
 #include "runtime/job/job_parser.h"
 #include "tests/controller/reconcile/testing/jobs.h"
 
@@ -146,6 +148,125 @@ TEST(ParseTrainingJobTest, NameMustSuitTheServiceAndPodHostnames) {
   object["spec"]["globalBatchSize"] = 64;
   EXPECT_THAT(std::string(ParseTrainingJob(object).status().message()),
               HasSubstr("metadata.name: too long"));
+}
+
+// Every file a pod reads is named by an absolute path on Kubernetes: a relative one would
+// resolve under the container's working directory (/tmp, a scratch volume in hptrain's images).
+// Each such path field, relative, is refused with its field path and its value; absolute,
+// accepted. A file the pods write may be relative (it lands in the scratch /tmp).
+struct PathCase {
+  const char* field;
+  const char* relative;
+  const char* absolute;
+  void (*set)(Json* spec, const char* path);
+};
+
+const PathCase kPathCases[] = {
+    {"spec.model.torchscript", "models/lenet5.pt", "/models/lenet5.pt",
+     [](Json* spec, const char* path) { (*spec)["model"] = {{"torchscript", path}}; }},
+    {"spec.dataset.path", "data/x", "/data/x",
+     [](Json* spec, const char* path) {
+       (*spec)["dataset"] = {{"name", "mine"}, {"format", "npy"}, {"path", path}};
+     }},
+    {"spec.strategy.predictor", "examples/predictors/lenet5-fashion-mnist.mp2p",
+     "/usr/share/hptrain/predictors/lenet5-fashion-mnist.mp2p",
+     [](Json* spec, const char* path) {
+       (*spec)["strategy"] = {{"type", "mp2"}, {"pushRatio", 0.1}, {"predictor", path}};
+     }},
+};
+
+TEST(ParseTrainingJobTest, RelativePathsAreRefusedWithTheirFieldPath) {
+  for (const PathCase& c : kPathCases) {
+    SCOPED_TRACE(c.field);
+    Json object = ShorthandJob(2);
+    c.set(&object["spec"], c.relative);
+    absl::StatusOr<ParsedJob> job = ParseTrainingJob(object);
+    ASSERT_FALSE(job.ok()) << "a relative " << c.field << " is accepted";
+    EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+    const std::string message(job.status().message());
+    EXPECT_THAT(message, ::testing::StartsWith(absl::StrCat(
+                             c.field, ": must be an absolute path in a pod (")));
+    EXPECT_THAT(message, ::testing::EndsWith(absl::StrCat("got \"", c.relative, "\"")));
+    EXPECT_EQ(message.find('\n'), std::string::npos);
+
+    object = ShorthandJob(2);
+    c.set(&object["spec"], c.absolute);
+    job = ParseTrainingJob(object);
+    EXPECT_TRUE(job.ok()) << job.status();
+  }
+}
+
+TEST(ParseTrainingJobTest, ThePredictorZeroNamesNoFileAndOutputsMayBeRelative) {
+  absl::StatusOr<ParsedJob> job = ParseTrainingJob(testing::ShardedJob("mp2", 1));
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->spec.strategy.String("predictor"), "zero");
+  Json object = ShorthandJob(2);
+  object["spec"]["collect"] = {{"path", "snapshots.mp2d"}};
+  object["spec"]["checkpoint"] = {{"path", "mlp.ckpt"}};
+  job = ParseTrainingJob(object);
+  EXPECT_TRUE(job.ok()) << job.status();
+}
+
+TEST(ParseTrainingJobTest, TheRelativePathMessageNamesTheShippedPredictor) {
+  Json object = ShorthandJob(2);
+  kPathCases[2].set(&object["spec"], "lenet5.mp2p");
+  EXPECT_THAT(std::string(ParseTrainingJob(object).status().message()),
+              HasSubstr(kShippedPredictorPath));
+}
+
+// The container the controller rewrites (named like its role, else the first) may not set
+// command anywhere, nor args where it runs hptrain; other containers may.
+TEST(ParseTrainingJobTest, CommandOnTheRewrittenContainerIsRefused) {
+  Json object = ShorthandJob(2);
+  object["spec"]["workers"]["template"]["spec"]["containers"][0]["command"] =
+      Json::array({"sleep", "infinity"});
+  EXPECT_EQ(ParseTrainingJob(object).status().message(),
+            "spec.workers.template.spec.containers[0].command: is set by the controller (it runs "
+            "`hptrain worker`, which reads the job's spec from the job Secret); remove it");
+
+  // A sidecar first: the container named "worker" is the rewritten one.
+  object = testing::HeteroJob();
+  Json& containers = object["spec"]["workerGroups"][0]["template"]["spec"]["containers"];
+  containers.insert(containers.begin(), Json::parse(R"({"name": "log-shipper",
+      "image": "fluent-bit:3", "command": ["/fluent-bit/bin/fluent-bit"], "args": ["-c", "x"]})"));
+  ASSERT_TRUE(ParseTrainingJob(object).ok()) << ParseTrainingJob(object).status();
+  containers[1]["args"] = Json::array({"--verbose"});
+  EXPECT_EQ(ParseTrainingJob(object).status().message(),
+            "spec.workerGroups[0].template.spec.containers[1].args: is set by the controller "
+            "(`hptrain worker` takes every setting from the job's spec); remove it");
+
+  // No container named "worker": the first is the rewritten one.
+  object = testing::HeteroJob();
+  object["spec"]["workerGroups"][1]["template"]["spec"]["containers"][0]["command"] =
+      Json::array({"hptrain", "worker"});
+  EXPECT_THAT(std::string(ParseTrainingJob(object).status().message()),
+              ::testing::StartsWith("spec.workerGroups[1].template.spec.containers[0].command: "
+                                    "is set by the controller"));
+
+  // The ps template's "ps" container.
+  object = testing::HeteroJob();
+  object["spec"]["ps"]["template"]["spec"]["containers"][0]["args"] = Json::array({"--linger=9"});
+  EXPECT_THAT(std::string(ParseTrainingJob(object).status().message()),
+              ::testing::StartsWith("spec.ps.template.spec.containers[0].args: is set by the "
+                                    "controller (`hptrain ps` takes"));
+
+  // An empty list, or null, sets nothing.
+  object = ShorthandJob(2);
+  object["spec"]["workers"]["template"]["spec"]["containers"][0]["command"] = Json::array();
+  object["spec"]["workers"]["template"]["spec"]["containers"][0]["args"] = nullptr;
+  EXPECT_TRUE(ParseTrainingJob(object).ok()) << ParseTrainingJob(object).status();
+}
+
+TEST(ParseTrainingJobTest, ATrainerJobsTemplateMayAddArgsButNotACommand) {
+  // TrainerJob's group "big" adds args after spec.trainer.args.
+  absl::StatusOr<ParsedJob> job = ParseTrainingJob(testing::TrainerJob());
+  ASSERT_TRUE(job.ok()) << job.status();
+  Json object = testing::TrainerJob();
+  object["spec"]["workerGroups"][1]["template"]["spec"]["containers"][0]["command"] =
+      Json::array({"python3", "other.py"});
+  EXPECT_EQ(ParseTrainingJob(object).status().message(),
+            "spec.workerGroups[1].template.spec.containers[0].command: is set by the controller "
+            "(to spec.trainer.command); remove it");
 }
 
 TEST(ParseTrainingJobTest, NotAnObject) {

@@ -37,10 +37,14 @@ DesiredObjects Build(const Json& object, int64_t restart_generation = 0) {
   return desired.ok() ? *desired : DesiredObjects{};
 }
 
-// The same job without spec.trainer: the built-in trainer, with a model of its own.
+// The same job without spec.trainer: the built-in trainer, with a model of its own, and without
+// the groups' own args (`hptrain worker` takes none: rewritten_container.h).
 Json BuiltIn(Json job) {
   job["spec"].erase("trainer");
   job["spec"]["model"] = {{"name", "mlp"}, {"hidden", {16}}};
+  for (Json& group : job["spec"]["workerGroups"]) {
+    for (Json& container : group["template"]["spec"]["containers"]) container.erase("args");
+  }
   return job;
 }
 

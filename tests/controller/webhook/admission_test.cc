@@ -1,5 +1,7 @@
-// The admission webhook's decisions (controller/webhook/admission.h): the five kinds of job the
-// CRD schema lets through but the runtime refuses are denied with the validator's own message,
+// The admission webhook's decisions (controller/webhook/admission.h): the kinds of job the CRD
+// schema lets through but the runtime or the controller refuses (a validator rule, a relative
+// path a pod cannot resolve, a command on the container the controller rewrites) are denied
+// with the same message as the reconciler's, its field path as the cause,
 // every example manifest is admitted, and updates that leave the spec alone always pass.
 #include "controller/webhook/admission.h"
 
@@ -92,6 +94,34 @@ const InvalidCase kInvalid[] = {
        (*spec)["rebalance"] = {{"enabled", true}, {"minBatch", 20}};
      },
      "spec.rebalance.minBatch"},
+    // Paths a pod could not resolve (`hptrain run` resolves them against its directory).
+    {"a relative data set path",
+     [](Json* spec) {
+       (*spec)["dataset"] = {{"name", "mine"}, {"format", "npy"}, {"path", "data/x"}};
+     },
+     "spec.dataset.path"},
+    {"a relative TorchScript module",
+     [](Json* spec) { (*spec)["model"] = {{"torchscript", "lenet5.pt"}}; },
+     "spec.model.torchscript"},
+    {"a relative predictor",
+     [](Json* spec) {
+       (*spec)["strategy"] = {{"type", "mp2"}, {"pushRatio", 0.1},
+                              {"predictor", "examples/predictors/lenet5-fashion-mnist.mp2p"}};
+     },
+     "spec.strategy.predictor"},
+    // The container the controller rewrites.
+    {"a command on the worker container",
+     [](Json* spec) {
+       Json& container = (*spec)["workers"]["template"]["spec"]["containers"][0];
+       container["command"] = Json::array({"python3", "x.py"});
+     },
+     "spec.workers.template.spec.containers[0].command"},
+    {"args on the worker container",
+     [](Json* spec) {
+       Json& container = (*spec)["workers"]["template"]["spec"]["containers"][0];
+       container["args"] = Json::array({"--threads=4"});
+     },
+     "spec.workers.template.spec.containers[0].args"},
 };
 
 TEST(AdmissionTest, EachJobTheRuntimeRefusesIsDeniedWithItsMessage) {

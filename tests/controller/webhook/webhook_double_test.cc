@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "controller/reconcile/parsed_job.h"
 #include "controller/webhook/webhook_server.h"
@@ -102,6 +103,28 @@ TEST_F(WebhookOnTheApiServerTest, RefusesATemplateThatSetsAReservedVariable) {
             "admission webhook \"validate.trainingjobs.hptrain.io\" denied the request: "
             "spec.workers.template.spec.containers[0].env[0].name: HPTRAIN_COORDINATOR is "
             "reserved: hptrain sets the HPTRAIN_* variables");
+  EXPECT_TRUE(server_.List("trainingjobs", "team-a").empty());
+}
+
+TEST_F(WebhookOnTheApiServerTest, RefusesARelativeDataPathAndACommandOnTheWorker) {
+  Register("Fail");
+  Json relative = Job("relative");
+  relative["spec"]["dataset"] = {{"name", "mine"}, {"format", "npy"}, {"path", "data/x"}};
+  Json command = Job("command");
+  command["spec"]["workers"]["template"]["spec"]["containers"][0]["command"] =
+      Json::array({"sleep", "1"});
+  const std::pair<Json, std::string> cases[] = {
+      {relative, "spec.dataset.path: must be an absolute path in a pod ("},
+      {command, "spec.workers.template.spec.containers[0].command: is set by the controller ("}};
+  for (const auto& [job, start] : cases) {
+    absl::StatusOr<Json> created = server_.Create("trainingjobs", job);
+    ASSERT_FALSE(created.ok()) << start;
+    EXPECT_EQ(hptrain::testing::HttpCode(created.status()), 422);
+    Json body = hptrain::testing::StatusBody(created.status());
+    EXPECT_THAT(body["message"].get<std::string>(),
+                StartsWith("admission webhook \"validate.trainingjobs.hptrain.io\" denied the "
+                           "request: " + start));
+  }
   EXPECT_TRUE(server_.List("trainingjobs", "team-a").empty());
 }
 

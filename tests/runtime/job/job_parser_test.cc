@@ -199,7 +199,7 @@ TEST(JobParserTest, TorchScriptExample) {
   absl::StatusOr<JobSpec> spec = ParseJobFile("examples/torchscript.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->model.name, "");
-  EXPECT_EQ(spec->model.torchscript, "examples/lenet5.pt");
+  EXPECT_EQ(spec->model.torchscript, "/models/lenet5.pt");  // absolute, as a pod needs
   EXPECT_EQ(spec->strategy.type, "topk");
   ASSERT_TRUE(spec->strategy.Has("errorFeedback"));
   EXPECT_TRUE(spec->strategy.Bool("errorFeedback"));

@@ -57,7 +57,6 @@ Json HeteroJob() {
             "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "cifar"}}],
             "containers": [{
               "name": "worker", "image": "hptrain/runtime:0.1.0",
-              "args": ["--log-level=debug"],
               "env": [{"name": "NCCL_DEBUG", "value": "INFO"}],
               "volumeMounts": [{"name": "data", "mountPath": "/data"}],
               "resources": {"limits": {"nvidia.com/gpu": 1, "cpu": "8", "memory": "32Gi"}}
