@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "controller/kube/log.h"
 #include "controller/webhook/admission.h"
 #include "httplib.h"
@@ -71,6 +72,10 @@ absl::Status WebhookServer::Serve(int port) {
   port_ = bound;
   ++loads_;
   serve_thread_ = std::thread([raw] { raw->listen_after_bind(); });
+  // httplib's stop() does nothing until the listening loop has started, so a Stop() (or a
+  // reload) right after this would leave the loop in accept() for good: wait for it (bounded,
+  // in case the loop ends at once).
+  for (int i = 0; i < 500 && !raw->is_running(); ++i) absl::SleepFor(absl::Milliseconds(10));
   return absl::OkStatus();
 }
 
