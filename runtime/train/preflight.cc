@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/base/files.h"
 #include "runtime/base/status.h"
 #include "runtime/ps/mp2/job_options.h"
 #include "runtime/sync/registry.h"
@@ -95,6 +96,16 @@ absl::Status Preflight(const job::JobSpec& spec) {
                              CreateModel(spec.model, ModelShapeFor(*train), spec.seed));
     (void)test;
     (void)model;
+  }
+  if (!spec.checkpoint.path.empty()) {
+    // Rank 0 writes it at the first interval or the end: a missing directory would fail the run
+    // only then, after every worker trained up to it.
+    const std::string dir = ParentDirectory(spec.checkpoint.path);
+    if (!dir.empty() && !IsDirectory(dir)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.checkpoint.path: directory ", dir, " does not exist (create it, or put the ",
+          "checkpoint in an existing directory), got \"", spec.checkpoint.path, "\""));
+    }
   }
   if (spec.strategy.type == "mp2") {
     // The ps (and, in mode B, every worker) loads it at start: refuse a missing or foreign file

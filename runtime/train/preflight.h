@@ -28,7 +28,7 @@ ModelShape ModelShapeFor(const Dataset& data);
 
 // Checks what a worker would fail on at start, without training: the device, the strategy is in
 // this build, the model can be built and the data sets open and are well formed (and mp2's
-// predictor loads). With spec.trainer (the user's program) only the device, the strategy, the
+// predictor loads), and the checkpoint's directory exists. With spec.trainer (the user's program) only the device, the strategy, the
 // data set's training split when the job names one, and mp2's predictor. Used by the launcher
 // before it starts any process.
 absl::Status Preflight(const job::JobSpec& spec);

@@ -146,5 +146,25 @@ TEST(Checkpoint, TruncatedCheckpointWithResumeIsBadInput) {
   EXPECT_EQ(std::filesystem::file_size(ckpt), size / 2);
 }
 
+// A checkpoint whose directory does not exist would fail the run at the first checkpoint, after
+// the workers trained up to it: the launcher refuses it before any process starts.
+TEST(Checkpoint, AMissingCheckpointDirectoryIsBadInputBeforeTraining) {
+  TempDir dir;
+  const std::string ckpt = dir.path() + "/missing/job.ckpt";
+  const std::string job = dir.Write(
+      "job.yaml", SyntheticJob("nodir", 2,
+                               "  maxSteps: 5\n  checkpoint: {path: " + ckpt +
+                                   ", intervalSteps: 2}\n"));
+  ProcessResult r = RunProcess({HptrainBinary(), "run", job, "--quiet"}, 120);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  std::vector<std::string> lines = Lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find("spec.checkpoint.path: directory " + dir.path() + "/missing does not exist"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out.find("step"), std::string::npos) << "nothing trained: " << r.out;
+  EXPECT_TRUE(FindProcesses({job}).empty());
+}
+
 }  // namespace
 }  // namespace hptrain::testing
