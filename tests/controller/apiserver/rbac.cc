@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "tests/controller/apiserver/json_util.h"
+#include "tests/controller/apiserver/selectors.h"
 
 namespace hptrain::testing {
 namespace {
@@ -155,31 +156,7 @@ rules: []
 )";
 
 bool LabelSelectorMatches(const nlohmann::json& selector, const nlohmann::json& labels) {
-  auto label = [&labels](const std::string& key) -> const nlohmann::json* {
-    if (!labels.is_object() || !labels.contains(key)) return nullptr;
-    return &labels[key];
-  };
-  if (!selector.is_object()) return true;
-  if (selector.contains("matchLabels") && selector["matchLabels"].is_object()) {
-    for (const auto& [key, value] : selector["matchLabels"].items()) {
-      const nlohmann::json* have = label(key);
-      if (have == nullptr || *have != value) return false;
-    }
-  }
-  if (selector.contains("matchExpressions") && selector["matchExpressions"].is_array()) {
-    for (const nlohmann::json& expression : selector["matchExpressions"]) {
-      const nlohmann::json* have = label(expression.value("key", ""));
-      const std::string op = expression.value("operator", "");
-      std::vector<std::string> values = Strings(expression, "values");
-      const bool in =
-          have != nullptr && have->is_string() && Contains(values, have->get<std::string>());
-      if ((op == "In" && !in) || (op == "NotIn" && in) || (op == "Exists" && have == nullptr) ||
-          (op == "DoesNotExist" && have != nullptr)) {
-        return false;
-      }
-    }
-  }
-  return true;
+  return LabelSelector::FromObject(selector).Matches(labels);
 }
 
 absl::Status RbacPolicy::Apply(absl::string_view manifest, const std::string& default_namespace) {

@@ -96,6 +96,41 @@ absl::StatusOr<LabelSelector> LabelSelector::Parse(absl::string_view text) {
   return selector;
 }
 
+LabelSelector LabelSelector::FromObject(const nlohmann::json& selector) {
+  LabelSelector out;
+  if (!selector.is_object()) return out;
+  if (auto labels = selector.find("matchLabels"); labels != selector.end() && labels->is_object()) {
+    for (const auto& [key, value] : labels->items()) {
+      // A value that is no string equals no label value (label values are strings).
+      Requirement req{key, Op::kEquals, {}};
+      if (value.is_string()) req.values.push_back(value.get<std::string>());
+      out.requirements_.push_back(std::move(req));
+    }
+  }
+  auto expressions = selector.find("matchExpressions");
+  if (expressions == selector.end() || !expressions->is_array()) return out;
+  for (const nlohmann::json& expression : *expressions) {
+    const std::string op = expression.value("operator", "");
+    Requirement req{expression.value("key", ""), Op::kIn, {}};
+    if (op == "NotIn") {
+      req.op = Op::kNotIn;
+    } else if (op == "Exists") {
+      req.op = Op::kExists;
+    } else if (op == "DoesNotExist") {
+      req.op = Op::kNotExists;
+    } else if (op != "In") {
+      continue;
+    }
+    if (auto values = expression.find("values"); values != expression.end() && values->is_array()) {
+      for (const nlohmann::json& v : *values) {
+        if (v.is_string()) req.values.push_back(v.get<std::string>());
+      }
+    }
+    out.requirements_.push_back(std::move(req));
+  }
+  return out;
+}
+
 bool LabelSelector::Matches(const nlohmann::json& labels) const {
   for (const Requirement& req : requirements_) {
     bool has = labels.is_object() && labels.contains(req.key) && labels[req.key].is_string();

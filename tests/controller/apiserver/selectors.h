@@ -24,6 +24,10 @@ class LabelSelector {
   LabelSelector() = default;
   // Errors: a 400 BadRequest API error (api_status.h) naming the bad requirement.
   static absl::StatusOr<LabelSelector> Parse(absl::string_view text);
+  // A metav1.LabelSelector object ({matchLabels, matchExpressions} with operators In, NotIn,
+  // Exists, DoesNotExist), as RBAC's aggregationRule and workload specs carry it; what is not an
+  // object, and an expression with another operator, adds no requirement.
+  static LabelSelector FromObject(const nlohmann::json& selector);
 
   // True when `labels` (an object of string values, or null) satisfies every requirement.
   bool Matches(const nlohmann::json& labels) const;

@@ -5,22 +5,20 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
 #include "controller/kube/timestamps.h"
+#include "tests/controller/apiserver/json_util.h"
 
 namespace hptrain::testing {
 namespace {
 
-// The value at a simple JSONPath (".a.b.c"); null when any step is missing.
+// The value at a simple JSONPath (".a.b.c"); null when any step is missing or the path is not
+// one.
 nlohmann::json At(const nlohmann::json& object, const std::string& path) {
-  const nlohmann::json* at = &object;
-  for (absl::string_view step : absl::StrSplit(absl::StripPrefix(path, "."), '.')) {
-    if (!at->is_object()) return nullptr;
-    auto it = at->find(std::string(step));
-    if (it == at->end()) return nullptr;
-    at = &*it;
-  }
-  return *at;
+  absl::StatusOr<std::vector<std::string>> keys = ParseFieldPath(path);
+  if (!keys.ok()) return nullptr;
+  const nlohmann::json* found = FindPath(object, *keys);
+  return found == nullptr ? nlohmann::json(nullptr) : *found;
 }
 
 // What jsonpath's PrintResults writes for a value: strings bare, others as JSON.
