@@ -154,10 +154,7 @@ absl::Status RunShard(const job::JobSpec& spec, const PsFlags& flags, const std:
     return absl::InvalidArgumentError(
         "--coordinator (or $HPTRAIN_COORDINATOR) is required for --shard above 0");
   }
-  metrics::Registry registry(
-      {{metrics::kTrainingJobLabel, spec.name},
-       {metrics::kRoleLabel, "ps"},
-       {metrics::kRankLabel, std::to_string(flags.shard)}});
+  metrics::Registry registry(metrics::ProcessLabels(spec.name, "ps", flags.shard));
   HPTRAIN_ASSIGN_OR_RETURN(Shard shard,
                            MakeShard(spec, flags, token, registry, CountRefusedTokens(registry)));
   HPTRAIN_ASSIGN_OR_RETURN(
@@ -220,9 +217,7 @@ absl::Status RunPs(const PsFlags& flags) {
   }
   if (flags.shard > 0) return RunShard(spec, flags, token);
 
-  metrics::Registry registry({{metrics::kTrainingJobLabel, spec.name},
-                              {metrics::kRoleLabel, "ps"},
-                              {metrics::kRankLabel, "0"}});
+  metrics::Registry registry(metrics::ProcessLabels(spec.name, "ps", 0));
   const auto on_unauthenticated = CountRefusedTokens(registry);
   auto* registered = registry.Gauge("hptrain_workers_registered",
                                     "Workers that registered with the coordinator.")->Get();

@@ -238,10 +238,8 @@ absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
   HPTRAIN_RETURN_IF_ERROR(
       ps::UseJobTls(spec_.security.tls.enabled, spec_.security.tls.mutual, config.tls_dir));
 
-  registry_ = std::make_unique<metrics::Registry>(metrics::Labels{
-      {metrics::kTrainingJobLabel, spec_.name},
-      {metrics::kRoleLabel, "worker"},
-      {metrics::kRankLabel, std::to_string(config.rank)}});
+  registry_ = std::make_unique<metrics::Registry>(
+      metrics::ProcessLabels(spec_.name, "worker", config.rank));
   metrics_ = std::make_unique<WorkerMetrics>(*registry_);
   server_ = std::make_unique<metrics::MetricsServer>(registry_.get());
   HPTRAIN_RETURN_IF_ERROR(server_->Start(config.metrics_host, config.metrics_port));

@@ -57,6 +57,13 @@ inline constexpr char kTrainingJobLabel[] = "trainingjob";
 inline constexpr char kRoleLabel[] = "role";
 inline constexpr char kRankLabel[] = "rank";
 
+// The constant labels of one runtime process, in that order: {trainingjob, role, rank}.
+inline Labels ProcessLabels(std::string job, std::string role, int rank) {
+  return {{kTrainingJobLabel, std::move(job)},
+          {kRoleLabel, std::move(role)},
+          {kRankLabel, std::to_string(rank)}};
+}
+
 // True for "job" and "instance", the labels Prometheus gives every target it scrapes. An
 // exposed series that carried one would collide with the scrape's: kept only with honor_labels
 // (which then hides the scrape job) and renamed exported_<name> otherwise. A Registry refuses
