@@ -5,10 +5,10 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include <cctype>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -18,11 +18,6 @@ namespace hptrain {
 namespace {
 
 constexpr char kFix[] = "apt-get install libopenblas0-pthread";
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::string Resolve(const std::string& path) {
   char resolved[PATH_MAX];
@@ -82,7 +77,7 @@ std::string OpenBlasDetail(void* handle) {
 }  // namespace
 
 bool IsBlasLibraryName(const std::string& file_name) {
-  const std::string name = Lower(file_name);
+  const std::string name = absl::AsciiStrToLower(file_name);
   for (const char* prefix : {"libblas.so", "libopenblas", "libmkl_rt", "libblis", "libflexiblas"}) {
     if (absl::StartsWith(name, prefix)) return true;
   }
@@ -96,8 +91,8 @@ BlasLibrary ClassifyBlasPath(const std::string& resolved_path) {
     blas.name = "none";
     return blas;
   }
-  const std::string name = Lower(FileName(resolved_path));
-  const std::string dir = Lower(FileName(ParentDirectory(resolved_path)));
+  const std::string name = absl::AsciiStrToLower(FileName(resolved_path));
+  const std::string dir = absl::AsciiStrToLower(FileName(ParentDirectory(resolved_path)));
   // The implementation's name, in the directory of an alternative or in the file name; checked
   // before the generic "blas" (flexiblas and openblas contain it).
   const struct {
