@@ -8,8 +8,9 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git clang
   # runtime dependencies; OpenBLAS for libtorch's libblas.so.3, which is otherwise the reference
   # BLAS (slow on CPU; `hptrain version` prints the one in use). The reference BLAS stays
-  # installed beside it (the alternative picks OpenBLAS): tests that compare two programs' results
-  # bit for bit run both on it (tests/integration/python_test.cc, blas_test.cc)
+  # installed beside it (the alternative picks OpenBLAS): the tests that compare two programs'
+  # parameters within 1e-5 run both on it (tests/integration/python_test.cc), and blas_test.cc
+  # switches between the two
   libtorch-dev libgloo-dev libopenblas0-pthread libblas3
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libcpp-httplib-dev libyaml-cpp-dev nlohmann-json3-dev libssl-dev zlib1g-dev
