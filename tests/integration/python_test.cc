@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -231,19 +232,29 @@ TEST_F(PythonApi, SamplerFollowsTheRebalancedAllocation) {
   ProcessResult b = RunProcess(run_moving, 900);
   ASSERT_EQ(b.exit_code, 0) << b.out << b.err;
 
+  // A gang restart (the launcher's recovery from a failed worker, which a loaded machine can
+  // cause) replays the steps since the checkpoint and appends them again: the last record of a
+  // step is the one whose batch trained the final parameters.
+  if (b.err.find("restarting the gang") != std::string::npos) {
+    std::cout << "the run restarted:\n" << b.err << "\n";
+  }
   std::map<int64_t, std::vector<int>> lengths;  // step -> each rank's batch length
   for (int rank = 0; rank < 4; ++rank) {
     std::istringstream in(ReadFile(logs + "/rank-" + std::to_string(rank) + ".txt"));
     int64_t step = 0;
     int length = 0;
-    int count = 0;
+    std::set<int64_t> steps;
     while (in >> step >> length) {
       auto& row = lengths[step];
       row.resize(4, -1);
       row[rank] = length;
-      ++count;
+      steps.insert(step);
     }
-    EXPECT_EQ(count, 40) << "rank " << rank;
+    EXPECT_EQ(steps.size(), 40u) << "rank " << rank;
+    if (!steps.empty()) {
+      EXPECT_EQ(*steps.begin(), 0) << "rank " << rank;
+      EXPECT_EQ(*steps.rbegin(), 39) << "rank " << rank;
+    }
   }
   ASSERT_EQ(lengths.size(), 40u);
   int changes = 0;
