@@ -33,7 +33,12 @@ GossipOptions GossipOptionsFor(const StrategyOptions& s, uint64_t seed) {
   options.trigger.max_interval = static_cast<int>(s.Int("maxInterval"));
   options.trigger.min_interval = static_cast<int>(s.Int("minInterval"));
   options.trigger.period = static_cast<int>(s.Int("period"));  // unset: 0, adaptive
-  options.trigger.calibrate = s.Bool("calibrate");  // θ = 4·median δ of the first steps
+  // Self-calibration (§4g) unless the job sets θ or a fixed period, or turns it off.
+  options.trigger.calibrate =
+      s.Has("calibrate") ? s.Bool("calibrate") : !s.Has("threshold") && !s.Has("period");
+  options.trigger.calibration_period = s.Int("targetInterval");  // K
+  options.trigger.calibration_steps = s.Int("calibrationSteps");
+  options.trigger.calibration_factor = 1.0;  // θ = median δ over K steps
   if (s.String("variant") == "push") options.variant = GossipVariant::kPush;
   if (s.String("variant") == "easgd") options.variant = GossipVariant::kEasgd;
   options.seed = seed;
