@@ -266,6 +266,8 @@ StrategyStats GossipStrategy::stats() const {
   s.interval =
       static_cast<int>(std::max<int64_t>(1, exchanges_ > 0 ? steps_ / exchanges_ : steps_));
   s.exchanges = exchanges_;
+  const bool adaptive = options_.trigger.period <= 0 && !trigger_.calibrating();
+  s.gossip_threshold = adaptive ? trigger_.threshold() : 0.0;
   return s;
 }
 

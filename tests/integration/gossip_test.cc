@@ -115,12 +115,14 @@ TEST(Gossip, CalibrateLogsEachWorkersThresholdOnce) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string prefix = "gossip: calibrated threshold \u03b8 = ";
   int lines = 0;
+  std::vector<double> logged;
   for (size_t at = r.err.find(prefix); at != std::string::npos;
        at = r.err.find(prefix, at + 1)) {
     ++lines;
     const char* text = r.err.c_str() + at + prefix.size();
     char* end = nullptr;
     const double theta = std::strtod(text, &end);
+    logged.push_back(theta);
     EXPECT_GT(theta, 0.0) << r.err;
     EXPECT_TRUE(std::isfinite(theta)) << r.err;
     long firings = 0;
@@ -132,13 +134,26 @@ TEST(Gossip, CalibrateLogsEachWorkersThresholdOnce) {
         << r.err;
   }
   EXPECT_EQ(lines, 2) << r.err;  // one per worker
-  // An explicit threshold: no calibration.
-  r = RunProcess({HptrainBinary(), "run", "examples/synthetic-mlp.yaml", "--quiet", "--set",
-                  "spec.strategy.type=gossip", "--set", "spec.strategy.threshold=0.05", "--set",
-                  "spec.epochs=7"},
+  // The run summary has each worker's calibrated θ (the log prints 6 significant digits).
+  nlohmann::json summary = nlohmann::json::parse(ReadFile(json), nullptr, false);
+  ASSERT_FALSE(summary.is_discarded());
+  ASSERT_EQ(summary["ranks"].size(), 2u);
+  for (const auto& rank : summary["ranks"]) {
+    const double theta = rank.at("threshold").get<double>();
+    bool found = false;
+    for (double l : logged) found = found || std::fabs(theta - l) <= 1e-5 * l;
+    EXPECT_TRUE(found) << "rank " << rank["rank"] << ": " << theta << "\n" << r.err;
+  }
+  // An explicit threshold: no calibration, and that θ in the run summary.
+  r = RunProcess({HptrainBinary(), "run", "examples/synthetic-mlp.yaml", "--quiet",
+                  "--output-json", json, "--set", "spec.strategy.type=gossip", "--set",
+                  "spec.strategy.threshold=0.05", "--set", "spec.epochs=7"},
                  300);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find(prefix), std::string::npos) << r.err;
+  summary = nlohmann::json::parse(ReadFile(json), nullptr, false);
+  ASSERT_FALSE(summary.is_discarded());
+  for (const auto& rank : summary["ranks"]) EXPECT_EQ(rank.at("threshold").get<double>(), 0.05);
 
   r = RunProcess({HptrainBinary(), "run", "examples/synthetic-mlp.yaml", "--quiet", "--set",
                   "spec.strategy.type=gossip", "--set", "spec.strategy.calibrate=true", "--set",
