@@ -30,7 +30,9 @@ struct GossipTriggerOptions {
   int64_t min_interval = 1;   // T_min
   int64_t max_interval = 64;  // T_max; 0: no forced exchange
   int64_t period = 0;         // p > 0: fixed-period mode (θ, T_min and T_max unused)
-  bool calibrate = false;     // θ from the first steps' δ (threshold then unused); not with period
+  // θ from the first steps' δ (threshold then unused); not with period. Off here; a job's
+  // default is on unless it sets threshold or period (GossipOptionsFor).
+  bool calibrate = false;
   int64_t calibration_steps = 200;
   int64_t calibration_period = 5;   // K, the job's targetInterval
   double calibration_factor = 1.0;  // κ
