@@ -191,6 +191,7 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
     rank.comm_seconds = r.comm_seconds();
     rank.exposed_comm_seconds = r.exposed_comm_seconds();
     rank.exchanges = r.exchanges();
+    rank.threshold = r.gossip_threshold();
     summary.ranks.push_back(rank);
   }
   return summary;

@@ -178,6 +178,9 @@ absl::Status ReadRank(const Json& object, const std::string& where, RankSummary*
   if (object.contains("exchanges")) {  // summaries written before gossip
     HPTRAIN_RETURN_IF_ERROR(Read(object, "exchanges", where, &out->exchanges));
   }
+  if (object.contains("threshold")) {  // summaries written before gossip reported θ
+    HPTRAIN_RETURN_IF_ERROR(Read(object, "threshold", where, &out->threshold));
+  }
   return absl::OkStatus();
 }
 
@@ -309,7 +312,10 @@ std::string RunSummaryToJson(const RunSummary& summary) {
                          {"exposed_comm_seconds", r.exposed_comm_seconds},
                          {"ps_bytes_sent", r.ps_bytes_sent},
                          {"ps_bytes_received", r.ps_bytes_received}});
-    if (summary.strategy == "gossip") ranks.back()["exchanges"] = r.exchanges;
+    if (summary.strategy == "gossip") {
+      ranks.back()["exchanges"] = r.exchanges;
+      ranks.back()["threshold"] = r.threshold;
+    }
   }
   root["ranks"] = std::move(ranks);
   if (!summary.timeline.empty()) {

@@ -17,7 +17,9 @@
 //                  "ps_bytes_sent": int, "ps_bytes_received": int (optional when reading),
 //                  "batch_size": int, "compute_seconds": float, "comm_seconds": float,
 //                  "exposed_comm_seconds": float (optional when reading),
-//                  "exchanges": int (gossip: model exchanges; only for gossip) } ] }
+//                  "exchanges": int (gossip: model exchanges; only for gossip),
+//                  "threshold": float (gossip: the θ in force at the end, calibrated or set; 0
+//                  with a fixed period; only for gossip) } ] }
 //
 // "task" is spec.task and "metric" the name of its primary metric (runtime/train/task.h):
 // classification "accuracy", multilabel "f1", regression "rmse", torchscript "metric" (or "loss"
@@ -99,6 +101,7 @@ struct RankSummary {
   // share hidden behind computation (the overlap ratio).
   double exposed_comm_seconds = 0.0;
   int64_t exchanges = 0;  // gossip: model exchanges the rank took part in
+  double threshold = 0;   // gossip: θ in force at the end (calibrated or set; 0: fixed period)
 };
 
 // One evaluation on the test set: each epoch's end, and every spec.evalEverySteps steps.

@@ -33,7 +33,12 @@ GossipOptions GossipOptionsFor(const StrategyOptions& s, uint64_t seed) {
   options.trigger.max_interval = static_cast<int>(s.Int("maxInterval"));
   options.trigger.min_interval = static_cast<int>(s.Int("minInterval"));
   options.trigger.period = static_cast<int>(s.Int("period"));  // unset: 0, adaptive
-  options.trigger.calibrate = s.Bool("calibrate");  // θ = 4·median δ of the first steps
+  // Self-calibration (§4g) unless the job sets θ or a fixed period, or turns it off.
+  options.trigger.calibrate =
+      s.Has("calibrate") ? s.Bool("calibrate") : !s.Has("threshold") && !s.Has("period");
+  options.trigger.calibration_period = s.Int("targetInterval");  // K
+  options.trigger.calibration_steps = s.Int("calibrationSteps");
+  options.trigger.calibration_factor = 1.0;  // θ = median δ over K steps
   if (s.String("variant") == "push") options.variant = GossipVariant::kPush;
   if (s.String("variant") == "easgd") options.variant = GossipVariant::kEasgd;
   options.seed = seed;
@@ -261,6 +266,8 @@ StrategyStats GossipStrategy::stats() const {
   s.interval =
       static_cast<int>(std::max<int64_t>(1, exchanges_ > 0 ? steps_ / exchanges_ : steps_));
   s.exchanges = exchanges_;
+  const bool adaptive = options_.trigger.period <= 0 && !trigger_.calibrating();
+  s.gossip_threshold = adaptive ? trigger_.threshold() : 0.0;
   return s;
 }
 

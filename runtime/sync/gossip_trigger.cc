@@ -31,15 +31,16 @@ double GossipTrigger::Delta(absl::Span<const float> x) const {
 
 void GossipTrigger::FinishCalibration() {
   calibrated_ = true;
-  if (calibration_deltas_.empty()) return;  // no firing in the window: θ stays as set
   std::vector<double> sorted = calibration_deltas_;
   std::sort(sorted.begin(), sorted.end());
   const size_t n = sorted.size();
   const double median = n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   threshold_ = options_.calibration_factor * median;
-  std::fprintf(stderr, "gossip: calibrated threshold θ = %.6g from %zu exchanges (median "
-               "δ %.6g over the first %lld steps)\n",
-               threshold_, n, median, static_cast<long long>(options_.calibration_steps));
+  std::fprintf(stderr,
+               "gossip: calibrated threshold θ = %.6g from %zu exchanges (median δ %.6g, an "
+               "exchange requested every %lld steps over the first %lld)\n",
+               threshold_, n, median, static_cast<long long>(options_.calibration_period),
+               static_cast<long long>(total_steps_));
 }
 
 bool GossipTrigger::Step(absl::Span<const float> x) {
@@ -54,7 +55,10 @@ bool GossipTrigger::Step(absl::Span<const float> x) {
       calibration_deltas_.push_back(delta_);
       due = true;
     }
-    if (total_steps_ >= options_.calibration_steps) FinishCalibration();
+    // A worker whose every exchange its peers requested has no δ yet: the window runs on.
+    if (total_steps_ >= options_.calibration_steps && !calibration_deltas_.empty()) {
+      FinishCalibration();
+    }
     return due;
   }
   if (options_.max_interval > 0 && steps_ >= options_.max_interval) return true;

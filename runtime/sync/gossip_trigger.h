@@ -5,11 +5,16 @@
 // (δ ≥ θ and s ≥ T_min) or s ≥ T_max. Fixed period p (gossiping SGD, the baseline): due when
 // s ≥ p. Reset (after an exchange) sets x_ref ← x, s ← 0, δ ← 0.
 //
-// Self-calibration (`calibrate`, §4b): for the first calibration_steps steps the trigger runs
-// with period calibration_period, computing δ at each firing (before the exchange) and recording
-// it; at the end of that window θ = calibration_factor · median(δ), and the adaptive rule above
-// takes over with that θ (T_min and T_max as set). Each worker calibrates its own θ, from its own
-// δ values; a restarted worker calibrates again.
+// Self-calibration (`calibrate`, §4b, §4g; the job's default unless it sets `threshold` or
+// `period`): for the first calibration_steps steps the trigger runs with period
+// calibration_period (the target interval K), computing δ at each firing (before the exchange)
+// and recording it, so the window itself requests an exchange every K steps; at the end of that
+// window θ = calibration_factor · median(δ) (κ = 1 by default: the median change over K steps),
+// and the adaptive rule above takes over with that θ (T_min and T_max as set), requesting an
+// exchange when the model has moved as far as it typically moves in K steps. A window in which
+// this worker never fired (every exchange requested by its peers) runs on until it has fired
+// once. Each worker calibrates its own θ, from its own δ values; a restarted worker calibrates
+// again.
 #ifndef HPTRAIN_RUNTIME_SYNC_GOSSIP_TRIGGER_H_
 #define HPTRAIN_RUNTIME_SYNC_GOSSIP_TRIGGER_H_
 
@@ -25,10 +30,12 @@ struct GossipTriggerOptions {
   int64_t min_interval = 1;   // T_min
   int64_t max_interval = 64;  // T_max; 0: no forced exchange
   int64_t period = 0;         // p > 0: fixed-period mode (θ, T_min and T_max unused)
-  bool calibrate = false;     // θ from the first steps' δ (threshold then unused); not with period
+  // θ from the first steps' δ (threshold then unused); not with period. Off here; a job's
+  // default is on unless it sets threshold or period (GossipOptionsFor).
+  bool calibrate = false;
   int64_t calibration_steps = 200;
-  int64_t calibration_period = 1;
-  double calibration_factor = 4.0;  // κ
+  int64_t calibration_period = 5;   // K, the job's targetInterval
+  double calibration_factor = 1.0;  // κ
 };
 
 class GossipTrigger {
@@ -50,7 +57,7 @@ class GossipTrigger {
 
   // θ in force: the option's, or the calibrated one once calibration ended.
   double threshold() const { return threshold_; }
-  // True while the calibration window runs (calibrate set, fewer than calibration_steps steps).
+  // True while the calibration window runs (calibrate set, θ not yet calibrated).
   bool calibrating() const { return options_.calibrate && !calibrated_; }
   // True once θ was calibrated; then calibration_deltas() holds the δ values it came from.
   bool calibrated() const { return calibrated_; }

@@ -66,6 +66,9 @@ struct StrategyStats {
   int interval = 1;
   // gossip: model exchanges this worker took part in so far (hptrain_gossip_exchanges_total).
   int64_t exchanges = 0;
+  // gossip: the threshold θ in force, calibrated or set; 0 with a fixed period and while the
+  // calibration window runs (the run summary's ranks[].threshold).
+  double gossip_threshold = 0;
 };
 
 // Running totals behind StrategyStats::compression_ratio.

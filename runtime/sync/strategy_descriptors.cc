@@ -135,7 +135,9 @@ std::vector<ParamSpec> BuildCatalogue() {
                       "pairs"));
   c.push_back(Default(AtLeast(Param("threshold", P::kNumber,
                                     "θ, the relative change of the model since the last exchange "
-                                    "that requests the next one"),
+                                    "that requests the next one; setting it turns "
+                                    "self-calibration off (the default applies with calibrate: "
+                                    "false)"),
                               0),
                       0.01));
   c.push_back(Default(AtLeast(Param("maxInterval", P::kInteger,
@@ -161,9 +163,24 @@ std::vector<ParamSpec> BuildCatalogue() {
   c.push_back(Default(Param("lockstep", P::kBoolean,
                             "the handshake in lock step (reproducible) instead of asynchronous"),
                       false));
-  c.push_back(Default(Param("calibrate", P::kBoolean,
-                            "set θ from the changes of the first 200 steps"),
-                      false));
+  // gossip's self-calibration (docs/algorithms.md §4g): on unless θ or a period is set, so its
+  // default is a rule rather than a value (a schema default would be written into every job).
+  ParamSpec calibrate = Param("calibrate", P::kBoolean,
+                              "set θ from the model's own change: the first calibrationSteps "
+                              "steps exchange every targetInterval steps and θ becomes the "
+                              "median change over that interval (false: θ = threshold)");
+  calibrate.default_doc = "true unless threshold or period is set";
+  c.push_back(calibrate);
+  c.push_back(Default(AtLeast(Param("targetInterval", P::kInteger,
+                                    "self-calibration: local steps between a worker's own "
+                                    "exchange requests that θ is calibrated for"),
+                              1),
+                      5));
+  c.push_back(Default(AtLeast(Param("calibrationSteps", P::kInteger,
+                                    "self-calibration: the local steps of the calibration "
+                                    "window"),
+                              1),
+                      200));
   c.push_back(Default(OpenClosedUnit(Param("pushRatio", P::kNumber,
                                            "fraction of each large tensor pushed per round")),
                       0.1));
@@ -211,8 +228,8 @@ ParamSpec With(absl::string_view name, T default_value) {
   return Default(CatalogueParam(name), default_value);
 }
 
-// gossip (docs/algorithms.md §4b): a fixed period replaces the adaptive trigger, so the two are
-// not combined, and calibrate sets θ itself.
+// gossip (docs/algorithms.md §4b, §4g): a fixed period replaces the adaptive trigger, so the two
+// are not combined; calibrate (on unless threshold or period is set) sets θ itself.
 absl::Status ValidateGossip(const StrategyOptions& s, absl::string_view path) {
   const int64_t min_interval = s.Int("minInterval");
   const int64_t max_interval = s.Int("maxInterval");
@@ -230,7 +247,7 @@ absl::Status ValidateGossip(const StrategyOptions& s, absl::string_view path) {
                      ".period is ", s.Int("period"), " (fixed-period gossip)");
     }
   }
-  if (s.Bool("calibrate")) {
+  if (s.Has("calibrate") && s.Bool("calibrate")) {
     if (s.Has("threshold")) {
       return Invalid(path, "threshold", "cannot be set with ", path,
                      ".calibrate: true (calibration sets the threshold)");
@@ -238,6 +255,28 @@ absl::Status ValidateGossip(const StrategyOptions& s, absl::string_view path) {
     if (s.Has("period")) {
       return Invalid(path, "calibrate", "applies only to the adaptive trigger, but ", path,
                      ".period is ", s.Int("period"), " (fixed-period gossip)");
+    }
+  }
+  // targetInterval and calibrationSteps tune the self-calibration: refused where it is off.
+  const bool calibrated = s.Has("calibrate") ? s.Bool("calibrate")
+                                             : !s.Has("threshold") && !s.Has("period");
+  for (const char* field : {"targetInterval", "calibrationSteps"}) {
+    if (!s.Has(field) || calibrated) continue;
+    const std::string why = s.Has("calibrate")   ? absl::StrCat(path, ".calibrate is false")
+                            : s.Has("threshold") ? absl::StrCat(path, ".threshold is set")
+                                                 : absl::StrCat(path, ".period is set");
+    return Invalid(path, field, "applies only to the self-calibrated trigger, but ", why);
+  }
+  if (calibrated) {
+    const int64_t target = s.Int("targetInterval");
+    if (max_interval > 0 && target > max_interval) {
+      return Invalid(path, "targetInterval", "must be <= ", path, ".maxInterval (",
+                     max_interval, "), got ", target);
+    }
+    if (s.Int("calibrationSteps") < target) {
+      return Invalid(path, "calibrationSteps", "must be >= ", path, ".targetInterval (", target,
+                     ": the window must request at least one exchange), got ",
+                     s.Int("calibrationSteps"));
     }
   }
   return absl::OkStatus();
@@ -366,7 +405,8 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
       "gossip", "adaptive gossip: pairwise model averages when the model has changed enough",
       {CatalogueParam("threshold"), CatalogueParam("maxInterval"), CatalogueParam("minInterval"),
        CatalogueParam("period"), CatalogueParam("variant"), CatalogueParam("lockstep"),
-       CatalogueParam("calibrate")});
+       CatalogueParam("calibrate"), CatalogueParam("targetInterval"),
+       CatalogueParam("calibrationSteps")});
   gossip.validate = ValidateGossip;
   gossip.traits.models_diverge = true;
   gossip.traits.exchanges_buffers = true;

@@ -394,6 +394,7 @@ void Trainer::Impl::FillStats(int epoch, int local_batch, double loss, double co
   stats->staleness = strategy_stats.staleness;
   stats->interval = strategy_stats.interval;
   stats->exchanges = strategy_stats.exchanges;
+  stats->gossip_threshold = strategy_stats.gossip_threshold;
   stats->corrupt_samples = train_data_->corrupt_samples() + test_data_->corrupt_samples();
   stats->amp_skipped_steps = precision_->skipped_steps();
   stats->loss_scale = precision_->loss_scale();

@@ -302,6 +302,7 @@ absl::Status UserLoop::EndStep() {
   stats.staleness = strategy_stats.staleness;
   stats.interval = strategy_stats.interval;
   stats.exchanges = strategy_stats.exchanges;
+  stats.gossip_threshold = strategy_stats.gossip_threshold;
   private_->epoch_timing.compute_seconds += compute;
   private_->epoch_timing.comm_seconds += times.comm;
   private_->epoch_timing.exposed_comm_seconds += times.exposed;

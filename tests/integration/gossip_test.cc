@@ -1,6 +1,9 @@
 // gossip (docs/algorithms.md §4) through the real binary: workers exchange models pairwise over
 // Gloo's point-to-point channels, with no all-reduce between evaluations. A short run on
 // synthetic data in every variant, a BatchNorm model, and the demo job's accuracy against ssgd.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -96,29 +99,61 @@ TEST(Gossip, TwoEpochAccuracyAgainstSsgd) {
   EXPECT_GE(gossip, ssgd - 1.5);
 }
 
-// calibrate: true (§4b self-calibration): after the first 200 steps every worker logs the θ it
-// calibrated, once, positive and finite, and the run finishes; with an explicit threshold the
-// job is refused before it starts, naming the field.
+// The default trigger (§4g self-calibration, on without a threshold or a period): after the
+// first 200 steps every worker logs the θ it calibrated, once, positive and finite, from
+// exchanges requested every targetInterval steps (so fewer than the window's steps), and the
+// run finishes; with calibrate: true and an explicit threshold the job is refused before it
+// starts, naming the field.
 TEST(Gossip, CalibrateLogsEachWorkersThresholdOnce) {
   TempDir dir;
   const std::string json = dir.path() + "/calibrate.json";
   ProcessResult r = RunProcess(
       {HptrainBinary(), "run", "examples/synthetic-mlp.yaml", "--quiet", "--output-json", json,
-       "--set", "spec.strategy.type=gossip", "--set", "spec.strategy.calibrate=true", "--set",
+       "--set", "spec.strategy.type=gossip", "--set", "spec.strategy.targetInterval=4", "--set",
        "spec.epochs=7"},  // 224 steps of 32 per epoch
       300);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string prefix = "gossip: calibrated threshold \u03b8 = ";
   int lines = 0;
+  std::vector<double> logged;
   for (size_t at = r.err.find(prefix); at != std::string::npos;
        at = r.err.find(prefix, at + 1)) {
     ++lines;
-    const double theta = std::strtod(r.err.c_str() + at + prefix.size(), nullptr);
+    const char* text = r.err.c_str() + at + prefix.size();
+    char* end = nullptr;
+    const double theta = std::strtod(text, &end);
+    logged.push_back(theta);
     EXPECT_GT(theta, 0.0) << r.err;
     EXPECT_TRUE(std::isfinite(theta)) << r.err;
-    EXPECT_NE(r.err.find("from 200 exchanges", at), std::string::npos) << r.err;
+    long firings = 0;
+    ASSERT_EQ(std::sscanf(end, " from %ld exchanges", &firings), 1) << r.err;
+    EXPECT_GE(firings, 1) << r.err;
+    EXPECT_LE(firings, 200 / 4) << r.err;  // never one per step of the window
+    EXPECT_NE(r.err.find("an exchange requested every 4 steps over the first 2", at),
+              std::string::npos)
+        << r.err;
   }
   EXPECT_EQ(lines, 2) << r.err;  // one per worker
+  // The run summary has each worker's calibrated θ (the log prints 6 significant digits).
+  nlohmann::json summary = nlohmann::json::parse(ReadFile(json), nullptr, false);
+  ASSERT_FALSE(summary.is_discarded());
+  ASSERT_EQ(summary["ranks"].size(), 2u);
+  for (const auto& rank : summary["ranks"]) {
+    const double theta = rank.at("threshold").get<double>();
+    bool found = false;
+    for (double l : logged) found = found || std::fabs(theta - l) <= 1e-5 * l;
+    EXPECT_TRUE(found) << "rank " << rank["rank"] << ": " << theta << "\n" << r.err;
+  }
+  // An explicit threshold: no calibration, and that θ in the run summary.
+  r = RunProcess({HptrainBinary(), "run", "examples/synthetic-mlp.yaml", "--quiet",
+                  "--output-json", json, "--set", "spec.strategy.type=gossip", "--set",
+                  "spec.strategy.threshold=0.05", "--set", "spec.epochs=7"},
+                 300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find(prefix), std::string::npos) << r.err;
+  summary = nlohmann::json::parse(ReadFile(json), nullptr, false);
+  ASSERT_FALSE(summary.is_discarded());
+  for (const auto& rank : summary["ranks"]) EXPECT_EQ(rank.at("threshold").get<double>(), 0.05);
 
   r = RunProcess({HptrainBinary(), "run", "examples/synthetic-mlp.yaml", "--quiet", "--set",
                   "spec.strategy.type=gossip", "--set", "spec.strategy.calibrate=true", "--set",

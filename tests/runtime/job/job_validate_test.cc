@@ -745,7 +745,7 @@ TEST(ValidateJobTest, StrategyTable) {
   EXPECT_THAT(StrategyParameters("quantized"), ElementsAre("bits", "bucketSize", "errorFeedback"));
   EXPECT_THAT(StrategyParameters("gossip"),
               ElementsAre("threshold", "maxInterval", "minInterval", "period", "variant",
-                          "lockstep", "calibrate"));
+                          "lockstep", "calibrate", "targetInterval", "calibrationSteps"));
   EXPECT_THAT(StrategyParameters("hps"), ElementsAre("bits", "staleness"));
   EXPECT_THAT(StrategyParameters("localsgd"), ElementsAre("interval"));
   EXPECT_THAT(StrategyParameters("hierarchical"),

@@ -287,21 +287,26 @@ TEST(RunSummaryTest, WorkerAccuracySpreadRoundTripsAndIsAbsentWithout) {
               HasSubstr("final.worker_test_accuracy.ranks[0]: expected a number"));
 }
 
-// gossip: each rank's model exchanges are written and read back; other strategies' summaries
-// have no such key, and summaries written without it read as 0.
+// gossip: each rank's model exchanges and threshold are written and read back; other
+// strategies' summaries have no such keys, and summaries written without them read as 0.
 TEST(RunSummaryTest, GossipExchangesPerRankRoundTrip) {
   RunSummary s = Example();
   EXPECT_THAT(RunSummaryToJson(s), ::testing::Not(HasSubstr("\"exchanges\"")));
+  EXPECT_THAT(RunSummaryToJson(s), ::testing::Not(HasSubstr("\"threshold\"")));
   s.strategy = "gossip";
   s.ranks[0].exchanges = 41;
+  s.ranks[0].threshold = 0.0625;  // θ, as the trigger calibrated it
   const std::string json = RunSummaryToJson(s);
   EXPECT_THAT(json, HasSubstr("\"exchanges\": 41"));
+  EXPECT_THAT(json, HasSubstr("\"threshold\": 0.0625"));
   auto parsed = RunSummaryFromJson(json);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->ranks[0].exchanges, 41);
+  EXPECT_EQ(parsed->ranks[0].threshold, 0.0625);
   auto older = RunSummaryFromJson(RunSummaryToJson(Example()));
   ASSERT_TRUE(older.ok()) << older.status();
   EXPECT_EQ(older->ranks[0].exchanges, 0);
+  EXPECT_EQ(older->ranks[0].threshold, 0.0);
 }
 
 }  // namespace

@@ -549,10 +549,21 @@ TEST(GossipJob, ParsesTheStrategyBlock) {
   spec = Parse("    type: gossip\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
   options = GossipOptionsFor(*spec);
-  EXPECT_EQ(options.trigger.threshold, 0.01);
+  EXPECT_EQ(options.trigger.threshold, 0.01);  // the starting θ, until calibration sets it
   EXPECT_EQ(options.trigger.max_interval, 64);
   EXPECT_EQ(options.trigger.min_interval, 1);
+  EXPECT_TRUE(options.trigger.calibrate);
+  EXPECT_EQ(options.trigger.calibration_period, 5);  // targetInterval
+  EXPECT_EQ(options.trigger.calibration_steps, 200);
+  EXPECT_EQ(options.trigger.calibration_factor, 1.0);
   EXPECT_EQ(options.variant, GossipVariant::kPairwise);
+  spec = Parse("    type: gossip\n    targetInterval: 8\n    calibrationSteps: 64\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(job::ValidateJob(*spec).ok()) << job::ValidateJob(*spec);
+  options = GossipOptionsFor(*spec);
+  EXPECT_TRUE(options.trigger.calibrate);
+  EXPECT_EQ(options.trigger.calibration_period, 8);
+  EXPECT_EQ(options.trigger.calibration_steps, 64);
   // No exchange at all: a threshold no change reaches, no forced exchange (job files take
   // finite numbers only).
   spec = Parse("    type: gossip\n    threshold: 1e300\n    maxInterval: 0\n");
@@ -590,13 +601,15 @@ TEST(GossipJob, RejectsBadFieldsNamingThem) {
   }
 }
 
-// ---- Self-calibration of θ (§4b: period 1 for 200 steps, then θ = 4 · median δ) -------------
+// ---- Self-calibration of θ (§4b: a window at a fixed period, then θ = κ · median δ) ----------
 
 // Each step moves x[1] to a known distance d_k from x_ref = (8, 0, ...) (δ = d_k / 8) and the
 // exchange that follows resets the reference to (8, 0, ...) again.
 TEST(GossipTrigger, CalibrationFiresEveryStepThenSetsFourTimesTheMedianDelta) {
   GossipTriggerOptions options;
   options.calibrate = true;
+  options.calibration_period = 1;  // §4b's window: every step, κ = 4
+  options.calibration_factor = 4;
   options.threshold = kInf;  // unused while calibrating, replaced after it
   options.max_interval = 0;
   GossipTrigger trigger(options);
@@ -634,6 +647,7 @@ TEST(GossipTrigger, CalibrationWindowAndPeriodAreOptions) {
   options.calibrate = true;
   options.calibration_steps = 6;
   options.calibration_period = 2;
+  options.calibration_factor = 4;
   options.max_interval = 0;
   GossipTrigger trigger(options);
   std::vector<float> x = ReferenceModel();
@@ -659,9 +673,18 @@ TEST(GossipJob, CalibrateIsABoolForTheAdaptiveTriggerOnly) {
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(job::ValidateJob(*spec).ok()) << job::ValidateJob(*spec);
   EXPECT_TRUE(GossipOptionsFor(*spec).trigger.calibrate);
+  // On by default; off with an explicit threshold, a period or calibrate: false.
   spec = Parse("    type: gossip\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_FALSE(GossipOptionsFor(*spec).trigger.calibrate);
+  EXPECT_TRUE(GossipOptionsFor(*spec).trigger.calibrate);
+  for (const char* off :
+       {"    type: gossip\n    threshold: 0.02\n", "    type: gossip\n    period: 4\n",
+        "    type: gossip\n    calibrate: false\n"}) {
+    spec = Parse(off);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_TRUE(job::ValidateJob(*spec).ok()) << off << job::ValidateJob(*spec);
+    EXPECT_FALSE(GossipOptionsFor(*spec).trigger.calibrate) << off;
+  }
   const std::pair<const char*, const char*> cases[] = {
       {"    type: gossip\n    calibrate: true\n    threshold: 0.1\n", "spec.strategy.threshold"},
       {"    type: gossip\n    calibrate: true\n    period: 2\n", "spec.strategy.calibrate"},
@@ -678,6 +701,195 @@ TEST(GossipJob, CalibrateIsABoolForTheAdaptiveTriggerOnly) {
   spec = Parse("    type: gossip\n    calibrate: false\n    threshold: 0.1\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(job::ValidateJob(*spec).ok());
+}
+
+// ---- The default trigger (§4g: calibrated for an exchange every targetInterval steps) ---------
+
+// One worker's trigger with the job's defaults, on a fake model that moves by speed · 0.5 in x[1]
+// per step from x_ref = (8, 0, ...), its own exchanges resetting it to that reference: δ after k
+// steps at a constant speed is k · speed / 16.
+struct Firings {
+  std::vector<int> steps;  // the step numbers at which the trigger fired
+  // Steps between consecutive firings (not the partial interval before the first).
+  std::vector<int> Intervals() const {
+    std::vector<int> out;
+    for (size_t i = 1; i < steps.size(); ++i) out.push_back(steps[i] - steps[i - 1]);
+    return out;
+  }
+};
+
+GossipTriggerOptions DefaultTriggerOptions() {
+  auto spec = Parse("    type: gossip\n");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return GossipOptionsFor(*spec).trigger;
+}
+
+// Steps the trigger `steps` times, the model moving by speed(k) · 0.5 at step k.
+template <typename Speed>
+Firings StepModel(GossipTrigger& trigger, int first, int steps, Speed speed,
+                  std::vector<float>& x) {
+  Firings f;
+  for (int k = first; k < first + steps; ++k) {
+    x[1] += 0.5f * static_cast<float>(speed(k));
+    if (trigger.Step(x)) {
+      f.steps.push_back(k);
+      x = ReferenceModel();  // the exchange
+      trigger.Reset(x);
+    }
+  }
+  return f;
+}
+
+TEST(GossipTrigger, DefaultCalibratesForAnExchangeEveryTargetInterval) {
+  const GossipTriggerOptions options = DefaultTriggerOptions();
+  ASSERT_TRUE(options.calibrate);
+  const int target = static_cast<int>(options.calibration_period);
+  const int window = static_cast<int>(options.calibration_steps);
+  ASSERT_GT(target, 1);
+  GossipTrigger trigger(options);
+  std::vector<float> x = ReferenceModel();
+  trigger.Reset(x);
+  // The window requests an exchange every `target` steps, never every step.
+  Firings f = StepModel(trigger, 1, window, [](int) { return 1.0; }, x);
+  ASSERT_TRUE(trigger.calibrated());
+  ASSERT_EQ(f.steps.size(), static_cast<size_t>(window / target));
+  for (size_t i = 0; i < f.steps.size(); ++i) EXPECT_EQ(f.steps[i], target * (i + 1));
+  // θ = the median change over `target` steps (every one the same here).
+  EXPECT_NEAR(trigger.threshold(), target / 16.0, 1e-9);
+  // After it, the adaptive trigger at the same speed: still every `target` steps.
+  f = StepModel(trigger, window + 1, 20 * target, [](int) { return 1.0; }, x);
+  EXPECT_EQ(f.steps.size(), 20u);
+  for (int interval : f.Intervals()) EXPECT_EQ(interval, target);
+}
+
+// With the model's change per step doubled the calibrated trigger fires about twice as often;
+// halved, half as often; nearly still, at T_max.
+TEST(GossipTrigger, DefaultAdaptsToTheModelsChangeAfterCalibration) {
+  GossipTriggerOptions options = DefaultTriggerOptions();
+  const int target = static_cast<int>(options.calibration_period);  // 5
+  const int window = static_cast<int>(options.calibration_steps);
+  GossipTrigger trigger(options);
+  std::vector<float> x = ReferenceModel();
+  trigger.Reset(x);
+  StepModel(trigger, 1, window, [](int) { return 1.0; }, x);
+  ASSERT_TRUE(trigger.calibrated());
+  // Speed s: δ after k steps is k·s/16 ≥ target/16 from k = ceil(target / s) on.
+  auto interval_at = [&](double speed) {
+    Firings f = StepModel(trigger, 1, 400, [&](int) { return speed; }, x);
+    const std::vector<int> intervals = f.Intervals();
+    EXPECT_GE(intervals.size(), 3u) << "speed " << speed;
+    for (int i : intervals) EXPECT_EQ(i, intervals.front()) << "speed " << speed;
+    return intervals.empty() ? -1 : intervals.front();
+  };
+  EXPECT_EQ(interval_at(2.0), (target + 1) / 2);  // 3
+  EXPECT_EQ(interval_at(0.5), 2 * target);        // 10
+  EXPECT_EQ(interval_at(0.25), 4 * target);       // 20
+  EXPECT_EQ(interval_at(0.01), options.max_interval);
+  // The change growing step by step (a model speeding up): the intervals shrink.
+  Firings f = StepModel(trigger, 1, 300, [](int k) { return 0.25 + k / 100.0; }, x);
+  const std::vector<int> intervals = f.Intervals();
+  ASSERT_GE(intervals.size(), 10u);
+  EXPECT_GT(intervals.front(), intervals.back());
+  for (size_t i = 1; i < intervals.size(); ++i) EXPECT_LE(intervals[i], intervals[i - 1]);
+}
+
+// A worker whose peers request every exchange it takes part in (each resets its trigger before
+// its own count reaches the target) has no δ at the window's end: the window runs on until it
+// fires once.
+TEST(GossipTrigger, CalibrationWaitsForTheWorkersOwnFiring) {
+  GossipTriggerOptions options = DefaultTriggerOptions();
+  const int target = static_cast<int>(options.calibration_period);
+  const int window = static_cast<int>(options.calibration_steps);
+  GossipTrigger trigger(options);
+  std::vector<float> x = ReferenceModel();
+  trigger.Reset(x);
+  for (int k = 1; k <= window + 10; ++k) {
+    x[1] += 0.5f;
+    ASSERT_FALSE(trigger.Step(x)) << k;
+    if (k % (target - 1) == 0) {  // served by a peer
+      x = ReferenceModel();
+      trigger.Reset(x);
+    }
+  }
+  EXPECT_TRUE(trigger.calibrating());
+  x = ReferenceModel();
+  trigger.Reset(x);
+  Firings f = StepModel(trigger, 1, target, [](int) { return 1.0; }, x);
+  EXPECT_EQ(f.steps, std::vector<int>{target});
+  ASSERT_TRUE(trigger.calibrated());
+  EXPECT_NEAR(trigger.threshold(), target / 16.0, 1e-9);
+}
+
+// An explicit threshold turns calibration off: the trigger fires on θ from the first step.
+TEST(GossipTrigger, ExplicitThresholdDisablesCalibration) {
+  auto spec = Parse("    type: gossip\n    threshold: 0.1\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  GossipTrigger trigger(GossipOptionsFor(*spec).trigger);
+  EXPECT_FALSE(trigger.calibrating());
+  std::vector<float> x = ReferenceModel();
+  trigger.Reset(x);
+  // δ = k / 16 ≥ 0.1 at k = 2 on every interval.
+  Firings f = StepModel(trigger, 1, 20, [](int) { return 1.0; }, x);
+  EXPECT_EQ(f.steps, (std::vector<int>{2, 4, 6, 8, 10, 12, 14, 16, 18, 20}));
+  EXPECT_FALSE(trigger.calibrated());
+  EXPECT_EQ(trigger.threshold(), 0.1);
+}
+
+// Four workers with the default trigger in the calibration window: every exchange is requested
+// by a worker whose count since its last exchange reached targetInterval, so the pairs over the
+// run are at most world · steps / targetInterval (p = 1 forms about one pair per two workers per
+// step).
+TEST(Gossip, DefaultWindowExchangesAtTheTargetRate) {
+  job::JobSpec spec = GossipJob();
+  const int world = 4, steps = 40;
+  const int target = static_cast<int>(spec.strategy.Int("targetInterval"));
+  Trace trace = Drive(spec, world, steps, 64);
+  int64_t exchanges = 0;
+  for (int r = 0; r < world; ++r) {
+    ASSERT_EQ(trace.errors[r], "") << "rank " << r;
+    exchanges += trace.exchanges[r];
+  }
+  EXPECT_GT(exchanges, 0);
+  EXPECT_LE(exchanges / 2, world * steps / target);
+  job::JobSpec fixed = GossipJob();
+  fixed.strategy.Set("period", 1);
+  Trace p1 = Drive(fixed, world, steps, 64);
+  int64_t p1_exchanges = 0;
+  for (int r = 0; r < world; ++r) p1_exchanges += p1.exchanges[r];
+  EXPECT_GT(p1_exchanges, 2 * exchanges);
+}
+
+TEST(GossipJob, CalibrationOptionsAreValidatedNamingTheField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"    type: gossip\n    targetInterval: 0\n", "spec.strategy.targetInterval"},
+      {"    type: gossip\n    calibrationSteps: 0\n", "spec.strategy.calibrationSteps"},
+      {"    type: gossip\n    targetInterval: often\n", "spec.strategy.targetInterval"},
+      {"    type: gossip\n    threshold: 0.1\n    targetInterval: 4\n",
+       "spec.strategy.targetInterval"},
+      {"    type: gossip\n    period: 2\n    calibrationSteps: 50\n",
+       "spec.strategy.calibrationSteps"},
+      {"    type: gossip\n    calibrate: false\n    targetInterval: 4\n",
+       "spec.strategy.targetInterval"},
+      {"    type: gossip\n    targetInterval: 80\n", "spec.strategy.targetInterval"},
+      {"    type: gossip\n    targetInterval: 8\n    calibrationSteps: 7\n",
+       "spec.strategy.calibrationSteps"},
+      {"    type: ssgd\n    targetInterval: 4\n", "spec.strategy.targetInterval"},
+      {"    type: localsgd\n    calibrationSteps: 40\n", "spec.strategy.calibrationSteps"},
+  };
+  for (const auto& [yaml, path] : cases) {
+    auto spec = Parse(yaml);
+    absl::Status status = spec.ok() ? job::ValidateJob(*spec) : spec.status();
+    EXPECT_FALSE(status.ok()) << yaml;
+    EXPECT_NE(status.message().find(path), std::string::npos) << yaml << " -> " << status;
+  }
+  // targetInterval up to maxInterval; maxInterval: 0 bounds nothing.
+  for (const char* ok : {"    type: gossip\n    targetInterval: 80\n    maxInterval: 0\n",
+                         "    type: gossip\n    targetInterval: 64\n",
+                         "    type: gossip\n    calibrate: true\n    calibrationSteps: 5\n"}) {
+    auto spec = Parse(ok);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_TRUE(job::ValidateJob(*spec).ok()) << ok << job::ValidateJob(*spec);
+  }
 }
 
 }  // namespace
