@@ -696,9 +696,13 @@ JobSpec WithOwnParameters(const std::string& type) {
   JobSpec spec = ValidSpec();
   spec.strategy.type = type;
   for (const std::string& key : StrategyParameters(type)) {
-    if (key == "bits") spec.strategy.Set("bits", "dynamic");
+    if (key == "bits" && type == "auto") spec.strategy.Set("bits", 4);  // auto's are integers
+    if (key == "bits" && type != "auto") spec.strategy.Set("bits", "dynamic");
     if (key == "bucketSize") spec.strategy.Set("bucketSize", 512);
-    if (key == "density") spec.strategy.Set("density", 0.01);
+    if (key == "density" && type != "auto") spec.strategy.Set("density", 0.01);
+    if (key == "probeSteps") spec.strategy.Set("probeSteps", 10);
+    if (key == "compressAbove") spec.strategy.Set("compressAbove", 0.5);
+    if (key == "compressor") spec.strategy.Set("compressor", "quantized");
     if (key == "errorFeedback") spec.strategy.Set("errorFeedback", true);
     if (key == "interval") spec.strategy.Set("interval", 4);
     if (key == "warmupEpochs") spec.strategy.Set("warmupEpochs", 1);
@@ -738,11 +742,16 @@ TEST(ValidateJobTest, EveryStrategyAcceptsItsOwnParameters) {
 }
 
 TEST(ValidateJobTest, StrategyTable) {
-  EXPECT_EQ(StrategyTypes().size(), 12u);
+  EXPECT_EQ(StrategyTypes().size(), 13u);
   EXPECT_EQ(StrategyTypes().front(), "ssgd");
   EXPECT_THAT(StrategyParameters("ssgd"), IsEmpty());
   EXPECT_THAT(StrategyParameters("ps"), IsEmpty());
-  EXPECT_THAT(StrategyParameters("quantized"), ElementsAre("bits", "bucketSize", "errorFeedback"));
+  EXPECT_THAT(StrategyParameters("quantized"),
+              ElementsAre("bits", "bucketSize", "errorFeedback", "denseFallback", "probeSteps",
+                          "compressAbove"));
+  EXPECT_THAT(StrategyParameters("auto"),
+              ElementsAre("compressor", "probeSteps", "compressAbove", "bits", "bucketSize",
+                          "errorFeedback", "density"));
   EXPECT_THAT(StrategyParameters("gossip"),
               ElementsAre("threshold", "maxInterval", "minInterval", "period", "variant",
                           "lockstep", "calibrate"));
