@@ -328,7 +328,40 @@ INSTANTIATE_TEST_SUITE_P(
                s.strategy.Set("compression.type", "quantized");
              },
              "spec.strategy.compression: does not apply to strategy quantized (quantized takes "
-             "bits, bucketSize, errorFeedback)"},
+             "bits, bucketSize, errorFeedback, denseFallback, probeSteps, compressAbove)"},
+        Case{"ProbeStepsOnFixedBitsWithoutFallback",
+             [](JobSpec& s) {
+               s.strategy.type = "quantized";
+               s.strategy.Set("probeSteps", 10);
+             },
+             "spec.strategy.probeSteps: applies only to bits dynamic or with "
+             "spec.strategy.denseFallback: true"},
+        Case{"DenseFallbackWithDynamicBits",
+             [](JobSpec& s) {
+               s.strategy.type = "quantized";
+               s.strategy.Set("bits", "dynamic");
+               s.strategy.Set("denseFallback", true);
+             },
+             "spec.strategy.denseFallback: applies only to a fixed bit width (bits dynamic always "
+             "probes first)"},
+        Case{"AutoDensityWithQuantized",
+             [](JobSpec& s) {
+               s.strategy.type = "auto";
+               s.strategy.Set("density", 0.05);
+             },
+             "spec.strategy.density: applies only to compressor topk, got compressor quantized"},
+        Case{"AutoProbeOfOneStep",
+             [](JobSpec& s) {
+               s.strategy.type = "auto";
+               s.strategy.Set("probeSteps", 1);
+             },
+             "spec.strategy.probeSteps: must be >= 2, got 1"},
+        Case{"AutoUnknownCompressor",
+             [](JobSpec& s) {
+               s.strategy.type = "auto";
+               s.strategy.Set("compressor", "dgc");
+             },
+             "spec.strategy.compressor: "},
         Case{"CompressionOnDefaultSsgd", [](JobSpec& s) { s.strategy.Set("compression.bits", 8); },
              "spec.strategy.compression: does not apply to strategy ssgd"},
         Case{"CompressionUnknownType",
