@@ -388,7 +388,6 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
   all.push_back(quantized);
   // auto's quantized widths: 16 is compressor fp16, 32 and dynamic are not compressions to pick.
   ParamSpec auto_bits = CatalogueParam("bits");
-  auto_bits.type = P::kInteger;
   auto_bits.enum_values = {"1", "2", "4", "8"};
   auto_bits.words = {};
   auto_bits.doc = "compressor quantized: bits per gradient element on the wire";

@@ -2,6 +2,7 @@
 // the run summary names what it picked and the figures why, rank 0 logs it once, and the bytes
 // agree with the pick. Which pick a real clock leads to is not asserted: with compressAbove set
 // out of reach the pick is fp32 whatever the clocks say, and then every step is ssgd's ring.
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,7 @@ TEST(Auto, SummaryNamesThePickAndTheFigures) {
 
   // The default threshold: either pick, named, and the bytes to match.
   const Outcome def = RunAuto(dir, "default", {});
+  std::cout << "default threshold: " << def.decision << "\n";
   const bool fp32 = def.decision.rfind("picked fp32 (ssgd's all-reduce): ", 0) == 0;
   const bool q8 = def.decision.rfind("picked quantized 8 bits: ", 0) == 0;
   EXPECT_TRUE(fp32 || q8) << def.decision;
