@@ -7,7 +7,8 @@
 // ranks agree on picks, for the rest of the run, ssgd (when exposed communication stays at or
 // below `compressAbove` × compute) or the compressor. Every bucket of a step goes through the
 // same one. When it keeps ssgd the run is ssgd's, bit for bit: the same reducer on the same
-// gradients; the one extra collective (four floats) changes no gradient.
+// gradients; the one extra collective (the probe's times, 3 floats per rank and step) changes no
+// gradient.
 #include <cstdio>
 #include <memory>
 #include <string>

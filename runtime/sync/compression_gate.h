@@ -4,14 +4,19 @@
 //
 //   1. Probe. For `probe_steps` steps from the run's (or resumed run's) first step the strategy
 //      exchanges in fp32, as ssgd does, and the client hands each step's times to Record
-//      (Strategy::OnStepTiming): compute, and the communication that computation did not hide
-//      (exposed). The window's first step is left out (its one-time costs).
+//      (Strategy::OnStepTiming): compute, communication, and the communication that computation
+//      did not hide (exposed). The window's first step is left out (its one-time costs).
 //   2. Agree. At the first bucket of step start + probe_steps, on the exchange's thread, Decide
-//      all-reduces the three sums (compute, communication, exposed communication) over the ranks:
-//      one small collective, so that every rank takes the same decision from the same figures.
-//   3. Decide. Compress when the mean exposed communication per step exceeds `compress_above`
-//      times the mean compute per step; otherwise stay fp32. The figures stay in describe() for
-//      the run summary and the log.
+//      gathers every rank's per-step times with one small all-reduce (3 floats per rank and
+//      measured step, each rank filling its own slots), so that every rank takes the same
+//      decision from the same figures.
+//   3. Decide. A synchronous exchange ends on every rank at about the same time, so a rank that
+//      finished its backward early waits for the last one as well as for the wire: its exposed
+//      time is partly load imbalance, which compression does not remove. The rank that waited
+//      least in a step waited for the wire alone, so the step's cost of communication is the
+//      least exposed time over the ranks. Compress when the sum of those over the window exceeds
+//      `compress_above` times the window's compute (the mean over ranks); otherwise stay fp32.
+//      The figures stay in describe() for the run summary and the log.
 //
 // A run with fewer steps than the window stays fp32. The decision is kept in checkpoints
 // (SaveState / Restore), so that a resumed run does not probe again.
@@ -36,7 +41,7 @@ namespace hptrain::sync {
 // The gate's parameters (strategy options probeSteps and compressAbove).
 struct GateOptions {
   int64_t probe_steps = 20;     // steps measured in fp32 before deciding (at least 2)
-  double compress_above = 0.25;  // compress when exposed communication > this × compute
+  double compress_above = 0.5;   // compress when exposed communication > this × compute
 };
 
 class CompressionGate {
@@ -62,8 +67,8 @@ class CompressionGate {
   bool compressing() const { return choice() == Choice::kCompressed; }
 
   // The figures the decision was taken from, e.g. "exposed communication 41 % of compute (6.20 of
-  // 15.10 ms per step, communication 7.00 ms, steps 1-19, mean over 2 ranks) > 25 %"; while
-  // probing, "probing in fp32 until step 20".
+  // 15.10 ms per step, the least over 2 ranks in each step; communication 7.00 ms; steps 1-19)
+  // <= 50 %"; while probing, "probing in fp32 until step 20".
   std::string describe() const;
 
   // The decision as a checkpoint section's values ({} while probing), and back. Restore with an
@@ -77,9 +82,12 @@ class CompressionGate {
   mutable std::mutex mu_;
   int64_t start_ = 0;
   Choice choice_ = Choice::kProbing;
-  // Sums over the window's measured steps, then (once decided) the means over ranks per step.
+  // This rank's times of the window's measured steps (step start + 1 + i at i), {compute,
+  // communication, exposed}.
+  std::vector<StepTiming> measured_;
+  // Once decided: per step, the mean compute and communication over ranks and the least exposed
+  // communication over ranks, averaged over the window's steps.
   double compute_ = 0, comm_seconds_ = 0, exposed_ = 0;
-  int64_t measured_steps_ = 0;
   bool restored_ = false;
 };
 

@@ -189,7 +189,7 @@ std::vector<ParamSpec> BuildCatalogue() {
                       false));
   c.push_back(Default(OpenClosedUnit(Param("damping", P::kNumber,
                                            "share of the predicted change applied")),
-                      0.25));
+                      0.5));
   ParamSpec staleness = Param("staleness", P::kInteger,
                               "model versions a worker may run ahead of the parameter server "
                               "(0 = synchronous)");
@@ -212,7 +212,7 @@ std::vector<ParamSpec> BuildCatalogue() {
                                     "compress when the probe's exposed communication exceeds "
                                     "this fraction of its compute"),
                               0),
-                      0.25));
+                      0.5));
   c.push_back(Default(Param("denseFallback", P::kBoolean,
                             "probe first and stay fp32 (as ssgd) where the link is fast enough "
                             "(probeSteps, compressAbove)"),

@@ -265,11 +265,11 @@ TEST(DynamicBits, HalvesWhenCommunicationIsExposedAndDoublesWhenItIsCheap) {
   SimOptions o;
   o.steps = 9;
   o.steps_per_epoch = 1;
-  // The probe (steps 0-1, 32 bits) sees communication exposed 30 % of compute: 8 bits from step 2.
+  // The probe (steps 0-1, 32 bits) sees communication exposed 60 % of compute: 8 bits from step 2.
   o.step_timing = [](int, int) {
     StepTiming t;
     t.compute_seconds = 1.0;
-    t.exposed_comm_seconds = 0.3;
+    t.exposed_comm_seconds = 0.6;
     return t;
   };
   // Epochs 2-4: communication exposed (30 % of compute); epochs 5-8: cheap.
