@@ -3,10 +3,13 @@
 // threshold the run is ssgd's bit for bit, above it the compressor's; every rank decides the same
 // from the times agreed over all ranks.
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/comm/loopback_transport.h"
 #include "runtime/sync/compression_gate.h"
 #include "tests/runtime/sync/strategy_harness.h"
 
@@ -182,6 +185,29 @@ TEST(Auto, TheDecisionIsCheckpointed) {
   ASSERT_TRUE(r.ok) << r.error;
   ASSERT_EQ(r.sections[0].count("auto.gate"), 1u);
   EXPECT_EQ(r.sections[0].at("auto.gate"), std::vector<float>{1.0f});
+}
+
+// A resumed run keeps the checkpoint's decision and does not probe again.
+TEST(CompressionGate, RestoredDecisionStandsWithoutAProbe) {
+  comm::TransportCommunicator comm(
+      std::make_unique<comm::LoopbackTransport>(std::make_shared<comm::LoopbackHub>(1), 0));
+  GateOptions options;
+  options.probe_steps = 5;
+  CompressionGate gate(options, &comm);
+  gate.Restore({1.0f});
+  gate.Start(100);
+  EXPECT_EQ(gate.choice(), CompressionGate::Choice::kCompressed);
+  auto choice = gate.Decide(100);
+  ASSERT_TRUE(choice.ok()) << choice.status();
+  EXPECT_EQ(*choice, CompressionGate::Choice::kCompressed);
+  EXPECT_EQ(gate.describe(), "decided before the checkpoint this run resumed from");
+  EXPECT_EQ(gate.Save(), std::vector<float>{1.0f});
+  // Without a saved decision it probes from the resumed step.
+  CompressionGate fresh(options, &comm);
+  fresh.Restore({});
+  fresh.Start(100);
+  EXPECT_EQ(fresh.describe(), "probing in fp32 until step 105");
+  EXPECT_TRUE(fresh.Save().empty());
 }
 
 // quantized with a fixed width and denseFallback: the same gate.
