@@ -25,15 +25,11 @@ namespace {
 StrategyOptions CompressorOptions(const StrategyOptions& options) {
   StrategyOptions inner;
   inner.type = options.String("compressor");
-  for (const char* name : {"bits", "bucketSize", "errorFeedback", "density"}) {
+  for (const char* name : {"bucketSize", "errorFeedback"}) {
     const OptionValue* value = options.Find(name);
-    if (value == nullptr) continue;
-    const bool shared = inner.type == "quantized" ? std::string(name) != "density"
-                        : inner.type == "fp16"    ? std::string(name) == "bucketSize" ||
-                                                     std::string(name) == "errorFeedback"
-                                                  : std::string(name) == "density" ||
-                                                     std::string(name) == "errorFeedback";
-    if (shared) inner.SetValue(name, *value);
+    // topk has no buckets of quantization.
+    const bool shared = inner.type != "topk" || std::string(name) == "errorFeedback";
+    if (value != nullptr && shared) inner.SetValue(name, *value);
   }
   return inner;
 }

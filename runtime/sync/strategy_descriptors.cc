@@ -199,8 +199,8 @@ std::vector<ParamSpec> BuildCatalogue() {
                             "also average the optimizer state at every global sync"),
                       false));
   c.push_back(Default(Enum(Param("compressor", P::kEnum,
-                                 "the compression auto picks on a slow link: quantized (bits, "
-                                 "with error feedback), fp16 or topk (density)"),
+                                 "the compression auto picks on a slow link: quantized (8 bits, "
+                                 "with error feedback), fp16 or topk (density 0.01)"),
                            {"quantized", "fp16", "topk"}, "compressor"),
                       "quantized"));
   c.push_back(Default(AtLeast(Param("probeSteps", P::kInteger,
@@ -315,9 +315,7 @@ absl::Status ValidateAuto(const StrategyOptions& s, absl::string_view path) {
   const struct {
     const char* param;
     std::vector<std::string> compressors;
-  } owned[] = {{"bits", {"quantized"}},
-               {"bucketSize", {"quantized", "fp16"}},
-               {"density", {"topk"}}};
+  } owned[] = {{"bucketSize", {"quantized", "fp16"}}};
   for (const auto& [param, compressors] : owned) {
     if (!s.Has(param) ||
         std::find(compressors.begin(), compressors.end(), compressor) != compressors.end()) {
@@ -386,16 +384,11 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
        CatalogueParam("compressAbove")}));
   quantized.validate = ValidateQuantized;
   all.push_back(quantized);
-  // auto's quantized widths: 16 is compressor fp16, 32 and dynamic are not compressions to pick.
-  ParamSpec auto_bits = CatalogueParam("bits");
-  auto_bits.enum_values = {"1", "2", "4", "8"};
-  auto_bits.words = {};
-  auto_bits.doc = "compressor quantized: bits per gradient element on the wire";
   StrategyDescriptor automatic = on_device(Strategy(
       "auto", "ssgd or a compressor, picked from the times of the first steps",
       {CatalogueParam("compressor"), CatalogueParam("probeSteps"),
-       CatalogueParam("compressAbove"), auto_bits, CatalogueParam("bucketSize"),
-       CatalogueParam("errorFeedback"), With("density", 0.01)}));
+       CatalogueParam("compressAbove"), CatalogueParam("bucketSize"),
+       CatalogueParam("errorFeedback")}));
   automatic.validate = ValidateAuto;
   all.push_back(automatic);
   all.push_back(sparse(Strategy("topk", "the largest density·n gradient elements, all-gathered",

@@ -344,12 +344,14 @@ INSTANTIATE_TEST_SUITE_P(
              },
              "spec.strategy.denseFallback: applies only to a fixed bit width (bits dynamic always "
              "probes first)"},
-        Case{"AutoDensityWithQuantized",
+        Case{"AutoBucketSizeWithTopk",
              [](JobSpec& s) {
                s.strategy.type = "auto";
-               s.strategy.Set("density", 0.05);
+               s.strategy.Set("compressor", "topk");
+               s.strategy.Set("bucketSize", 256);
              },
-             "spec.strategy.density: applies only to compressor topk, got compressor quantized"},
+             "spec.strategy.bucketSize: applies only to compressor quantized or fp16, got "
+             "compressor topk"},
         Case{"AutoProbeOfOneStep",
              [](JobSpec& s) {
                s.strategy.type = "auto";
@@ -729,10 +731,9 @@ JobSpec WithOwnParameters(const std::string& type) {
   JobSpec spec = ValidSpec();
   spec.strategy.type = type;
   for (const std::string& key : StrategyParameters(type)) {
-    if (key == "bits" && type == "auto") spec.strategy.Set("bits", 4);  // auto's are integers
-    if (key == "bits" && type != "auto") spec.strategy.Set("bits", "dynamic");
+    if (key == "bits") spec.strategy.Set("bits", "dynamic");
     if (key == "bucketSize") spec.strategy.Set("bucketSize", 512);
-    if (key == "density" && type != "auto") spec.strategy.Set("density", 0.01);
+    if (key == "density") spec.strategy.Set("density", 0.01);
     if (key == "probeSteps") spec.strategy.Set("probeSteps", 10);
     if (key == "compressAbove") spec.strategy.Set("compressAbove", 0.5);
     if (key == "compressor") spec.strategy.Set("compressor", "quantized");
@@ -783,8 +784,8 @@ TEST(ValidateJobTest, StrategyTable) {
               ElementsAre("bits", "bucketSize", "errorFeedback", "denseFallback", "probeSteps",
                           "compressAbove"));
   EXPECT_THAT(StrategyParameters("auto"),
-              ElementsAre("compressor", "probeSteps", "compressAbove", "bits", "bucketSize",
-                          "errorFeedback", "density"));
+              ElementsAre("compressor", "probeSteps", "compressAbove", "bucketSize",
+                          "errorFeedback"));
   EXPECT_THAT(StrategyParameters("gossip"),
               ElementsAre("threshold", "maxInterval", "minInterval", "period", "variant",
                           "lockstep", "calibrate"));
