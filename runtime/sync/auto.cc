@@ -75,8 +75,8 @@ class Auto : public Strategy, public GradientReducer {
       const bool decided = *choice != CompressionGate::Choice::kProbing;
       if (decided && !announced_) {
         announced_ = true;
-        if (rank_ == 0) std::fprintf(stderr, "hptrain worker: strategy auto: %s\n",
-                                     Decision().c_str());
+        if (rank_ == 0)
+          std::fprintf(stderr, "hptrain worker: strategy auto: %s\n", Decision().c_str());
       }
       compressing_ = *choice == CompressionGate::Choice::kCompressed;
     }
@@ -124,18 +124,17 @@ class Auto : public Strategy, public GradientReducer {
     compressor.options = &compressor_options_;
     HPTRAIN_ASSIGN_OR_RETURN(compressor_, CreateStrategy(compressor));
     if (compressor_->reducer() == nullptr || compressor_->averager() != nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("spec.strategy.compressor: ", compressor_->name(),
-                       " is not a gradient reducer"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.strategy.compressor: ", compressor_->name(), " is not a gradient reducer"));
     }
     traits_ = DeclaredTraits(name());
     traits_.reduces_on_device = dense_->traits().reduces_on_device;
     if (compressor_->traits().reduces_on_device != traits_.reduces_on_device) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "spec.strategy.compressor: ", compressor_->name(),
-          traits_.reduces_on_device ? " does not" : " does",
-          " reduce in device memory with these settings, ssgd", 
-          traits_.reduces_on_device ? " does" : " does not"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.strategy.compressor: ", compressor_->name(),
+                       traits_.reduces_on_device ? " does not" : " does",
+                       " reduce in device memory with these settings, ssgd",
+                       traits_.reduces_on_device ? " does" : " does not"));
     }
     return absl::OkStatus();
   }
@@ -155,8 +154,8 @@ class Auto : public Strategy, public GradientReducer {
 
   std::string CompressorName() const {
     const std::string& type = compressor_options_.type;
-    if (type == "quantized") return absl::StrCat("quantized ", compressor_options_.Int("bits"),
-                                                 " bits");
+    if (type == "quantized")
+      return absl::StrCat("quantized ", compressor_options_.Int("bits"), " bits");
     if (type == "topk") return absl::StrCat("topk density ", compressor_options_.Number("density"));
     return type;
   }

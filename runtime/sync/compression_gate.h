@@ -41,7 +41,7 @@ namespace hptrain::sync {
 // The gate's parameters (strategy options probeSteps and compressAbove).
 struct GateOptions {
   int64_t probe_steps = 20;     // steps measured in fp32 before deciding (at least 2)
-  double compress_above = 0.5;   // compress when exposed communication > this × compute
+  double compress_above = 0.5;  // compress when exposed communication > this × compute
 };
 
 class CompressionGate {

@@ -23,14 +23,20 @@ struct Outcome {
 };
 
 Outcome RunAuto(const TempDir& dir, const std::string& tag, const std::vector<std::string>& sets) {
-  const std::string job =
-      dir.Write(tag + ".yaml", SyntheticJob("auto-" + tag, 2,
-                                            "  epochs: 1\n  maxSteps: " +
-                                                std::to_string(kSteps) + "\n"));
+  const std::string job = dir.Write(
+      tag + ".yaml",
+      SyntheticJob("auto-" + tag, 2, "  epochs: 1\n  maxSteps: " + std::to_string(kSteps) + "\n"));
   const std::string json = dir.path() + "/" + tag + ".json";
-  std::vector<std::string> argv = {HptrainBinary(), "run", job, "--quiet", "--output-json", json,
-                                   "--set", "spec.strategy.type=auto",
-                                   "--set", "spec.strategy.probeSteps=4"};
+  std::vector<std::string> argv = {HptrainBinary(),
+                                   "run",
+                                   job,
+                                   "--quiet",
+                                   "--output-json",
+                                   json,
+                                   "--set",
+                                   "spec.strategy.type=auto",
+                                   "--set",
+                                   "spec.strategy.probeSteps=4"};
   for (const auto& s : sets) {
     argv.push_back("--set");
     argv.push_back(s);
@@ -61,9 +67,7 @@ TEST(Auto, SummaryNamesThePickAndTheFigures) {
   EXPECT_NE(dense.decision.find("the least over 2 ranks in each step; communication "),
             std::string::npos)
       << dense.decision;
-  EXPECT_NE(dense.decision.find("steps 1-3) <= 100000000 %"),
-            std::string::npos)
-      << dense.decision;
+  EXPECT_NE(dense.decision.find("steps 1-3) <= 100000000 %"), std::string::npos) << dense.decision;
   // One log line, from rank 0.
   const std::string line = "strategy auto: " + dense.decision;
   const size_t first = dense.err.find(line);

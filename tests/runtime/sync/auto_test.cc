@@ -37,8 +37,7 @@ void ExpectBitwise(const SimResult& a, const SimResult& b) {
   ASSERT_EQ(a.params.size(), b.params.size());
   for (size_t rank = 0; rank < a.params.size(); ++rank) {
     ASSERT_EQ(a.params[rank].size(), b.params[rank].size());
-    EXPECT_EQ(std::memcmp(a.params[rank].data(), b.params[rank].data(),
-                          4 * a.params[rank].size()),
+    EXPECT_EQ(std::memcmp(a.params[rank].data(), b.params[rank].data(), 4 * a.params[rank].size()),
               0)
         << "rank " << rank;
   }
