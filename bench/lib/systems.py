@@ -47,6 +47,12 @@ HPTRAIN = {
     "hptrain-qdyn": {"type": "quantized", "bits": "dynamic"},
     "hptrain-topk": {"type": "topk", "density": "0.01"},
     "hptrain-dgc": {"type": "dgc", "density": "0.01"},
+    # ssgd or 8-bit quantized, picked from the first 20 steps' times (docs/algorithms.md §8a), and
+    # the fixed widths behind the same gate (fp32 where the link is fast enough).
+    "hptrain-auto": {"type": "auto"},
+    "hptrain-auto-topk": {"type": "auto", "compressor": "topk"},
+    "hptrain-q8-fallback": {"type": "quantized", "bits": "8", "denseFallback": "true"},
+    "hptrain-q4-fallback": {"type": "quantized", "bits": "4", "denseFallback": "true"},
     # Parameter server (docs/algorithms.md §5): BSP, then H-PS with everything on (8-bit pushes and
     # deltas, staleness 1, batch allocation) and its ablations, each with one part of H-PS.
     "hptrain-ps": {"type": "ps"},

@@ -197,6 +197,7 @@ class WorkerSession::Impl {
   double compute_total_ = 0, comm_total_ = 0, exposed_total_ = 0, train_total_ = 0;
   int64_t exchanges_ = 0;
   double gossip_threshold_ = 0;
+  std::string strategy_decision_;  // StepStats::strategy_decision of the last step
   hptrain::v1::ProgressReport report_;
 
   // Everything this worker put on and took off the network: collectives and the PS.
@@ -340,6 +341,7 @@ void WorkerSession::Impl::SendReport() {
   report_.set_train_seconds(train_total_);
   report_.set_exchanges(exchanges_);
   report_.set_gossip_threshold(gossip_threshold_);
+  report_.set_strategy_decision(strategy_decision_);
   sender_->Offer(report_);
 }
 
@@ -357,6 +359,7 @@ void WorkerSession::Impl::OnStep(const train::StepStats& stats) {
   train_total_ += stats.step_seconds;
   exchanges_ = stats.exchanges;
   gossip_threshold_ = stats.gossip_threshold;
+  strategy_decision_ = stats.strategy_decision;
   metrics_->OnStep(stats, bytes_sent(), bytes_received());
   RecordNodeBytes();
   const bool last = stats.step == stats.total_steps;

@@ -193,6 +193,8 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
     rank.exchanges = r.exchanges();
     rank.threshold = r.gossip_threshold();
     summary.ranks.push_back(rank);
+    // Every rank took the same decision from the same agreed figures: rank 0's says it.
+    if (r.rank() == 0) summary.strategy_decision = r.strategy_decision();
   }
   return summary;
 }

@@ -218,6 +218,9 @@ std::string FormatSummaryTable(const RunSummary& s) {
   }
   std::string out = absl::StrCat("job ", s.job, "  strategy ", s.strategy, "  workers ", s.workers,
                                  "  epochs ", s.epochs, "  steps ", s.steps, "\n");
+  if (!s.strategy_decision.empty()) {
+    absl::StrAppend(&out, "strategy ", s.strategy, " ", s.strategy_decision, "\n");
+  }
   absl::StrAppend(&out, "wall ", FormatDuration(s.wall_seconds), "  throughput ",
                   absl::StrFormat("%.1f", s.samples_per_second), " samples/s\n");
   // Summaries from before tasks have no metrics: their accuracy is test_accuracy.

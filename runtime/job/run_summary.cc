@@ -207,6 +207,9 @@ absl::Status ReadSummary(const Json& root, RunSummary* out) {
   const std::string top;
   HPTRAIN_RETURN_IF_ERROR(Read(root, "job", top, &out->job));
   HPTRAIN_RETURN_IF_ERROR(Read(root, "strategy", top, &out->strategy));
+  if (root.contains("strategy_decision")) {
+    HPTRAIN_RETURN_IF_ERROR(Read(root, "strategy_decision", top, &out->strategy_decision));
+  }
   if (root.contains("task")) {  // summaries written before tasks lack both
     HPTRAIN_RETURN_IF_ERROR(Read(root, "task", top, &out->task));
     HPTRAIN_RETURN_IF_ERROR(Read(root, "metric", top, &out->metric));
@@ -259,6 +262,7 @@ std::string RunSummaryToJson(const RunSummary& summary) {
   Json root;
   root["job"] = summary.job;
   root["strategy"] = summary.strategy;
+  if (!summary.strategy_decision.empty()) root["strategy_decision"] = summary.strategy_decision;
   root["task"] = summary.task;
   root["metric"] = summary.metric;
   root["workers"] = summary.workers;

@@ -3,7 +3,7 @@
 // (docs/design.md, "Job file and run summary"); the structs below mirror it field for field, with the
 // same names:
 //
-//   { "job": str, "strategy": str, "task": str, "metric": str, "workers": int, "epochs": int,
+//   { "job": str, "strategy": str, "strategy_decision": str (optional), "task": str, "metric": str, "workers": int, "epochs": int,
 //     "steps": int, "wall_seconds": float, "samples_per_second": float,
 //     "final": { "test_accuracy": float, "test_loss": float, "train_loss": float,
 //                "metrics": METRICS, "worker_test_accuracy": SPREAD (optional) },
@@ -20,6 +20,10 @@
 //                  "exchanges": int (gossip: model exchanges; only for gossip),
 //                  "threshold": float (gossip: the θ in force at the end, calibrated or set; 0
 //                  with a fixed period; only for gossip) } ] }
+//
+// "strategy_decision": what a strategy that decides from measured times (auto, quantized with bits
+// dynamic or denseFallback) picked, and the figures why, e.g. "picked fp32 (ssgd's all-reduce):
+// exposed communication 9 % of compute (...) <= 25 %"; absent for the other strategies.
 //
 // "task" is spec.task and "metric" the name of its primary metric (runtime/train/task.h):
 // classification "accuracy", multilabel "f1", regression "rmse", torchscript "metric" (or "loss"
@@ -127,6 +131,7 @@ struct ProgressPoint {
 struct RunSummary {
   std::string job;
   std::string strategy;  // spec.strategy.type
+  std::string strategy_decision;  // empty: none (absent from the JSON)
   std::string task = "classification";  // spec.task
   std::string metric = "accuracy";      // the task's primary metric
   int workers = 0;

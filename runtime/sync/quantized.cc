@@ -9,16 +9,21 @@
 // bucket size s:  2(N-1)/N · (L·b/8 + 8·L/s) + 2(N-1)/N · 4S   (chunk rounding aside)
 // against ssgd's 2(N-1)/N · 4P: for LeNet-5, 25.4 % at 8 bits and 12.9 % at 4 bits.
 //
-// `bits: dynamic` starts at 8 and, at the end of every epoch, from the workers' mean measured
-// times: halves b (not below 2) when exposed communication exceeds 10 % of compute, doubles it
-// when communication is under half of compute, within {2, 4, 8, 16 (fp16), 32 (off)}. The times
-// are all-reduced first, so every worker takes the same decision.
+// `bits: dynamic` first probes: its first `probeSteps` steps run at 32 bits (exactly ssgd), and a
+// CompressionGate (compression_gate.h) then picks, the same on every rank, 8 bits when the
+// exposed communication exceeded `compressAbove` × compute, 32 otherwise. From then on, at the
+// end of every epoch, from the workers' mean measured times: halves b (not below 2) when exposed
+// communication exceeds 10 % of compute (from 32, `compressAbove` of compute), doubles it when
+// communication is under half of compute, within {2, 4, 8, 16 (fp16), 32 (off)}. The times are
+// all-reduced first, so every worker takes the same decision. A fixed bit width with
+// `denseFallback: true` takes the gate's decision too: its bits, or 32 for the rest of the run.
 // At 32 bits the strategy is exactly ssgd (plain ring all-reduce, residuals folded in).
 //
 // On a GPU with the NCCL back end (job::ExchangesOnDevice) the buckets stay in device memory: the
 // same ring runs over NCCL with the codecs' CUDA twins (device_codecs.h), the same bytes on the
 // wire; 32 bits is NCCL's all-reduce, as for ssgd. With bits dynamic the small tensors are split
 // off on the device (device/device_split.h) and all-reduced in fp32 over NCCL.
+#include <cstdio>
 #include <memory>
 #include <vector>
 
@@ -28,6 +33,7 @@
 #include "runtime/sync/codecs/device_codecs.h"
 #include "runtime/sync/codecs/half_codec.h"
 #include "runtime/sync/codecs/quantize_codec.h"
+#include "runtime/sync/compression_gate.h"
 #include "runtime/sync/device/device_split.h"
 #include "runtime/sync/registry.h"
 #include "runtime/sync/tensor_split.h"
@@ -41,6 +47,8 @@ struct QuantizedOptions {
   bool dynamic = false;  // bits: dynamic
   int64_t bucket_size = 512;
   bool error_feedback = true;
+  bool dense_fallback = false;  // a fixed width behind the gate (dynamic always is)
+  GateOptions gate;
 };
 
 QuantizedOptions QuantizedOptionsOf(const StrategyOptions& options) {
@@ -49,6 +57,9 @@ QuantizedOptions QuantizedOptionsOf(const StrategyOptions& options) {
   quantized.bits = quantized.dynamic ? 8 : static_cast<int>(options.Int("bits"));
   quantized.bucket_size = options.Int("bucketSize");
   quantized.error_feedback = options.Bool("errorFeedback");
+  quantized.dense_fallback = options.Bool("denseFallback");
+  quantized.gate.probe_steps = options.Int("probeSteps");
+  quantized.gate.compress_above = options.Number("compressAbove");
   return quantized;
 }
 
@@ -60,8 +71,11 @@ class Quantized : public Strategy, public SummingReducer {
         options_(options),
         comm_(context.comm),
         device_comm_(context.device_comm),
-        bits_(options.bits),
-        dynamic_(options.dynamic) {
+        compressed_bits_(options.bits),
+        bits_(options.dynamic || options.dense_fallback ? 32 : options.bits),
+        dynamic_(options.dynamic),
+        gated_(options.dynamic || options.dense_fallback),
+        gate_(options.gate, context.comm) {
     traits_ = DeclaredTraits(name());
     traits_.reduces_on_device = device_comm_ != nullptr;
   }
@@ -77,13 +91,34 @@ class Quantized : public Strategy, public SummingReducer {
     for (size_t k = 0; k < layout.buckets.size(); ++k) {
       const size_t large = split_.large_count(static_cast<int>(k));
       quantizers_.push_back(std::make_unique<QuantizeCodec>(
-          bits_ <= 8 ? bits_ : 8, bucket, feedback ? large : 0, seed_ + k, comm_->rank()));
+          compressed_bits_ <= 8 ? compressed_bits_ : 8, bucket, feedback ? large : 0, seed_ + k,
+          comm_->rank()));
       halves_.push_back(std::make_unique<HalfCodec>(feedback ? large : 0));
     }
     return absl::OkStatus();
   }
 
+  absl::Status Start(absl::Span<float>, int64_t step, const CheckpointSections& restored) override {
+    if (!gated_) return absl::OkStatus();
+    if (auto it = restored.find(kGateSection); it != restored.end()) gate_.Restore(it->second);
+    gate_.Start(step);
+    if (gate_.choice() != CompressionGate::Choice::kProbing) bits_ = DecidedBits();
+    return absl::OkStatus();
+  }
+
+  absl::Status SaveState(int64_t, CheckpointSections* sections) override {
+    if (std::vector<float> gate = gate_.Save(); gated_ && !gate.empty()) {
+      (*sections)[kGateSection] = gate;
+    }
+    return absl::OkStatus();
+  }
+
+  void OnStepTiming(const StepTiming& timing) override {
+    if (gated_) gate_.Record(timing);
+  }
+
   absl::Status ReduceSum(const StepInfo& step, int bucket, absl::Span<float> gradients) override {
+    if (gated_ && bucket == 0) HPTRAIN_RETURN_IF_ERROR(AskGate(step));
     if (device_comm_ != nullptr) return ReduceOnDevice(step, bucket, gradients);
     const size_t large = split_.large_count(bucket);
     const size_t small = split_.small_count(bucket);
@@ -130,13 +165,17 @@ class Quantized : public Strategy, public SummingReducer {
   }
 
   absl::Status OnEpochEnd(const EpochTiming& timing) override {
-    if (!dynamic_) return absl::OkStatus();
+    // Before the gate decided the width is the probe's 32.
+    if (!dynamic_ || gate_.choice() == CompressionGate::Choice::kProbing) {
+      return absl::OkStatus();
+    }
     float times[3] = {static_cast<float>(timing.compute_seconds),
                       static_cast<float>(timing.comm_seconds),
                       static_cast<float>(timing.exposed_comm_seconds)};
     HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(times, 3), "agreeing on the epoch's times");
     const float compute = times[0], comm = times[1], exposed = times[2];
-    if (exposed > 0.1f * compute && bits_ > 2) {
+    const double halve_above = bits_ == 32 ? gate_options().compress_above : 0.1;
+    if (exposed > halve_above * compute && bits_ > 2) {
       bits_ = bits_ == 32 ? 16 : bits_ / 2;
     } else if (comm < 0.5f * compute && bits_ < 32) {
       bits_ = bits_ == 16 ? 32 : bits_ * 2;
@@ -148,10 +187,38 @@ class Quantized : public Strategy, public SummingReducer {
     StrategyStats s;
     s.bits = bits_;
     s.compression_ratio = tally_.ratio();
+    if (gated_) {
+      const CompressionGate::Choice choice = gate_.choice();
+      s.decision = choice == CompressionGate::Choice::kProbing
+                       ? gate_.describe()
+                       : absl::StrCat("picked ",
+                                      choice == CompressionGate::Choice::kCompressed
+                                          ? absl::StrCat(compressed_bits_, " bits")
+                                          : std::string("fp32 (ssgd's all-reduce)"),
+                                      dynamic_ ? " to start with" : "", ": ", gate_.describe());
+    }
     return s;
   }
 
  private:
+  static constexpr const char* kGateSection = "quantized.gate";
+
+  const GateOptions& gate_options() const { return options_.gate; }
+  int DecidedBits() const { return gate_.compressing() ? compressed_bits_ : 32; }
+
+  // At the first bucket of every step: at the gate's decision step the ranks agree (one
+  // collective), and the width follows the decision.
+  absl::Status AskGate(const StepInfo& step) {
+    const bool probing = gate_.choice() == CompressionGate::Choice::kProbing;
+    HPTRAIN_ASSIGN_OR_RETURN(CompressionGate::Choice choice, gate_.Decide(step.step));
+    if (!probing || choice == CompressionGate::Choice::kProbing) return absl::OkStatus();
+    bits_ = DecidedBits();
+    if (comm_->rank() == 0) {
+      std::fprintf(stderr, "hptrain worker: strategy quantized: %s\n", stats().decision.c_str());
+    }
+    return absl::OkStatus();
+  }
+
   // Device route. A fixed bit width: one codec per bucket for it (no small tensors). Dynamic:
   // the large tensors of every bucket get both codecs, for the widths the epochs may choose.
   absl::Status InitDevice(const GradientLayout& layout, bool feedback, int64_t bucket_size) {
@@ -162,20 +229,21 @@ class Quantized : public Strategy, public SummingReducer {
       const size_t residual = !feedback  ? 0
                               : dynamic_ ? split_.large_count(static_cast<int>(k))
                                          : layout.buckets[k].end - layout.buckets[k].begin;
+      const int bits = compressed_bits_;
       if (dynamic_) {
         HPTRAIN_ASSIGN_OR_RETURN(device_halves_.emplace_back(), DeviceHalfCodec::Create(residual));
         HPTRAIN_ASSIGN_OR_RETURN(
             device_quantizers_.emplace_back(),
-            DeviceQuantizeCodec::Create(bits_ <= 8 ? bits_ : 8, bucket_size, residual,
+            DeviceQuantizeCodec::Create(bits <= 8 ? bits : 8, bucket_size, residual,
                                         seed_ + k, comm_->rank()));
         continue;
       }
-      if (bits_ == 16) {
+      if (bits == 16) {
         HPTRAIN_ASSIGN_OR_RETURN(device_halves_.emplace_back(), DeviceHalfCodec::Create(residual));
-      } else if (bits_ <= 8) {
+      } else if (bits <= 8) {
         HPTRAIN_ASSIGN_OR_RETURN(
             device_quantizers_.emplace_back(),
-            DeviceQuantizeCodec::Create(bits_, bucket_size, residual, seed_ + k,
+            DeviceQuantizeCodec::Create(bits, bucket_size, residual, seed_ + k,
                                         comm_->rank()));
       }
     }
@@ -251,8 +319,11 @@ class Quantized : public Strategy, public SummingReducer {
   const QuantizedOptions options_;
   comm::Communicator* comm_;
   comm::Communicator* device_comm_;  // null: host buffers (no NCCL)
-  int bits_;
+  const int compressed_bits_;  // the width set (8 for dynamic's start)
+  int bits_;                   // the width of this step: 32 while the gate probes
   bool dynamic_;
+  bool gated_;  // dynamic or denseFallback
+  CompressionGate gate_;
   TensorSplit split_;
   std::vector<std::unique_ptr<QuantizeCodec>> quantizers_;
   std::vector<std::unique_ptr<HalfCodec>> halves_;

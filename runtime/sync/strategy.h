@@ -11,7 +11,8 @@
 // (strategy_traits.h), and takes part in the run's lifecycle through the methods below: Init with
 // the gradient layout, Start with the initial (or restored) model, Synchronize before every
 // evaluation and checkpoint, SaveState into checkpoints under section names of its own (the
-// client hands every section it did not write itself back to Start), OnEpochEnd, and stats.
+// client hands every section it did not write itself back to Start), OnStepTiming, OnEpochEnd,
+// and stats.
 //
 // One step, as a client (runtime/train/trainer.cc) drives it:
 //   backward -> reducer()->Reduce or updater()->Accumulate per bucket -> wait for the Works ->
@@ -69,6 +70,10 @@ struct StrategyStats {
   // gossip: the threshold θ in force, calibrated or set; 0 with a fixed period and while the
   // calibration window runs (the run summary's ranks[].threshold).
   double gossip_threshold = 0;
+  // Strategies that decide whether to compress from measured times (auto, quantized with bits
+  // dynamic or denseFallback, compression_gate.h): what they picked and the figures why, for the
+  // run summary; empty for the others.
+  std::string decision;
 };
 
 // Running totals behind StrategyStats::compression_ratio.
@@ -147,6 +152,12 @@ class Strategy {
     (void)timing;
     return absl::OkStatus();
   }
+
+  // Called on every rank after each step with the times the client measured for it, on the
+  // client's thread, while the exchange's thread may still work: no collectives here (a strategy
+  // that decides from these times agrees inside its exchange, as CompressionGate does). The
+  // default does nothing.
+  virtual void OnStepTiming(const StepTiming& timing) { (void)timing; }
 
   virtual StrategyStats stats() const { return StrategyStats(); }
 

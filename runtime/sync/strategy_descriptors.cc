@@ -1,5 +1,6 @@
 // The built-in strategy descriptors: the one place where a strategy's parameters are defined
 // (strategy_descriptor.h). docs/algorithms.md explains each algorithm.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -62,8 +63,8 @@ std::vector<ParamSpec> BuildCatalogue() {
   std::vector<ParamSpec> c;
   ParamSpec bits = Param("bits", P::kIntegerOrString,
                          "bits per gradient element on the wire: 1, 2, 4, 8, 16 (fp16), 32 "
-                         "(uncompressed) or dynamic (chosen per epoch from the measured "
-                         "bandwidth)");
+                         "(uncompressed) or dynamic (fp32 for probeSteps steps, then 8 bits or 32 "
+                         "from the measured times, then chosen per epoch)");
   bits.enum_values = {"1", "2", "4", "8", "16", "32", "dynamic"};
   bits.words = {"dynamic"};
   c.push_back(Default(bits, 8));
@@ -205,7 +206,7 @@ std::vector<ParamSpec> BuildCatalogue() {
                       false));
   c.push_back(Default(OpenClosedUnit(Param("damping", P::kNumber,
                                            "share of the predicted change applied")),
-                      0.25));
+                      0.5));
   ParamSpec staleness = Param("staleness", P::kInteger,
                               "model versions a worker may run ahead of the parameter server "
                               "(0 = synchronous)");
@@ -213,6 +214,25 @@ std::vector<ParamSpec> BuildCatalogue() {
   c.push_back(Default(staleness, 1));
   c.push_back(Default(Param("averageOptimizerState", P::kBoolean,
                             "also average the optimizer state at every global sync"),
+                      false));
+  c.push_back(Default(Enum(Param("compressor", P::kEnum,
+                                 "the compression auto picks on a slow link: quantized (8 bits, "
+                                 "with error feedback), fp16 or topk (density 0.01)"),
+                           {"quantized", "fp16", "topk"}, "compressor"),
+                      "quantized"));
+  c.push_back(Default(AtLeast(Param("probeSteps", P::kInteger,
+                                    "steps exchanged in fp32 and timed before deciding whether "
+                                    "to compress"),
+                              2),
+                      20));
+  c.push_back(Default(AtLeast(Param("compressAbove", P::kNumber,
+                                    "compress when the probe's exposed communication exceeds "
+                                    "this fraction of its compute"),
+                              0),
+                      0.5));
+  c.push_back(Default(Param("denseFallback", P::kBoolean,
+                            "probe first and stay fp32 (as ssgd) where the link is fast enough "
+                            "(probeSteps, compressAbove)"),
                       false));
   ParamSpec warmup_steps = AtLeast(
       Param("warmupSteps", P::kInteger, "the first global steps synchronous, as ssgd (K′ ramp-up)"),
@@ -309,6 +329,43 @@ absl::Status ValidateMultistep(const StrategyOptions& s, absl::string_view path)
   return absl::OkStatus();
 }
 
+// quantized: the gate's parameters need the gate (bits dynamic, or a fixed width with
+// denseFallback), which dynamic always has.
+absl::Status ValidateQuantized(const StrategyOptions& s, absl::string_view path) {
+  const bool dynamic = s.String("bits") == "dynamic";
+  if (dynamic && s.Has("denseFallback")) {
+    return Invalid(path, "denseFallback",
+                   "applies only to a fixed bit width (bits dynamic always probes first)");
+  }
+  if (!dynamic && !s.Bool("denseFallback")) {
+    for (const char* gate : {"probeSteps", "compressAbove"}) {
+      if (s.Has(gate)) {
+        return Invalid(path, gate, "applies only to bits dynamic or with ", path,
+                       ".denseFallback: true");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// auto: the compressor's own parameters apply to it alone.
+absl::Status ValidateAuto(const StrategyOptions& s, absl::string_view path) {
+  const std::string compressor = s.String("compressor");
+  const struct {
+    const char* param;
+    std::vector<std::string> compressors;
+  } owned[] = {{"bucketSize", {"quantized", "fp16"}}};
+  for (const auto& [param, compressors] : owned) {
+    if (!s.Has(param) ||
+        std::find(compressors.begin(), compressors.end(), compressor) != compressors.end()) {
+      continue;
+    }
+    return Invalid(path, param, "applies only to compressor ", absl::StrJoin(compressors, " or "),
+                   ", got compressor ", compressor);
+  }
+  return absl::OkStatus();
+}
+
 // hierarchical: -1 is K′ = once per epoch (docs/algorithms.md §2b).
 absl::Status ValidateHierarchical(const StrategyOptions& s, absl::string_view path) {
   if (s.Has("interval") && s.Int("interval") < 1 && s.Int("interval") != -1) {
@@ -359,9 +416,20 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
   all.push_back(on_device(Strategy(
       "fp16", "IEEE half gradients through the ring",
       {CatalogueParam("bucketSize"), CatalogueParam("errorFeedback")})));
-  all.push_back(on_device(Strategy(
+  StrategyDescriptor quantized = on_device(Strategy(
       "quantized", "bucketed stochastic uniform quantization through the ring",
-      {CatalogueParam("bits"), CatalogueParam("bucketSize"), CatalogueParam("errorFeedback")})));
+      {CatalogueParam("bits"), CatalogueParam("bucketSize"), CatalogueParam("errorFeedback"),
+       CatalogueParam("denseFallback"), CatalogueParam("probeSteps"),
+       CatalogueParam("compressAbove")}));
+  quantized.validate = ValidateQuantized;
+  all.push_back(quantized);
+  StrategyDescriptor automatic = on_device(Strategy(
+      "auto", "ssgd or a compressor, picked from the times of the first steps",
+      {CatalogueParam("compressor"), CatalogueParam("probeSteps"),
+       CatalogueParam("compressAbove"), CatalogueParam("bucketSize"),
+       CatalogueParam("errorFeedback")}));
+  automatic.validate = ValidateAuto;
+  all.push_back(automatic);
   all.push_back(sparse(Strategy("topk", "the largest density·n gradient elements, all-gathered",
                                 {With("density", 0.01), CatalogueParam("errorFeedback"),
                                  CatalogueParam("warmupEpochs"),

@@ -395,12 +395,14 @@ void Trainer::Impl::FillStats(int epoch, int local_batch, double loss, double co
   stats->interval = strategy_stats.interval;
   stats->exchanges = strategy_stats.exchanges;
   stats->gossip_threshold = strategy_stats.gossip_threshold;
+  stats->strategy_decision = strategy_stats.decision;
   stats->corrupt_samples = train_data_->corrupt_samples() + test_data_->corrupt_samples();
   stats->amp_skipped_steps = precision_->skipped_steps();
   stats->loss_scale = precision_->loss_scale();
   epoch_timing_.compute_seconds += compute;  // as emulated, like the step stats
   epoch_timing_.comm_seconds += times.comm;
   epoch_timing_.exposed_comm_seconds += times.exposed;
+  exchange_->strategy().OnStepTiming({global_step_ - 1, compute, times.comm, times.exposed});
 }
 
 absl::Status Trainer::Impl::SynchronizeModels(const char* before) {

@@ -82,6 +82,8 @@ struct StepStats {
   int interval = 1;                // local steps between synchronisations (localsgd, multistep)
   int64_t exchanges = 0;           // gossip: model exchanges so far
   double gossip_threshold = 0;     // gossip: θ in force (0: fixed period, or calibrating)
+  // What an adaptive strategy picked and why (StrategyStats::decision); empty for the others.
+  std::string strategy_decision;
   // Samples left out of batches so far (both splits) under spec.dataset.skipCorrupt.
   int64_t corrupt_samples = 0;
   // Loss scaling (spec.precision fp16): steps skipped for an inf/nan gradient so far, and the

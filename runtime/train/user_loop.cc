@@ -303,9 +303,11 @@ absl::Status UserLoop::EndStep() {
   stats.interval = strategy_stats.interval;
   stats.exchanges = strategy_stats.exchanges;
   stats.gossip_threshold = strategy_stats.gossip_threshold;
+  stats.strategy_decision = strategy_stats.decision;
   private_->epoch_timing.compute_seconds += compute;
   private_->epoch_timing.comm_seconds += times.comm;
   private_->epoch_timing.exposed_comm_seconds += times.exposed;
+  strategy.OnStepTiming({position_.step - 1, compute, times.comm, times.exposed});
   EmitPendingStep();
   pending_ = stats;
 

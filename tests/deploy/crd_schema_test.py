@@ -353,7 +353,7 @@ class CrdSchemaTest(unittest.TestCase):
     def test_strategy_parameters_equal_validator(self):
         self.need_descriptors()
         table = strategy_table(self.descriptors)
-        self.assertEqual(len(table), 12)
+        self.assertEqual(len(table), 13)
         applies = {}
         for rule in self.schema["properties"]["spec"]["properties"]["strategy"][
                 "x-kubernetes-validations"]:
@@ -693,6 +693,17 @@ class CrdSchemaTest(unittest.TestCase):
             ("warmupSteps on localsgd",
              with_set(mlp, spec__strategy={"type": "localsgd", "warmupSteps": 100}),
              "warmupSteps applies only to strategy hierarchical"),
+            ("compressor on quantized",
+             with_set(mlp, spec__strategy={"type": "quantized", "compressor": "fp16"}),
+             "compressor applies only to strategy auto"),
+            ("probeSteps on topk", with_set(mlp, spec__strategy={"type": "topk", "probeSteps": 5}),
+             "probeSteps applies only to strategies quantized and auto"),
+            ("compressAbove on ssgd",
+             with_set(mlp, spec__strategy={"type": "ssgd", "compressAbove": 0.5}),
+             "compressAbove applies only to strategies quantized and auto"),
+            ("denseFallback on auto",
+             with_set(mlp, spec__strategy={"type": "auto", "denseFallback": True}),
+             "denseFallback applies only to strategy quantized"),
             ("history on ps", with_set(mlp, spec__strategy={"type": "ps", "history": 5}),
              "history applies only to strategy mp2"),
             ("mode on hps", with_set(hetero, spec__strategy__mode="B"),

@@ -705,7 +705,7 @@ TEST(JobParserTest, ApiVersionKindAndName) {
 TEST(JobParserTest, ValidationErrorsCarryTheSource) {
   EXPECT_EQ(SetError({"spec.strategy.type=foo"}),
             "job.yaml: spec.strategy.type: unknown strategy \"foo\" (expected one of ssgd, fp16, "
-            "quantized, topk, dgc, localsgd, multistep, hierarchical, gossip, ps, hps, mp2)");
+            "quantized, auto, topk, dgc, localsgd, multistep, hierarchical, gossip, ps, hps, mp2)");
   EXPECT_THAT(SetError({"spec.strategy.density=0.1"}),
               StartsWith("job.yaml: spec.strategy.density: does not apply to strategy ssgd"));
 }

@@ -155,7 +155,7 @@ TEST(ResolveBackendTest, AutoPicksNcclOnlyWhenEverythingAllows) {
   spec.communicator.hierarchical = true;
   EXPECT_EQ(Backend(spec, "cuda"), "gloo");
   spec.communicator.hierarchical = false;
-  for (const char* type : {"fp16", "quantized", "topk", "dgc"}) {
+  for (const char* type : {"fp16", "quantized", "topk", "dgc", "auto"}) {
     spec.strategy.type = type;
     EXPECT_EQ(Backend(spec, "cuda"), "nccl") << type;
   }

@@ -328,7 +328,42 @@ INSTANTIATE_TEST_SUITE_P(
                s.strategy.Set("compression.type", "quantized");
              },
              "spec.strategy.compression: does not apply to strategy quantized (quantized takes "
-             "bits, bucketSize, errorFeedback)"},
+             "bits, bucketSize, errorFeedback, denseFallback, probeSteps, compressAbove)"},
+        Case{"ProbeStepsOnFixedBitsWithoutFallback",
+             [](JobSpec& s) {
+               s.strategy.type = "quantized";
+               s.strategy.Set("probeSteps", 10);
+             },
+             "spec.strategy.probeSteps: applies only to bits dynamic or with "
+             "spec.strategy.denseFallback: true"},
+        Case{"DenseFallbackWithDynamicBits",
+             [](JobSpec& s) {
+               s.strategy.type = "quantized";
+               s.strategy.Set("bits", "dynamic");
+               s.strategy.Set("denseFallback", true);
+             },
+             "spec.strategy.denseFallback: applies only to a fixed bit width (bits dynamic always "
+             "probes first)"},
+        Case{"AutoBucketSizeWithTopk",
+             [](JobSpec& s) {
+               s.strategy.type = "auto";
+               s.strategy.Set("compressor", "topk");
+               s.strategy.Set("bucketSize", 256);
+             },
+             "spec.strategy.bucketSize: applies only to compressor quantized or fp16, got "
+             "compressor topk"},
+        Case{"AutoProbeOfOneStep",
+             [](JobSpec& s) {
+               s.strategy.type = "auto";
+               s.strategy.Set("probeSteps", 1);
+             },
+             "spec.strategy.probeSteps: must be >= 2, got 1"},
+        Case{"AutoUnknownCompressor",
+             [](JobSpec& s) {
+               s.strategy.type = "auto";
+               s.strategy.Set("compressor", "dgc");
+             },
+             "spec.strategy.compressor: "},
         Case{"CompressionOnDefaultSsgd", [](JobSpec& s) { s.strategy.Set("compression.bits", 8); },
              "spec.strategy.compression: does not apply to strategy ssgd"},
         Case{"CompressionUnknownType",
@@ -699,6 +734,9 @@ JobSpec WithOwnParameters(const std::string& type) {
     if (key == "bits") spec.strategy.Set("bits", "dynamic");
     if (key == "bucketSize") spec.strategy.Set("bucketSize", 512);
     if (key == "density") spec.strategy.Set("density", 0.01);
+    if (key == "probeSteps") spec.strategy.Set("probeSteps", 10);
+    if (key == "compressAbove") spec.strategy.Set("compressAbove", 0.5);
+    if (key == "compressor") spec.strategy.Set("compressor", "quantized");
     if (key == "errorFeedback") spec.strategy.Set("errorFeedback", true);
     if (key == "interval") spec.strategy.Set("interval", 4);
     if (key == "warmupEpochs") spec.strategy.Set("warmupEpochs", 1);
@@ -738,11 +776,16 @@ TEST(ValidateJobTest, EveryStrategyAcceptsItsOwnParameters) {
 }
 
 TEST(ValidateJobTest, StrategyTable) {
-  EXPECT_EQ(StrategyTypes().size(), 12u);
+  EXPECT_EQ(StrategyTypes().size(), 13u);
   EXPECT_EQ(StrategyTypes().front(), "ssgd");
   EXPECT_THAT(StrategyParameters("ssgd"), IsEmpty());
   EXPECT_THAT(StrategyParameters("ps"), IsEmpty());
-  EXPECT_THAT(StrategyParameters("quantized"), ElementsAre("bits", "bucketSize", "errorFeedback"));
+  EXPECT_THAT(StrategyParameters("quantized"),
+              ElementsAre("bits", "bucketSize", "errorFeedback", "denseFallback", "probeSteps",
+                          "compressAbove"));
+  EXPECT_THAT(StrategyParameters("auto"),
+              ElementsAre("compressor", "probeSteps", "compressAbove", "bucketSize",
+                          "errorFeedback"));
   EXPECT_THAT(StrategyParameters("gossip"),
               ElementsAre("threshold", "maxInterval", "minInterval", "period", "variant",
                           "lockstep", "calibrate", "targetInterval", "calibrationSteps"));

@@ -213,6 +213,21 @@ TEST(FormatSummaryTableTest, NoRanksOmitsTable) {
   EXPECT_THAT(FormatSummaryTable(s), testing::EndsWith("compute 0.0s  comm 0.0s\n"));
 }
 
+// A strategy that decided from measured times says so under the header line.
+TEST(FormatSummaryTableTest, StrategyDecisionFollowsTheHeader) {
+  RunSummary s = TwoRankSummary();
+  EXPECT_THAT(FormatSummaryTable(s), testing::Not(testing::HasSubstr("picked")));
+  s.strategy = "auto";
+  s.strategy_decision = "picked fp32 (ssgd's all-reduce): exposed communication 2 % of compute";
+  const std::string table = FormatSummaryTable(s);
+  const size_t header = table.find("strategy auto");
+  ASSERT_NE(header, std::string::npos) << table;
+  EXPECT_NE(table.find("\nstrategy auto picked fp32 (ssgd's all-reduce): exposed communication 2 % "
+                       "of compute\n"),
+            std::string::npos)
+      << table;
+}
+
 // Gossip's per-worker accuracies follow the average model's on the epoch line, the interim
 // evaluation line and the summary's final line; without them the lines are as before.
 TEST(ProgressDisplayTest, WorkerAccuraciesFollowTheAverageModel) {

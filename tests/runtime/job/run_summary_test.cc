@@ -309,5 +309,20 @@ TEST(RunSummaryTest, GossipExchangesPerRankRoundTrip) {
   EXPECT_EQ(older->ranks[0].threshold, 0.0);
 }
 
+TEST(RunSummaryTest, StrategyDecisionRoundTripsAndIsAbsentWithout) {
+  RunSummary s = Example();
+  EXPECT_THAT(RunSummaryToJson(s), ::testing::Not(HasSubstr("strategy_decision")));
+  s.strategy = "auto";
+  s.strategy_decision = "picked fp32 (ssgd's all-reduce): exposed communication 9 % of compute";
+  const std::string json = RunSummaryToJson(s);
+  EXPECT_THAT(json, HasSubstr("\"strategy\": \"auto\",\n  \"strategy_decision\": \"picked fp32"));
+  auto parsed = RunSummaryFromJson(json);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->strategy_decision, s.strategy_decision);
+  auto older = RunSummaryFromJson(RunSummaryToJson(Example()));
+  ASSERT_TRUE(older.ok()) << older.status();
+  EXPECT_EQ(older->strategy_decision, "");
+}
+
 }  // namespace
 }  // namespace hptrain::job

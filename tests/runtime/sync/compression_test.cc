@@ -263,19 +263,28 @@ TEST(Sparsifiers, SendSmallTensorsEveryStepAndLargeOnesSparsely) {
 
 TEST(DynamicBits, HalvesWhenCommunicationIsExposedAndDoublesWhenItIsCheap) {
   SimOptions o;
-  o.steps = 6;
+  o.steps = 9;
   o.steps_per_epoch = 1;
-  // Epochs 0-2: communication exposed (30 % of compute); epochs 3-5: cheap.
+  // The probe (steps 0-1, 32 bits) sees communication exposed 60 % of compute: 8 bits from step 2.
+  o.step_timing = [](int, int) {
+    StepTiming t;
+    t.compute_seconds = 1.0;
+    t.exposed_comm_seconds = 0.6;
+    return t;
+  };
+  // Epochs 2-4: communication exposed (30 % of compute); epochs 5-8: cheap.
   o.epoch_timing = [](int epoch) {
     EpochTiming t;
     t.compute_seconds = 1.0;
-    t.comm_seconds = epoch < 3 ? 0.6 : 0.1;
-    t.exposed_comm_seconds = epoch < 3 ? 0.3 : 0.0;
+    t.comm_seconds = epoch < 5 ? 0.6 : 0.1;
+    t.exposed_comm_seconds = epoch < 5 ? 0.3 : 0.0;
     return t;
   };
-  SimResult r = Simulate(With("quantized", "dynamic"), o);
+  job::JobSpec spec = With("quantized", "dynamic");
+  spec.strategy.Set("probeSteps", 2);
+  SimResult r = Simulate(spec, o);
   ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_EQ(r.bits, (std::vector<int>{4, 2, 2, 4, 8, 16}));
+  EXPECT_EQ(r.bits, (std::vector<int>{32, 32, 4, 2, 2, 4, 8, 16, 32}));
   ExpectIdenticalRanks(r);
 }
 
@@ -383,7 +392,7 @@ TEST(DeviceRoute, ReducesOnDeviceAgreesWithTheJobRule) {
   };
   for (const Case& c : std::vector<Case>{{"ssgd", ""}, {"fp16", ""}, {"quantized", ""},
                                          {"quantized", "4"}, {"quantized", "32"},
-                                         {"quantized", "dynamic"}, {"topk", ""}, {"dgc", ""},
+                                         {"quantized", "dynamic"}, {"topk", ""}, {"dgc", ""}, {"auto", ""},
                                          {"topk", "compact"}, {"dgc", "compact"},
                                          {"localsgd", ""}, {"multistep", ""}}) {
     job::JobSpec spec = HarnessJob(c.type);

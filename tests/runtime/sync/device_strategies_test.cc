@@ -33,7 +33,7 @@ namespace {
 
 using cuda_test::DeviceBuffer;
 
-constexpr int kSteps = 6;
+constexpr int kSteps = 8;
 
 // Bucket 0: 20000 (large), 100, 6000 (large), 300; bucket 1: 9000 (large), 10.
 GradientLayout MixedLayout() {
@@ -63,7 +63,7 @@ struct StrategyRun {
 };
 
 // One rank's run: `kSteps` steps over both buckets; the strategy gets `device` (null: the host
-// route) and reduces host or device buffers accordingly. `epoch_end` runs after step 2 and 4.
+// route) and reduces host or device buffers accordingly; an epoch ends after every second step.
 StrategyRun RunRank(const job::JobSpec& spec, int rank, comm::Communicator& host,
             comm::Communicator* device) {
   StrategyRun run;
@@ -77,6 +77,7 @@ StrategyRun RunRank(const job::JobSpec& spec, int rank, comm::Communicator& host
       return absl::InternalError("the strategy did not take the route asked for");
     }
     HPTRAIN_RETURN_IF_ERROR(strategy->Init(layout));
+    HPTRAIN_RETURN_IF_ERROR(strategy->Start({}, 0, {}));
     for (int step = 0; step < kSteps; ++step) {
       std::vector<float> g = Gradients(total, 1000 * step + 17 * rank + 1);
       StepInfo info;
@@ -109,14 +110,22 @@ StrategyRun RunRank(const job::JobSpec& spec, int rank, comm::Communicator& host
         }
       }
       run.reduced.push_back(g);
+      // Communication as long as compute: bits dynamic's probe (probeSteps 2) picks 8 bits from
+      // step 2.
+      StepTiming step_timing;
+      step_timing.step = step;
+      step_timing.compute_seconds = 1.0;
+      step_timing.comm_seconds = step_timing.exposed_comm_seconds = 1.0;
+      strategy->OnStepTiming(step_timing);
       if (step % 2 == 1) {
-        // Epoch ends: communication far below compute twice (bits dynamic goes 8 -> 16 -> 32,
-        // the fp16 codec and the residuals' folding run), then far above it (back to 16).
+        // Epoch ends (the first within the probe): communication far below compute twice (bits
+        // dynamic goes 8 -> 16 -> 32, the fp16 codec and the residuals' folding run), then far
+        // above it (back to 16).
         EpochTiming timing;
         timing.epoch = step / 2;
         timing.compute_seconds = 1.0;
-        timing.comm_seconds = step < 5 ? 0.1 : 0.5;
-        timing.exposed_comm_seconds = step < 5 ? 0.0 : 0.5;
+        timing.comm_seconds = step < 6 ? 0.1 : 0.8;
+        timing.exposed_comm_seconds = step < 6 ? 0.0 : 0.8;
         HPTRAIN_RETURN_IF_ERROR(strategy->OnEpochEnd(timing));
       }
     }
@@ -158,6 +167,7 @@ std::vector<Case> Cases() {
       {"quantized bits dynamic", [](job::JobSpec* s) {
          s->strategy.type = "quantized";
          s->strategy.Set("bits", "dynamic");
+         s->strategy.Set("probeSteps", 2);
        }},
       {"topk density 0.05", [](job::JobSpec* s) {
          s->strategy.type = "topk";

@@ -83,6 +83,8 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
   result.inter_node_bytes_sent.resize(world);
   result.max_staleness.resize(world);
   result.sections.resize(world);
+  result.decisions.resize(world);
+  result.final_bits.resize(world);
   std::mutex mu;
   auto gradient = options.gradient ? options.gradient : [](int rank, int step, size_t i) {
     return std::sin(0.001f * static_cast<float>(i) + 0.3f * rank + 0.7f * step) * 0.5f +
@@ -223,6 +225,11 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
         if (rank == 0 && synchronized) {
           result.synchronized_steps.push_back(step);  // only rank 0 writes it
         }
+        if (options.step_timing) {
+          StepTiming timing = options.step_timing(rank, step);
+          timing.step = step;
+          (*strategy)->OnStepTiming(timing);
+        }
         if (options.after_step) options.after_step(rank, step, params);
         if (options.steps_per_epoch > 0 && (step + 1) % options.steps_per_epoch == 0) {
           if (options.synchronize_at_epoch_end) {
@@ -257,6 +264,8 @@ SimResult Simulate(const job::JobSpec& spec, const SimOptions& options) {
       std::lock_guard<std::mutex> lock(mu);
       if (options.save_state) result.sections[rank] = std::move(sections);
       result.max_staleness[rank] = (*strategy)->stats().max_staleness;
+      result.decisions[rank] = (*strategy)->stats().decision;
+      result.final_bits[rank] = (*strategy)->stats().bits;
       result.params[rank] = params;
       result.bytes_sent[rank] = comm.bytes_sent();
       result.inter_node_bytes_sent[rank] = comm.inter_node_bytes_sent();

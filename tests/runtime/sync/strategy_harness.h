@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/job/job_spec.h"
@@ -29,6 +30,9 @@ struct SimOptions {
   // deterministic function of (rank, step, i).
   std::function<float(int rank, int step, size_t i)> gradient;
   int steps_per_epoch = 0;  // > 0: call OnEpochEnd every this many steps
+  // When set, each rank hands these times to OnStepTiming after every step (as the trainer does
+  // with the measured ones); `step` in the result is overwritten with the global step.
+  std::function<StepTiming(int rank, int step)> step_timing;
   // Times handed to OnEpochEnd (default: compute 1 s, the reducer's measured communication).
   std::function<EpochTiming(int epoch)> epoch_timing;
   // Parameter-server strategies: each rank's connection to the shards (index = rank).
@@ -57,6 +61,8 @@ struct SimResult {
   std::vector<int> intervals;              // rank 0's StrategyStats::interval after each epoch
   std::vector<int> synchronized_steps;     // rank 0's steps that synchronized the models
   std::vector<CheckpointSections> sections;  // per rank, with SimOptions::save_state
+  std::vector<std::string> decisions;        // per rank, StrategyStats::decision at the end
+  std::vector<int> final_bits;               // per rank, StrategyStats::bits at the end
   bool ok = true;
   std::string error;
 };

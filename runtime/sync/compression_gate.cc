@@ -1,0 +1,100 @@
+#include "runtime/sync/compression_gate.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "runtime/base/status.h"
+
+namespace hptrain::sync {
+
+void CompressionGate::Start(int64_t step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (restored_) return;  // the checkpoint's decision stands
+  start_ = step;
+  choice_ = Choice::kProbing;
+  measured_.assign(static_cast<size_t>(options_.probe_steps - 1), StepTiming());
+  compute_ = comm_seconds_ = exposed_ = 0;
+}
+
+void CompressionGate::Record(const StepTiming& timing) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // The window's first step carries one-time costs (allocations, connections): left out.
+  if (choice_ != Choice::kProbing || timing.step <= start_ ||
+      timing.step >= start_ + options_.probe_steps) {
+    return;
+  }
+  const size_t i = static_cast<size_t>(timing.step - start_ - 1);
+  if (i < measured_.size()) measured_[i] = timing;
+}
+
+absl::StatusOr<CompressionGate::Choice> CompressionGate::Decide(int64_t step) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (choice_ != Choice::kProbing || step < start_ + options_.probe_steps) return choice_;
+  // Every rank's times, each in its own slots: [rank][step][compute, comm, exposed].
+  const size_t steps = measured_.size();
+  const int ranks = comm_->size();
+  std::vector<float> all(static_cast<size_t>(ranks) * steps * 3, 0.0f);
+  float* own = all.data() + static_cast<size_t>(comm_->rank()) * steps * 3;
+  for (size_t i = 0; i < steps; ++i) {
+    own[3 * i] = static_cast<float>(measured_[i].compute_seconds);
+    own[3 * i + 1] = static_cast<float>(measured_[i].comm_seconds);
+    own[3 * i + 2] = static_cast<float>(measured_[i].exposed_comm_seconds);
+  }
+  lock.unlock();  // Record is not called during the exchange, but the all-reduce may take long
+  HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(all.data(), all.size()),
+                          "agreeing on the probe's times");
+  lock.lock();
+  double compute = 0, comm = 0, exposed = 0;
+  for (size_t i = 0; i < steps; ++i) {
+    float least = 0;
+    for (int r = 0; r < ranks; ++r) {
+      const float* t = all.data() + (static_cast<size_t>(r) * steps + i) * 3;
+      compute += t[0];
+      comm += t[1];
+      least = r == 0 ? t[2] : std::min(least, t[2]);
+    }
+    exposed += least;
+  }
+  const double n = static_cast<double>(std::max<size_t>(steps, 1));
+  compute_ = compute / ranks / n;
+  comm_seconds_ = comm / ranks / n;
+  exposed_ = exposed / n;
+  choice_ = exposed_ > options_.compress_above * compute_ ? Choice::kCompressed : Choice::kDense;
+  return choice_;
+}
+
+CompressionGate::Choice CompressionGate::choice() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return choice_;
+}
+
+std::string CompressionGate::describe() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (choice_ == Choice::kProbing) {
+    return absl::StrCat("probing in fp32 until step ", start_ + options_.probe_steps);
+  }
+  const bool compressed = choice_ == Choice::kCompressed;
+  if (restored_) return "decided before the checkpoint this run resumed from";
+  return absl::StrFormat(
+      "exposed communication %.0f %% of compute (%.2f of %.2f ms per step, the least over %d "
+      "ranks in each step; communication %.2f ms; steps %d-%d) %s %.0f %%",
+      compute_ > 0 ? 100.0 * exposed_ / compute_ : 0.0, 1e3 * exposed_, 1e3 * compute_,
+      comm_->size(), 1e3 * comm_seconds_, start_ + 1, start_ + options_.probe_steps - 1,
+      compressed ? ">" : "<=", 100.0 * options_.compress_above);
+}
+
+std::vector<float> CompressionGate::Save() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (choice_ == Choice::kProbing) return {};
+  return {choice_ == Choice::kCompressed ? 1.0f : 0.0f};
+}
+
+void CompressionGate::Restore(const std::vector<float>& saved) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (saved.size() != 1) return;
+  choice_ = saved[0] != 0 ? Choice::kCompressed : Choice::kDense;
+  restored_ = true;
+}
+
+}  // namespace hptrain::sync
