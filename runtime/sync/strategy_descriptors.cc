@@ -357,7 +357,11 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
        CatalogueParam("compression")});
   multistep.validate = ValidateMultistep;
   multistep.cel = {{"!has(self.hMin) || !has(self.hMax) || self.hMin <= self.hMax",
-                    "spec.strategy.hMin must be <= spec.strategy.hMax", ".hMin"}};
+                    "spec.strategy.hMin must be <= spec.strategy.hMax", ".hMin"},
+                   {"!has(self.update) || self.update != 'average' || !has(self.delay) || "
+                    "self.delay == 0",
+                    "spec.strategy.update average applies only with spec.strategy.delay 0",
+                    ".update"}};
   all.push_back(multistep);
   ParamSpec hierarchical_interval = With("interval", -1);
   hierarchical_interval.range = ParamRange{};  // -1 or at least 1: ValidateHierarchical
