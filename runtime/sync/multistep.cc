@@ -98,28 +98,28 @@ struct Compression {
 };
 
 struct MultistepOptions {
-  bool adaptive = true;    // interval: adaptive (AdaComm)
-  int interval = 0;        // the fixed interval when not adaptive
-  int h_min = 1;           // bounds of the adaptive interval
+  bool adaptive = true;  // interval: adaptive (AdaComm)
+  int interval = 0;      // the fixed interval when not adaptive
+  int h_min = 1;         // bounds of the adaptive interval
   int h_max = 32;
   double warmup_epochs = 0;
-  double mu = 0;           // proximal correction
-  int delay = 0;           // 0 or 1
-  bool average = true;     // update: average (local-SGD averaging) or delayed
+  double mu = 0;        // proximal correction
+  int delay = 0;        // 0 or 1
+  bool average = true;  // update: average (local-SGD averaging) or delayed
   Compression compression;
 };
 
 // One round of local steps, and what its global step needs once A is all-reduced.
 struct Round {
-  int64_t index = 0;       // rounds started since Start, for messages
-  int64_t first_step = 0;  // global step of its first step
-  int length = 1;          // H
-  int done = 0;            // steps taken so far
-  double lr = 0;           // η of its first step
-  int batch = 0;           // B of its last step
-  bool warmup = false;     // an SSGD step of the warm-up
-  bool delayed = false;    // delay 1: all-reduced in the background during the next round
-  bool average = false;    // update average: every step local, the models averaged at its end
+  int64_t index = 0;           // rounds started since Start, for messages
+  int64_t first_step = 0;      // global step of its first step
+  int length = 1;              // H
+  int done = 0;                // steps taken so far
+  double lr = 0;               // η of its first step
+  int batch = 0;               // B of its last step
+  bool warmup = false;         // an SSGD step of the warm-up
+  bool delayed = false;        // delay 1: all-reduced in the background during the next round
+  bool average = false;        // update average: every step local, the models averaged at its end
   int64_t local_samples = 0;   // Σ b_i over its steps (the averaging weight's numerator)
   int64_t global_samples = 0;  // Σ B over its steps
 };

@@ -22,7 +22,8 @@ struct Outcome {
 };
 
 // Runs the demo job with `sets` (after the common ones) and reads its summary.
-Outcome RunJob(const std::string& dir, const std::string& tag, const std::vector<std::string>& sets) {
+Outcome RunJob(const std::string& dir, const std::string& tag,
+               const std::vector<std::string>& sets) {
   Outcome o;
   const std::string json = dir + "/" + tag + ".json";
   std::vector<std::string> argv = {HptrainBinary(), "run", "examples/fashion-mnist.yaml",

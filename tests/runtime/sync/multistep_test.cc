@@ -127,25 +127,25 @@ TEST(Multistep, PlainSgdRoundMovesAsFarAsIntervalSsgdSteps) {
   // round's summed gradients, and the average of the models after the round's local steps, both
   // equal the round's ssgd steps (up to summation order).
   for (const std::string update : {"delayed", "average"}) {
-  SCOPED_TRACE("update " + update);
-  SimOptions options;
-  options.steps = 16;
-  job::JobSpec spec = Multistep(4);
-  spec.strategy.Set("update", update);
-  spec.optimizer.momentum = 0;
-  spec.optimizer.weight_decay = 0;
-  job::JobSpec ssgd_spec = HarnessJob("ssgd");
-  ssgd_spec.optimizer.momentum = 0;
-  ssgd_spec.optimizer.weight_decay = 0;
-  SimResult r = Simulate(spec, options);
-  SimResult ssgd = Simulate(ssgd_spec, options);
-  ASSERT_TRUE(r.ok) << r.error;
-  ASSERT_TRUE(ssgd.ok) << ssgd.error;
-  float worst = 0;
-  for (size_t i = 0; i < r.params[0].size(); ++i) {
-    worst = std::max(worst, std::fabs(r.params[0][i] - ssgd.params[0][i]));
-  }
-  EXPECT_LE(worst, 1e-5f);
+    SCOPED_TRACE("update " + update);
+    SimOptions options;
+    options.steps = 16;
+    job::JobSpec spec = Multistep(4);
+    spec.strategy.Set("update", update);
+    spec.optimizer.momentum = 0;
+    spec.optimizer.weight_decay = 0;
+    job::JobSpec ssgd_spec = HarnessJob("ssgd");
+    ssgd_spec.optimizer.momentum = 0;
+    ssgd_spec.optimizer.weight_decay = 0;
+    SimResult r = Simulate(spec, options);
+    SimResult ssgd = Simulate(ssgd_spec, options);
+    ASSERT_TRUE(r.ok) << r.error;
+    ASSERT_TRUE(ssgd.ok) << ssgd.error;
+    float worst = 0;
+    for (size_t i = 0; i < r.params[0].size(); ++i) {
+      worst = std::max(worst, std::fabs(r.params[0][i] - ssgd.params[0][i]));
+    }
+    EXPECT_LE(worst, 1e-5f);
   }
 }
 
