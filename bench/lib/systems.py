@@ -62,17 +62,21 @@ HPTRAIN = {
     "hptrain-hps-c": {"type": "hps", "bits": "8", "staleness": "0"},    # quantization only
     "hptrain-ps2": {"type": "ps", "spec.ps.shards": "2"},  # shard 1 on a host of its own
     # Model averaging (docs/algorithms.md §3): local SGD every 8 steps (the peer of ddp-postlocal8),
-    # and multistep after one warm-up epoch of ssgd with the interval picked every epoch.
+    # and multistep with its defaults (no warm-up, the interval picked every epoch by the AdaComm
+    # rule from H = 8, every round ending with a model average),
     "hptrain-localsgd": {"type": "localsgd", "interval": "8"},
-    "hptrain-multistep": {"type": "multistep", "warmupEpochs": "1", "interval": "adaptive"},
-    # ... after a warm-up of a tenth of an epoch only,
-    "hptrain-multistep-w01": {"type": "multistep", "warmupEpochs": "0.1", "interval": "adaptive"},
+    "hptrain-multistep": {"type": "multistep"},
+    # ... after one warm-up epoch of ssgd, after a warm-up of a tenth of an epoch,
+    "hptrain-multistep-w1": {"type": "multistep", "warmupEpochs": "1"},
+    "hptrain-multistep-w01": {"type": "multistep", "warmupEpochs": "0.1"},
+    # ... with the delayed global step instead of the average (update: delayed, after one warm-up
+    # epoch: the default before the average),
+    "hptrain-multistep-delayed": {"type": "multistep", "warmupEpochs": "1", "update": "delayed"},
     # ... with its round all-reduce quantized to 8 bits, and with the priority scheduler.
-    "hptrain-multistep-q8": {"type": "multistep", "warmupEpochs": "1", "interval": "adaptive",
+    "hptrain-multistep-q8": {"type": "multistep",
                              "spec.strategy.compression.type": "quantized",
                              "spec.strategy.compression.bits": "8"},
-    "hptrain-multistep-prio": {"type": "multistep", "warmupEpochs": "1", "interval": "adaptive",
-                               **SCHEDULER},
+    "hptrain-multistep-prio": {"type": "multistep", **SCHEDULER},
     # ssgd with the sub-tensor priority scheduler (its effect on plain SSGD).
     "hptrain-ssgd-prio": {"type": "ssgd", **SCHEDULER},
     # MP² (docs/algorithms.md §1): 10 % of each large tensor pushed, the rest predicted by the shipped

@@ -100,6 +100,12 @@ std::vector<ParamSpec> BuildCatalogue() {
                                     "the last global model"),
                               0),
                       0.0));
+  c.push_back(Default(Enum(Param("update", P::kEnum,
+                                 "how a round of local steps ends: average (the workers' models "
+                                 "averaged) or delayed (one global step with the round's summed "
+                                 "gradients)"),
+                           {"average", "delayed"}, "update"),
+                      "average"));
   ParamSpec delay = Param("delay", P::kInteger,
                           "rounds the global update may lag behind the local steps (0 or 1)");
   delay.enum_values = {"0", "1"};
@@ -316,6 +322,11 @@ absl::Status ValidateMultistep(const StrategyOptions& s, absl::string_view path)
     return Invalid(path, "hMin", "must be <= ", path, ".hMax (", s.Int("hMax"), "), got ",
                    s.Int("hMin"));
   }
+  if (s.Has("update") && s.String("update") == "average" && s.Int("delay") == 1) {
+    return Invalid(path, "update",
+                   "average applies only with delay 0 (delay 1 takes the delayed global step), "
+                   "but ", path, ".delay is 1");
+  }
   if (s.Has("compression.bits")) {
     if (!s.Has("compression.type")) {
       return Invalid(path, "compression.type", "required (one of none, quantized, fp16)");
@@ -448,11 +459,16 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
   StrategyDescriptor multistep = Strategy(
       "multistep", "multi-step delayed update: H local steps, one all-reduce per round",
       {multistep_interval, CatalogueParam("warmupEpochs"), CatalogueParam("hMin"),
-       CatalogueParam("hMax"), CatalogueParam("mu"), CatalogueParam("delay"),
+       CatalogueParam("hMax"), CatalogueParam("mu"), CatalogueParam("update"),
+       CatalogueParam("delay"),
        CatalogueParam("compression")});
   multistep.validate = ValidateMultistep;
   multistep.cel = {{"!has(self.hMin) || !has(self.hMax) || self.hMin <= self.hMax",
-                    "spec.strategy.hMin must be <= spec.strategy.hMax", ".hMin"}};
+                    "spec.strategy.hMin must be <= spec.strategy.hMax", ".hMin"},
+                   {"!has(self.update) || self.update != 'average' || !has(self.delay) || "
+                    "self.delay == 0",
+                    "spec.strategy.update average applies only with spec.strategy.delay 0",
+                    ".update"}};
   all.push_back(multistep);
   ParamSpec hierarchical_interval = With("interval", -1);
   hierarchical_interval.range = ParamRange{};  // -1 or at least 1: ValidateHierarchical

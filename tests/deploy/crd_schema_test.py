@@ -508,7 +508,9 @@ class CrdSchemaTest(unittest.TestCase):
             "hps staleness 0": with_set(self.hetero, spec__strategy__staleness=0),
             "multistep adaptive": with_set(self.mlp, spec__strategy={
                 "type": "multistep", "interval": "adaptive", "warmupEpochs": 1, "hMin": 2,
-                "hMax": 16, "mu": 0.01, "delay": 0}),
+                "hMax": 16, "mu": 0.01, "update": "average", "delay": 0}),
+            "multistep delayed": with_set(self.mlp, spec__strategy={
+                "type": "multistep", "update": "delayed", "delay": 1}),
             "multistep fixed": with_set(self.mlp, spec__strategy={"type": "multistep",
                                                                   "interval": 4}),
             "multistep delay 1 compressed": with_set(self.mlp, spec__strategy={
@@ -766,6 +768,12 @@ class CrdSchemaTest(unittest.TestCase):
              "hMax applies only to strategy multistep"),
             ("mu on localsgd", with_set(mlp, spec__strategy={"type": "localsgd", "mu": 0.01}),
              "mu applies only to strategy multistep"),
+            ("update on localsgd",
+             with_set(mlp, spec__strategy={"type": "localsgd", "update": "average"}),
+             "update applies only to strategy multistep"),
+            ("update average with delay 1",
+             with_set(mlp, spec__strategy={"type": "multistep", "update": "average", "delay": 1}),
+             "update average applies only with spec.strategy.delay 0"),
             ("delay on ssgd", with_set(mlp, spec__strategy__delay=1),
              "delay applies only to strategy multistep"),
             ("adaptive on localsgd",

@@ -307,6 +307,8 @@ CEL_TWINS = {
         or (s["interval"] == -1 and s.get("type") == "hierarchical"),
     "!has(self.hMin) || !has(self.hMax) || self.hMin <= self.hMax":
         lambda s: "hMin" not in s or "hMax" not in s or s["hMin"] <= s["hMax"],
+    "!has(self.update) || self.update != 'average' || !has(self.delay) || self.delay == 0":
+        lambda s: s.get("update") != "average" or s.get("delay", 0) == 0,
     "type(self) == int ? self != 0 : self == 'adaptive'":
         lambda s: s != 0 if isinstance(s, int) else s == "adaptive",
     "!has(self.type) || self.type != 'mp2' || (has(self.predictor) && size(self.predictor) > 0)":

@@ -793,8 +793,9 @@ TEST(ValidateJobTest, StrategyTable) {
   EXPECT_THAT(StrategyParameters("localsgd"), ElementsAre("interval"));
   EXPECT_THAT(StrategyParameters("hierarchical"),
               ElementsAre("interval", "averageOptimizerState", "warmupSteps"));
-  EXPECT_THAT(StrategyParameters("multistep"), ElementsAre("interval", "warmupEpochs", "hMin",
-                                                           "hMax", "mu", "delay", "compression"));
+  EXPECT_THAT(StrategyParameters("multistep"),
+              ElementsAre("interval", "warmupEpochs", "hMin", "hMax", "mu", "update", "delay",
+                          "compression"));
   EXPECT_THAT(StrategyParameters("nope"), IsEmpty());
 }
 

@@ -124,24 +124,109 @@ TEST(Multistep, RanksAgreeOnTheGlobalModelAfterEveryRound) {
 
 TEST(Multistep, PlainSgdRoundMovesAsFarAsIntervalSsgdSteps) {
   // The harness's gradients do not depend on the model: with plain SGD one global step with the
-  // round's summed gradients equals the round's ssgd steps (up to summation order).
-  SimOptions options;
-  options.steps = 16;
-  job::JobSpec spec = Multistep(4);
-  spec.optimizer.momentum = 0;
-  spec.optimizer.weight_decay = 0;
-  job::JobSpec ssgd_spec = HarnessJob("ssgd");
-  ssgd_spec.optimizer.momentum = 0;
-  ssgd_spec.optimizer.weight_decay = 0;
-  SimResult r = Simulate(spec, options);
-  SimResult ssgd = Simulate(ssgd_spec, options);
-  ASSERT_TRUE(r.ok) << r.error;
-  ASSERT_TRUE(ssgd.ok) << ssgd.error;
-  float worst = 0;
-  for (size_t i = 0; i < r.params[0].size(); ++i) {
-    worst = std::max(worst, std::fabs(r.params[0][i] - ssgd.params[0][i]));
+  // round's summed gradients, and the average of the models after the round's local steps, both
+  // equal the round's ssgd steps (up to summation order).
+  for (const std::string update : {"delayed", "average"}) {
+    SCOPED_TRACE("update " + update);
+    SimOptions options;
+    options.steps = 16;
+    job::JobSpec spec = Multistep(4);
+    spec.strategy.Set("update", update);
+    spec.optimizer.momentum = 0;
+    spec.optimizer.weight_decay = 0;
+    job::JobSpec ssgd_spec = HarnessJob("ssgd");
+    ssgd_spec.optimizer.momentum = 0;
+    ssgd_spec.optimizer.weight_decay = 0;
+    SimResult r = Simulate(spec, options);
+    SimResult ssgd = Simulate(ssgd_spec, options);
+    ASSERT_TRUE(r.ok) << r.error;
+    ASSERT_TRUE(ssgd.ok) << ssgd.error;
+    float worst = 0;
+    for (size_t i = 0; i < r.params[0].size(); ++i) {
+      worst = std::max(worst, std::fabs(r.params[0][i] - ssgd.params[0][i]));
+    }
+    EXPECT_LE(worst, 1e-5f);
   }
-  EXPECT_LE(worst, 1e-5f);
+}
+
+// update: average (the default). Two rounds of H = 4 with rank-specific gradients and unequal
+// batches, against a double-precision replay of the rule: every rank takes H local momentum-SGD
+// steps from (x̄, m̄), x̄ ← Σ_i (b_i/B)·x_i, m̄ ← (x̄_old − x̄)/(η·H). A plain mean, the delayed
+// global step or a momentum left behind at the first average would each miss by far more.
+TEST(Multistep, AverageIsTheWeightedMeanOfTheWorkersModels) {
+  constexpr int kInterval = 4;
+  SimOptions options;
+  options.steps = 2 * kInterval;
+  options.local_batches = {8, 16, 16, 24};
+  options.synchronize_at_end = false;
+  std::vector<std::vector<float>> rank0(options.steps);
+  std::vector<std::vector<std::vector<float>>> ends(options.world);
+  options.after_step = [&](int rank, int step, const std::vector<float>& params) {
+    if (rank == 0) rank0[step] = params;
+    if ((step + 1) % kInterval == 0) ends[rank].push_back(params);
+  };
+  const job::JobSpec spec = Multistep(kInterval);
+  SimResult r = Simulate(spec, options);
+  ASSERT_TRUE(r.ok) << r.error;
+
+  size_t n = 0;
+  for (size_t t : options.tensor_sizes) n += t;
+  const double lr = spec.optimizer.lr, beta = spec.optimizer.momentum;
+  const double wd = spec.optimizer.weight_decay;
+  std::vector<double> global(n), momentum(n, 0.0);
+  for (size_t i = 0; i < n; ++i) global[i] = 0.01f * std::cos(0.01f * i);  // the harness's x_0
+  auto gradient = [](int rank, int step, size_t i) {  // the harness's default
+    return std::sin(0.001f * static_cast<float>(i) + 0.3f * rank + 0.7f * step) * 0.5f +
+           0.01f * rank;
+  };
+  for (int round = 0; round < 2; ++round) {
+    std::vector<double> mean(n, 0.0);
+    for (int rank = 0; rank < options.world; ++rank) {
+      std::vector<double> x = global, m = momentum;
+      const double b = options.local_batches[rank];
+      for (int h = 0; h < kInterval; ++h) {
+        for (size_t i = 0; i < n; ++i) {
+          m[i] = beta * m[i] + gradient(rank, round * kInterval + h, i) / b + wd * x[i];
+          x[i] -= lr * m[i];
+        }
+      }
+      for (size_t i = 0; i < n; ++i) mean[i] += b / options.global_batch * x[i];
+    }
+    for (size_t i = 0; i < n; ++i) {
+      momentum[i] = (global[i] - mean[i]) / (lr * kInterval);
+      global[i] = mean[i];
+    }
+    const std::vector<float>& got = rank0[(round + 1) * kInterval - 1];
+    double worst = 0;
+    for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(got[i] - global[i]));
+    EXPECT_LE(worst, 1e-6) << "round " << round;
+    for (int rank = 1; rank < options.world; ++rank) {
+      EXPECT_TRUE(Identical(ends[rank][round], ends[0][round])) << "round " << round;
+    }
+  }
+  // Inside a round the models are the ranks' own (their gradients differ).
+  EXPECT_FALSE(Identical(rank0[kInterval], rank0[kInterval + 1]));
+  // Every round-end all-reduce is one ring pass over the model: no more bytes than delayed.
+  job::JobSpec delayed = spec;
+  delayed.strategy.Set("update", "delayed");
+  SimResult d = Simulate(delayed, options);
+  ASSERT_TRUE(d.ok) << d.error;
+  EXPECT_EQ(r.bytes_sent, d.bytes_sent);
+}
+
+// An explicit update: average with delay 1 is refused (delay 1 takes the delayed global step).
+TEST(Multistep, AverageWithDelayOneIsRefused) {
+  job::JobSpec spec = Delayed(4);
+  EXPECT_TRUE(CheckStrategyOptions(spec.strategy, "spec.strategy").ok());
+  spec.strategy.Set("update", "average");
+  EXPECT_THAT(std::string(CheckStrategyOptions(spec.strategy, "spec.strategy").message()),
+              ::testing::HasSubstr("spec.strategy.update: average applies only with delay 0"));
+  spec.strategy.Set("update", "delayed");
+  EXPECT_TRUE(CheckStrategyOptions(spec.strategy, "spec.strategy").ok());
+  spec = Multistep(4);
+  spec.strategy.Set("update", "sideways");
+  EXPECT_THAT(std::string(CheckStrategyOptions(spec.strategy, "spec.strategy").message()),
+              ::testing::HasSubstr("spec.strategy.update"));
 }
 
 TEST(Multistep, SendsOneAllReducePerRound) {
@@ -426,7 +511,9 @@ TEST(MultistepDelay, RanksAgreeOnTheGlobalModelAtEveryRebase) {
   options.after_step = [&](int rank, int, const std::vector<float>& params) {
     if (rank == 0) delay0_steps.push_back(params);
   };
-  SimResult sync = Simulate(Multistep(kInterval), options);
+  job::JobSpec delay0 = Multistep(kInterval);
+  delay0.strategy.Set("update", "delayed");  // the global step delay 1 takes
+  SimResult sync = Simulate(delay0, options);
   ASSERT_TRUE(sync.ok) << sync.error;
   EXPECT_TRUE(Identical(r.params[0], sync.params[0]));
   // Round 0 ends without a correction (delay 0 moves to x̄ there); step H of a round takes no

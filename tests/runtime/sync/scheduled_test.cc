@@ -97,15 +97,20 @@ TEST(Scheduled, MultistepWithIntervalOneIsSsgdBitForBitUnderTheScheduler) {
 // same sums), with and without the proximal term; the BatchNorm synchronisations fall on the
 // same steps.
 TEST(Scheduled, MultistepRoundsUnderTheSchedulerEqualTheBucketedRounds) {
-  for (double mu : {0.0, 0.01}) {
-    SimOptions options;
-    options.world = 2;
-    options.steps = 22;
-    const SimResult bucketed = Simulate(Multistep(4, mu), options);
-    const SimResult scheduled = Simulate(Scheduled(Multistep(4, mu)), options);
-    ExpectBitIdentical(bucketed, scheduled, "multistep H = 4, mu " + std::to_string(mu));
-    EXPECT_EQ(bucketed.synchronized_steps, scheduled.synchronized_steps);
-    EXPECT_EQ(scheduled.synchronized_steps, (std::vector<int>{3, 7, 11, 15, 19}));
+  for (const std::string update : {"average", "delayed"}) {
+    for (double mu : {0.0, 0.01}) {
+      SimOptions options;
+      options.world = 2;
+      options.steps = 22;
+      job::JobSpec spec = Multistep(4, mu);
+      spec.strategy.Set("update", update);
+      const SimResult bucketed = Simulate(spec, options);
+      const SimResult scheduled = Simulate(Scheduled(spec), options);
+      ExpectBitIdentical(bucketed, scheduled,
+                         "multistep H = 4, update " + update + ", mu " + std::to_string(mu));
+      EXPECT_EQ(bucketed.synchronized_steps, scheduled.synchronized_steps);
+      EXPECT_EQ(scheduled.synchronized_steps, (std::vector<int>{3, 7, 11, 15, 19}));
+    }
   }
 }
 
