@@ -317,7 +317,9 @@ absl::Status ParamStore::WaitForVersion(std::unique_lock<std::mutex>& lock, int6
     return absl::DeadlineExceededError(absl::StrCat(
         what, ": parameter-server shard ", config_.shard, " did not reach model version ",
         version, " within ", timeout.count() / 1000.0, " s (it is at ", version_,
-        "; a worker has not pushed)"));
+        RoundWaitsForPrediction() ? "; the predictor's inference has not finished"
+                                  : "; a worker has not pushed",
+        ")"));
   }
   return absl::OkStatus();
 }

@@ -189,6 +189,12 @@ std::vector<ParamSpec> BuildCatalogue() {
   c.push_back(Default(OpenClosedUnit(Param("damping", P::kNumber,
                                            "share of the predicted change applied")),
                       0.25));
+  ParamSpec pull_bits = Param("pullBits", P::kInteger,
+                              "mode A: bits per element of the pulled model, as deltas against "
+                              "the parameter server's mirror of the worker's copy (tensors under "
+                              "1024 elements fp32); 32 pulls the model whole");
+  pull_bits.enum_values = {"2", "4", "8", "16", "32"};
+  c.push_back(Default(pull_bits, 8));
   ParamSpec staleness = Param("staleness", P::kInteger,
                               "model versions a worker may run ahead of the parameter server "
                               "(0 = synchronous)");
@@ -386,7 +392,8 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
   StrategyDescriptor mp2 = Strategy(
       "mp2", "MP²: partial pushes, the parameter server predicts the rest",
       {CatalogueParam("pushRatio"), CatalogueParam("history"), CatalogueParam("mode"),
-       CatalogueParam("predictor"), CatalogueParam("calibration"), CatalogueParam("damping")});
+       CatalogueParam("predictor"), CatalogueParam("calibration"), CatalogueParam("damping"),
+       CatalogueParam("pullBits")});
   mp2.traits.uses_parameter_server = true;
   mp2.validate = ValidateMp2;
   mp2.cel = {{"!has(self.type) || self.type != 'mp2' || (has(self.predictor) && "

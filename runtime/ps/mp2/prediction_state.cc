@@ -60,27 +60,47 @@ std::shared_ptr<PredictionState::Inference> PredictionState::StartInference(
   std::vector<std::vector<float>> inputs(schedules_.size());
   const int K = options_.history;
   bool any = false;
+  // Without calibration only the complement's predictions are used: the subset's rows are left
+  // out (each element's prediction depends on its own history alone, so nothing else changes).
+  std::vector<std::vector<int32_t>> rows(schedules_.size());
   for (int p = 0; p < pieces(); ++p) {
     if (!schedules_[p].predicted()) continue;
     any = true;
     const int64_t n = schedules_[p].size();
+    std::vector<int32_t>& at = rows[p];
+    if (options_.calibration) {
+      at.resize(static_cast<size_t>(n));
+      for (int64_t e = 0; e < n; ++e) at[e] = static_cast<int32_t>(e);
+    } else {
+      std::vector<char> pushed(static_cast<size_t>(n), 0);
+      for (int32_t e : schedules_[p].Subset(round_)) pushed[e] = 1;
+      at.reserve(static_cast<size_t>(n));
+      for (int64_t e = 0; e < n; ++e) {
+        if (!pushed[e]) at.push_back(static_cast<int32_t>(e));
+      }
+    }
+    const int64_t m = static_cast<int64_t>(at.size());
     std::vector<float>& gathered = inputs[p];
-    gathered.resize(static_cast<size_t>(n * K));
+    gathered.resize(static_cast<size_t>(m * K));
     for (int k = 0; k < K; ++k) {
       const float* snapshot = history_[(newest_ + 1 + k) % K].data() + offsets_[p];
-      for (int64_t e = 0; e < n; ++e) gathered[e * K + k] = snapshot[e];
+      for (int64_t r = 0; r < m; ++r) gathered[r * K + k] = snapshot[at[r]];
     }
-    inference->predicted[p].resize(static_cast<size_t>(n));
+    // The subset's entries stay 0 without calibration: they are overwritten by the fresh values.
+    inference->predicted[p].assign(static_cast<size_t>(n), 0.0f);
   }
   if (!any) return nullptr;
   // The task owns its inputs and shares `inference`: it outlives the state if need be.
-  auto run = [inference, inputs = std::move(inputs), predictor = predictor_,
-              threads = options_.threads] {
+  auto run = [inference, inputs = std::move(inputs), rows = std::move(rows),
+              predictor = predictor_, threads = options_.threads] {
     const auto start = std::chrono::steady_clock::now();
+    std::vector<float> out;
     for (size_t p = 0; p < inputs.size(); ++p) {
-      if (inputs[p].empty()) continue;
-      std::vector<float>& out = inference->predicted[p];
+      if (rows[p].empty()) continue;
+      out.resize(rows[p].size());
       predictor->Predict(inputs[p].data(), static_cast<int64_t>(out.size()), out.data(), threads);
+      std::vector<float>& predicted = inference->predicted[p];
+      for (size_t r = 0; r < out.size(); ++r) predicted[rows[p][r]] = out[r];
     }
     inference->seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -155,7 +175,7 @@ absl::Status PredictionState::Apply(int64_t round, const std::vector<std::vector
       continue;
     }
     if (inference != nullptr) {
-      // Every element's prediction: the complement's is used, the subset's fits calibration.
+      // The complement's predictions are used; the subset's (with calibration) fit it.
       const std::vector<float>& predicted = inference->predicted[p];
       out.predicted += n - static_cast<int64_t>(subset.size());
       double a = 1.0;

@@ -362,6 +362,7 @@ TEST(Mp2ParamStore, TheInferenceRunsBesideTheRound) {
   // Nothing is served for version 2 before its inference ends: the pull times out meanwhile.
   absl::StatusOr<PullResult> early = store.Pull(0, 2, 32, std::chrono::milliseconds(20));
   EXPECT_EQ(early.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(early.status().message()), HasSubstr("inference has not finished"));
   predictor.Allow(100);
   absl::StatusOr<ShardState> after = store.GetState(2, kWait);
   ASSERT_TRUE(after.ok()) << after.status();
