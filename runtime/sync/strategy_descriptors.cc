@@ -172,8 +172,8 @@ std::vector<ParamSpec> BuildCatalogue() {
   history.range.max = 64;
   c.push_back(Default(history, 5));
   c.push_back(Default(Enum(Param("mode", P::kEnum,
-                                 "A: the parameter server predicts, workers pull the full model; "
-                                 "B: the workers predict too"),
+                                 "A: the parameter server predicts, workers pull the model (deltas "
+                                 "at pullBits); B: the workers predict too"),
                            {"A", "B"}, "mode"),
                       "A"));
   ParamSpec predictor = Param("predictor", P::kString,
