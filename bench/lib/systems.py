@@ -80,9 +80,11 @@ HPTRAIN = {
     # ssgd with the sub-tensor priority scheduler (its effect on plain SSGD).
     "hptrain-ssgd-prio": {"type": "ssgd", **SCHEDULER},
     # MP² (docs/algorithms.md §1): 10 % of each large tensor pushed, the rest predicted by the shipped
-    # LeNet-5 predictor at the PS (mode A: full pulls; mode B: fresh values only, predicted on
-    # every worker too), and the zero-change ablation (the complement stays stale).
+    # LeNet-5 predictor at the PS (mode A: 8-bit delta pulls, the default, or the full model with
+    # pullBits 32; mode B: fresh values only, predicted on every worker too), and the zero-change
+    # ablation (the complement stays stale).
     "hptrain-mp2": {"type": "mp2", "predictor": MP2_PREDICTOR},
+    "hptrain-mp2-full": {"type": "mp2", "predictor": MP2_PREDICTOR, "pullBits": "32"},
     "hptrain-mp2-b": {"type": "mp2", "mode": "B", "predictor": MP2_PREDICTOR},
     "hptrain-mp2-zero": {"type": "mp2", "predictor": "zero"},
     # Node-based exchange (docs/algorithms.md §2) on a two-level cluster (--workers-per-node):

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <future>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/update/update.h"
@@ -217,6 +218,12 @@ void ParamStore::ApplyReadyRounds() {
        it = rounds_.find(version_)) {
     Round& round = it->second;
     if (config_.mp2.has_value()) {
+      // The round's inference is still running: the pull that needs the round applies it
+      // (WaitForVersion), woken here.
+      if (!prediction_->PredictionReady()) {
+        cv_.notify_all();
+        break;
+      }
       ApplyMp2Round(it->first, round);
       const double wait = std::chrono::duration<double>(Clock::now() - round.first_push).count();
       rounds_.erase(it);
@@ -270,11 +277,36 @@ void ParamStore::ApplyMp2Round(int64_t step, Round& round) {
   if (on_prediction_) on_prediction_(stats);
 }
 
+bool ParamStore::RoundWaitsForPrediction() const {
+  if (!config_.mp2.has_value() || prediction_ == nullptr) return false;
+  auto it = rounds_.find(version_);
+  return it != rounds_.end() && it->second.ranks_complete == config_.world_size;
+}
+
 absl::Status ParamStore::WaitForVersion(std::unique_lock<std::mutex>& lock, int64_t version,
                                         std::chrono::milliseconds timeout, const char* what) {
-  const bool reached = cv_.wait_for(lock, timeout, [&] {
-    return shutdown_ || (initialised_ && version_ >= version);
-  });
+  const Clock::time_point deadline = Clock::now() + timeout;
+  bool reached = false;
+  for (;;) {
+    reached = cv_.wait_until(lock, deadline, [&] {
+      return shutdown_ || (initialised_ && version_ >= version) || RoundWaitsForPrediction();
+    });
+    if (shutdown_ || !reached || version_ >= version) break;
+    // mp2: the next round has every push and waits for its inference, which runs outside the lock
+    // (or has finished since the last push); this caller applies the round once it has finished.
+    bool done = true;
+    if (!prediction_->PredictionReady()) {
+      std::shared_future<void> pending = prediction_->PendingPrediction();
+      lock.unlock();
+      done = pending.wait_until(deadline) == std::future_status::ready;
+      lock.lock();
+    }
+    ApplyReadyRounds();
+    if (!done && version_ < version) {
+      reached = false;
+      break;
+    }
+  }
   if (shutdown_) return absl::CancelledError("the parameter server is shutting down");
   if (!reached) {
     if (!initialised_) {
@@ -285,7 +317,9 @@ absl::Status ParamStore::WaitForVersion(std::unique_lock<std::mutex>& lock, int6
     return absl::DeadlineExceededError(absl::StrCat(
         what, ": parameter-server shard ", config_.shard, " did not reach model version ",
         version, " within ", timeout.count() / 1000.0, " s (it is at ", version_,
-        "; a worker has not pushed)"));
+        RoundWaitsForPrediction() ? "; the predictor's inference has not finished"
+                                  : "; a worker has not pushed",
+        ")"));
   }
   return absl::OkStatus();
 }

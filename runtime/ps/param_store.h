@@ -10,6 +10,11 @@
 // optimizer steps once with the round's learning rate: version v+1 is published and waiting pulls
 // wake. Round v+1 may already be complete then; it is applied next.
 //
+// mp2's prediction is overlapped (mp2/prediction_state.h): a round's inference starts when the
+// round before is applied, and a round whose pushes are complete before it has finished is applied
+// by the first pull (or GetState) that needs it, which waits for the inference outside the lock.
+// Pushes never wait for it.
+//
 // A pull is served at exactly min_version when the model has moved one version past it (the shard
 // keeps the version before the current one while pushes may run ahead), so what a worker gets
 // does not depend on how its pull and the other workers' pushes interleave.
@@ -166,6 +171,11 @@ class ParamStore {
   int64_t PushedSize(int t, int64_t step) const;
   // mp2 mode B's pull (kFreshBits), with mu_ held and the version reached.
   absl::StatusOr<PullResult> PullFresh(int rank, int64_t version);
+  // mp2: the next round has every push but is not applied: its overlapped inference had not
+  // finished when its last push came. mu_ held.
+  bool RoundWaitsForPrediction() const;
+  // Waits, with mu_ held through `lock`, until the version is ≥ `version`; in mp2 it applies the
+  // rounds whose inference it waited for.
   absl::Status WaitForVersion(std::unique_lock<std::mutex>& lock, int64_t version,
                               std::chrono::milliseconds timeout, const char* what);
 

@@ -27,11 +27,14 @@
 //        VALUES of the round's subset S_t of every predicted tensor (runtime/ps/mp2/schedule.h:
 //        ρ = pushRatio of each tensor over 4096 elements, shared permutation, no indices travel) and
 //        the other tensors whole. The shard averages them (weighted by batch), predicts the
-//        complement (mp2/prediction_state.h) and publishes the next version. Mode A pulls the full
-//        model; mode B pulls only the round's averaged fresh values and runs the same prediction
-//        locally, reaching the PS's model bit for bit. At pushRatio 1 nothing is predicted: a PS
-//        averaging parameters every step. Bytes per worker per round (docs/algorithms.md §1c):
-//        push 4·(Σ|S_t,l| + small), pull 4P (mode A) or the same as the push (mode B).
+//        complement (mp2/prediction_state.h) and publishes the next version. Mode A pulls the
+//        model as hps does: at pullBits (default 8) the rounded delta against the PS's mirror of
+//        this worker's copy (ps_codec.h), at 32 the model whole; mode B pulls only the round's
+//        averaged fresh values and runs the same prediction locally, reaching the PS's model bit
+//        for bit. At pushRatio 1 nothing is predicted: a PS averaging parameters every step.
+//        Bytes per worker per round (docs/algorithms.md §1c): push 4·(Σ|S_t,l| + small), pull
+//        Σ PsPayloadBytes(n, pullBits) over the tensors (mode A; 4P at 32) or the same as the push
+//        (mode B).
 //
 // Before every evaluation and checkpoint (Synchronize) the copy is brought to the model of
 // exactly the steps done, in fp32; the checkpoint of rank 0 also carries every shard's
@@ -157,7 +160,7 @@ class ParameterServerStrategy : public Strategy,
   StrategyStats stats() const override {
     StrategyStats s;
     s.compression_ratio = tally_.ratio();
-    s.bits = bits_;
+    s.bits = options_.mp2 ? 32 : bits_;  // mp2 pushes fp32 values; pullBits is the pull's
     s.staleness = staleness_;
     s.max_staleness = max_staleness_;
     return s;
@@ -281,7 +284,9 @@ absl::Status ParameterServerStrategy::Init(const GradientLayout& layout) {
     mp2_fingerprint_ =
         ps::mp2::ScheduleFingerprint(options_.prediction.seed, options_.prediction.push_ratio);
   }
-  if (bits_ < 32 || options_.dynamic_bits) residual_.assign(plan_.total, 0.0f);
+  if (!options_.mp2 && (bits_ < 32 || options_.dynamic_bits)) {
+    residual_.assign(plan_.total, 0.0f);  // error feedback of quantized pushes
+  }
   base_.assign(plan_.total, 0.0f);
   compensate_ = options_.staleness > 0 && optimizer_.type == optim::OptimizerType::kSgd &&
                 !optimizer_.nesterov;
@@ -569,7 +574,8 @@ absl::Status ParameterServerStrategy::Mp2Round(const StepInfo& step,
   HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return WaitAll(pushes_); }));
   const int64_t next = step.step + 1;
   if (!options_.mode_b) {
-    return Exposed([&] { return PullAll(next, 32, absl::MakeSpan(base_)); });
+    // At pullBits < 32 a delta against the mirror: base_ is what the mirror holds.
+    return Exposed([&] { return PullAll(next, bits_, absl::MakeSpan(base_)); });
   }
   std::vector<PullFuture> pulls = StartPulls(next, ps::kFreshBits);
   HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return ApplyFresh(pulls, step.step); }));
@@ -697,6 +703,8 @@ bool mp2_registered = RegisterStrategy(
       options.name = "mp2";
       options.mp2 = true;
       options.mode_b = spec.String("mode") == "B";
+      // Mode A's pulls; mode B pulls the fresh values, fp32.
+      options.bits = options.mode_b ? 32 : static_cast<int>(spec.Int("pullBits"));
       options.prediction = ps::mp2::PredictionOptionsFor(spec, context.seed);
       if (options.mode_b) {
         // Mode B predicts on every worker, with the PS's predictor.

@@ -196,8 +196,8 @@ std::vector<ParamSpec> BuildCatalogue() {
   history.range.max = 64;
   c.push_back(Default(history, 5));
   c.push_back(Default(Enum(Param("mode", P::kEnum,
-                                 "A: the parameter server predicts, workers pull the full model; "
-                                 "B: the workers predict too"),
+                                 "A: the parameter server predicts, workers pull the model (deltas "
+                                 "at pullBits); B: the workers predict too"),
                            {"A", "B"}, "mode"),
                       "A"));
   ParamSpec predictor = Param("predictor", P::kString,
@@ -212,7 +212,13 @@ std::vector<ParamSpec> BuildCatalogue() {
                       false));
   c.push_back(Default(OpenClosedUnit(Param("damping", P::kNumber,
                                            "share of the predicted change applied")),
-                      0.5));
+                      0.25));
+  ParamSpec pull_bits = Param("pullBits", P::kInteger,
+                              "mode A: bits per element of the pulled model, as deltas against "
+                              "the parameter server's mirror of the worker's copy (tensors under "
+                              "1024 elements fp32); 32 pulls the model whole");
+  pull_bits.enum_values = {"2", "4", "8", "16", "32"};
+  c.push_back(Default(pull_bits, 8));
   ParamSpec staleness = Param("staleness", P::kInteger,
                               "model versions a worker may run ahead of the parameter server "
                               "(0 = synchronous)");
@@ -510,7 +516,8 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
   StrategyDescriptor mp2 = Strategy(
       "mp2", "MP²: partial pushes, the parameter server predicts the rest",
       {CatalogueParam("pushRatio"), CatalogueParam("history"), CatalogueParam("mode"),
-       CatalogueParam("predictor"), CatalogueParam("calibration"), CatalogueParam("damping")});
+       CatalogueParam("predictor"), CatalogueParam("calibration"), CatalogueParam("damping"),
+       CatalogueParam("pullBits")});
   mp2.traits.uses_parameter_server = true;
   mp2.validate = ValidateMp2;
   mp2.cel = {{"!has(self.type) || self.type != 'mp2' || (has(self.predictor) && "

@@ -17,6 +17,8 @@ PredictionOptions PredictionOptionsFor(const job::StrategySpec& s, uint64_t seed
   options.calibration = s.Bool("calibration");
   options.damping = s.Number("damping");
   options.seed = seed;
+  // The shard and mode B's workers run the inference of round t while round t is computed.
+  options.overlapped = true;
   return options;
 }
 

@@ -14,7 +14,7 @@
 namespace hptrain::ps::mp2 {
 
 // pushRatio (0.1), history (5), calibration (false), damping (0.25) and the schedule's seed
-// (spec.seed).
+// (spec.seed); the inference overlapped (prediction_state.h).
 PredictionOptions PredictionOptionsFor(const job::JobSpec& spec);
 PredictionOptions PredictionOptionsFor(const job::StrategySpec& strategy, uint64_t seed);
 

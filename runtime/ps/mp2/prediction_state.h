@@ -24,10 +24,21 @@
 //
 // Deterministic: the same inputs give bit-identical results in every process (the predictor's
 // per-element forward is fixed, calibration sums in index order in double).
+//
+// Overlapped (PredictionOptions::overlapped, what jobs use): step 1 of round t reads only the
+// history, which is complete once round t − 1 is applied, so the inference of round t starts in
+// the background right then (and at Reset), while the workers compute and push round t; Apply(t)
+// waits for it if it has not finished. The arithmetic, and so every result, is the same as
+// without overlap, bit for bit. PredictionReady() says whether Apply would wait, and
+// PendingPrediction() gives the inference to wait on outside a caller's lock.
+//
+// Thread-safety: none (the caller serialises); the background inference touches only its own
+// copy of the history.
 #ifndef HPTRAIN_RUNTIME_PS_MP2_PREDICTION_STATE_H_
 #define HPTRAIN_RUNTIME_PS_MP2_PREDICTION_STATE_H_
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <vector>
 
@@ -46,10 +57,11 @@ struct PredictionOptions {
   bool calibration = false;
   double damping = 1.0;           // d: the share of the predicted change applied
   int threads = 1;                // for inference
+  bool overlapped = false;        // the inference of round t runs as soon as round t − 1 is applied
 };
 
 struct RoundStats {
-  double inference_seconds = 0;  // predictor time of the round
+  double inference_seconds = 0;  // predictor time of the round (in the background when overlapped)
   int64_t predicted = 0;         // elements predicted
   std::vector<double> calibration;  // per piece (1 where not predicted or not fitted)
 };
@@ -60,6 +72,10 @@ class PredictionState {
   // history K. `shard` keys the schedules (schedule.h).
   PredictionState(const PredictionOptions& options, int shard, std::vector<int64_t> piece_sizes,
                   const PredictorRunner* predictor);
+  // Waits for an overlapped inference still running (it reads the predictor).
+  ~PredictionState();
+  PredictionState(const PredictionState&) = delete;
+  PredictionState& operator=(const PredictionState&) = delete;
 
   // W := params at round `round` (the next round applied); the history restarts (K copies).
   absl::Status Reset(std::vector<float> params, int64_t round);
@@ -83,7 +99,25 @@ class PredictionState {
   const std::vector<float>& params() const { return params_; }
   int64_t round() const { return round_; }
 
+  // True when Apply(round()) would not wait for an inference: none is needed (no predictor, or
+  // nothing predicted) or the overlapped one has finished.
+  bool PredictionReady() const;
+  // The overlapped inference of round(), to wait on (valid only while PredictionReady() is false).
+  std::shared_future<void> PendingPrediction() const;
+
  private:
+  // One round's inference: x̂ for every element of every predicted piece.
+  struct Inference {
+    int64_t round = 0;
+    std::vector<std::vector<float>> predicted;  // per piece; empty where not predicted
+    double seconds = 0;
+    std::shared_future<void> done;
+  };
+  // Copies the history of the predicted pieces and runs the predictor on it for round round_,
+  // on a thread of its own when `background`, else before returning. Null without a predictor or
+  // when no piece is predicted.
+  std::shared_ptr<Inference> StartInference(bool background) const;
+
   PredictionOptions options_;
   const PredictorRunner* predictor_;
   std::vector<SubsetSchedule> schedules_;
@@ -92,9 +126,7 @@ class PredictionState {
   std::vector<std::vector<float>> history_;  // K snapshots, ring
   int64_t newest_ = 0;                       // index of the newest snapshot in history_
   int64_t round_ = 0;
-  // Scratch for one piece's inference.
-  std::vector<float> gathered_;
-  std::vector<float> predicted_;
+  std::shared_ptr<Inference> inference_;     // overlapped: round round_'s, running or done
 };
 
 }  // namespace hptrain::ps::mp2

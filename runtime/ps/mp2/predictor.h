@@ -75,11 +75,13 @@ absl::Status SavePredictor(const std::string& path, const Predictor& predictor);
 // (histories[e·K + k], oldest first); out[e] = the predicted next value x̂ (normalize.h).
 // Deterministic: out[e] depends only on element e's history and the weights. Uses up to
 // `threads` threads (1: the calling thread only).
+// Predict is virtual so that tests can stand in a slow or gated predictor.
 class PredictorRunner {
  public:
   explicit PredictorRunner(const Predictor& predictor);  // must be valid
+  virtual ~PredictorRunner() = default;
   int history() const;
-  void Predict(const float* histories, int64_t n, float* out, int threads = 1) const;
+  virtual void Predict(const float* histories, int64_t n, float* out, int threads = 1) const;
   // The normalised change for one element's 2×K input (values then diffs); for tests.
   float Forward(const float* values, const float* diffs) const;
 

@@ -759,6 +759,7 @@ JobSpec WithOwnParameters(const std::string& type) {
     if (key == "predictor") spec.strategy.Set("predictor", "zero");
     if (key == "calibration") spec.strategy.Set("calibration", true);
     if (key == "damping") spec.strategy.Set("damping", 0.5);
+    if (key == "pullBits") spec.strategy.Set("pullBits", 16);
     if (key == "delay") spec.strategy.Set("delay", 1);
     if (key == "compression") {
       spec.strategy.Set("compression.type", "quantized");

@@ -1,7 +1,7 @@
 // MP²'s round-by-round model (runtime/ps/mp2/prediction_state.h): the subset takes the fresh
 // values, the complement the prediction (or stays, for the zero change), calibration scales the
-// predicted change by its fit on the subset, a wrong round changes nothing, and two states fed
-// the same rounds agree bit for bit.
+// predicted change by its fit on the subset, a wrong round changes nothing, two states fed
+// the same rounds agree bit for bit, and the overlapped inference gives the inline one's results.
 #include <cmath>
 #include <random>
 
@@ -173,6 +173,37 @@ TEST(PredictionState, AConstantHistoryPredictsNoChange) {
   ASSERT_TRUE(state.Reset(w0, 0).ok());
   ASSERT_TRUE(state.Apply(0, Fresh(state, 0, w0)).ok());
   for (size_t i = 0; i < w0.size(); ++i) ASSERT_NEAR(state.params()[i], w0[i], 1e-6f) << i;
+}
+
+// Overlapped, round t's inference runs as soon as round t − 1 is applied; the rounds' results are
+// those of the inline inference, bit for bit, with and without calibration.
+TEST(PredictionState, TheOverlappedInferenceGivesTheInlineResults) {
+  const Predictor predictor = RandomPredictor(4);
+  PredictorRunner runner(predictor);
+  for (bool calibration : {false, true}) {
+    PredictionOptions options;
+    options.calibration = calibration;
+    options.damping = 0.25;
+    PredictionState inline_state(options, 0, kPieces, &runner);
+    options.overlapped = true;
+    PredictionState overlapped(options, 0, kPieces, &runner);
+    const std::vector<float> w = Initial();
+    ASSERT_TRUE(inline_state.Reset(w, 3).ok());
+    ASSERT_TRUE(overlapped.Reset(w, 3).ok());
+    for (int64_t t = 3; t < 15; ++t) {
+      const std::vector<float> target = Moved(inline_state.params(), t);
+      RoundStats a, b;
+      ASSERT_TRUE(inline_state.Apply(t, Fresh(inline_state, t, target), &a).ok());
+      ASSERT_TRUE(overlapped.Apply(t, Fresh(overlapped, t, target), &b).ok());
+      ASSERT_EQ(inline_state.params(), overlapped.params()) << "round " << t;
+      EXPECT_EQ(a.predicted, b.predicted);
+      EXPECT_EQ(a.calibration, b.calibration);
+    }
+    // The next round's inference is under way (or done) in the overlapped state only.
+    EXPECT_TRUE(inline_state.PredictionReady());
+    overlapped.PendingPrediction().wait();
+    EXPECT_TRUE(overlapped.PredictionReady());
+  }
 }
 
 }  // namespace

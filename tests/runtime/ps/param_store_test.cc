@@ -1,14 +1,20 @@
 // ParamStore: aggregation in rank order, the optimizer step once per round, versions, pulls and
-// mirrors, and every refusal leaving the shard as it was (docs/algorithms.md §5d).
+// mirrors, and every refusal leaving the shard as it was (docs/algorithms.md §5d); mp2's
+// inference overlapped with the round (pushes and pulls served while it runs).
 #include "runtime/ps/param_store.h"
 
+#include <condition_variable>
 #include <cstring>
+#include <future>
+#include <mutex>
 #include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/update/update.h"
 #include "runtime/comm/encoded_tensor.h"
+#include "runtime/ps/mp2/predictor.h"
+#include "runtime/ps/mp2/schedule.h"
 #include "runtime/ps/ps_codec.h"
 #include "runtime/ps/shard_plan.h"
 
@@ -254,6 +260,114 @@ TEST(ParamStore, ShutdownWakesWaitingPulls) {
   auto pulled = f.store->Pull(0, 5, 32, kWait);
   stopper.join();
   EXPECT_TRUE(absl::IsCancelled(pulled.status()));
+}
+
+// A predictor whose calls block until the test lets them finish (call i needs Allow(i + 1)); it
+// predicts no change. Stands in for an inference slower than a round.
+class GatedPredictor : public mp2::PredictorRunner {
+ public:
+  GatedPredictor() : PredictorRunner(mp2::EmptyPredictor(mp2::kDefaultHistory, 8, 4)) {}
+  void Predict(const float* histories, int64_t n, float* out, int /*threads*/) const override {
+    std::unique_lock<std::mutex> lock(mu_);
+    const int call = started_++;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return allowed_ > call; });
+    const int K = mp2::kDefaultHistory;
+    for (int64_t e = 0; e < n; ++e) out[e] = histories[e * K + K - 1];
+    ++finished_;
+    cv_.notify_all();
+  }
+  void Allow(int calls) {
+    std::lock_guard<std::mutex> lock(mu_);
+    allowed_ = calls;
+    cv_.notify_all();
+  }
+  // Waits until `calls` calls have started; false after 10 s.
+  bool WaitStarted(int calls) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kWait, [&] { return started_ >= calls; });
+  }
+  int finished() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return finished_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable int started_ = 0;
+  mutable int finished_ = 0;
+  int allowed_ = 0;
+};
+
+// mp2: round t's inference runs while round t is pushed, and a round is applied by the pull that
+// needs it: pushes are taken, and the pull of the round before is served, while an inference is
+// still running; no pull gets a version whose inference has not finished.
+TEST(Mp2ParamStore, TheInferenceRunsBesideTheRound) {
+  GatedPredictor predictor;  // outlives the store, whose last inference it runs
+  ParamStoreConfig config;
+  config.world_size = 2;
+  config.global_batch = 8;
+  Mp2StoreConfig mp2;
+  mp2.prediction.push_ratio = 0.1;
+  mp2.prediction.overlapped = true;
+  mp2.predictor = &predictor;
+  config.mp2 = mp2;
+  ParamStore store(config);
+  ShardLayoutInfo layout;
+  layout.end = 10100;
+  layout.tensor_sizes = {100, 10000};  // the second is predicted: one inference per round
+  layout.world_size = 2;
+  ShardState state;
+  state.sections["params"] = std::vector<float>(10100, 1.0f);
+  ASSERT_TRUE(store.Init(0, layout, state).ok());
+  const mp2::SubsetSchedule schedule(0, 0, 1, 10000, 0.1);
+  auto push = [&](int rank, int64_t step) {
+    PushInfo info;
+    info.rank = rank;
+    info.step = step;
+    info.batch_size = 4;
+    info.begin = 0;
+    info.end = 10100;
+    info.schedule = mp2::ScheduleFingerprint(0, 0.1);
+    std::vector<float> small(100, 2.0f + step), big(schedule.Subset(step).size(), 3.0f + step);
+    std::vector<std::vector<uint8_t>> tensors;
+    tensors.push_back(*EncodeValues(small.data(), 100));
+    tensors.push_back(*EncodeValues(big.data(), static_cast<int64_t>(big.size())));
+    return store.Push(info, tensors);
+  };
+  // Round 0's inference started at Init and is held: both pushes are taken, the round waits.
+  ASSERT_TRUE(predictor.WaitStarted(1));
+  ASSERT_TRUE(push(0, 0).ok());
+  ASSERT_TRUE(push(1, 0).ok());
+  EXPECT_EQ(predictor.finished(), 0);
+  EXPECT_EQ(store.version(), 0);
+  // The pull of version 1 waits for it, then applies the round.
+  auto first = std::async(std::launch::async, [&] { return store.Pull(0, 1, 32, kWait); });
+  EXPECT_EQ(first.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  predictor.Allow(1);
+  absl::StatusOr<PullResult> pulled = first.get();
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  EXPECT_EQ(pulled->version, 1);
+  // Round 1's inference starts as round 0 is applied; while it is held, rank 1's pull of version
+  // 1 is served and round 1's pushes are taken.
+  ASSERT_TRUE(predictor.WaitStarted(2));
+  absl::StatusOr<PullResult> second = store.Pull(1, 1, 32, kWait);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->version, 1);
+  ASSERT_TRUE(push(0, 1).ok());
+  ASSERT_TRUE(push(1, 1).ok());
+  EXPECT_EQ(predictor.finished(), 1);
+  EXPECT_EQ(store.version(), 1);
+  // Nothing is served for version 2 before its inference ends: the pull times out meanwhile.
+  absl::StatusOr<PullResult> early = store.Pull(0, 2, 32, std::chrono::milliseconds(20));
+  EXPECT_EQ(early.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(early.status().message()), HasSubstr("inference has not finished"));
+  predictor.Allow(100);
+  absl::StatusOr<ShardState> after = store.GetState(2, kWait);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->sections.at("params")[0], 3.0f);  // round 1's small tensor
+  EXPECT_EQ(predictor.finished() >= 2, true);
 }
 
 TEST(ShardPlan, SplitsTheParametersEquallyCuttingTensorsAtTheBoundaries) {

@@ -1,8 +1,11 @@
 // Strategy mp2 on the harness (N ranks as threads, the shards as in-process ParamStores): the
-// checks of docs/algorithms.md §1d — ρ = 1 is a PS averaging parameters every step, bit for bit (and
+// checks of docs/algorithms.md §1d — ρ = 1 with exact pulls (mode B, or mode A at pullBits 32)
+// is a PS averaging parameters every step, bit for bit (and
 // SSGD within rounding for plain SGD); mode B's workers hold the PS's model bit for bit after every
-// round; modes A and B train the same model; the byte counters follow §1c exactly; a push cut by
-// another schedule or of the wrong size is refused and changes nothing.
+// round; mode A's delta pulls keep the worker's copy bit-identical to the PS's mirror of it and
+// within the rounding of the PS's model (bit for bit at pullBits 32); modes A (at 32 bits) and B
+// train the same model; the byte counters follow §1c exactly; a push cut by another schedule or of
+// the wrong size is refused and changes nothing.
 #include <unistd.h>
 
 #include <cmath>
@@ -106,6 +109,7 @@ TEST(Mp2Strategy, PushRatioOneIsParameterAveragingBitForBit) {
     for (const std::string& predictor : {std::string("zero"), file.path()}) {
       for (int shards : {1, 2}) {
         job::JobSpec spec = Mp2Job(1.0, mode, predictor);
+        spec.strategy.Set("pullBits", int64_t{32});  // mode A's pull exact, as mode B's is
         SimResult result = RunPs(spec, options, shards);
         ASSERT_TRUE(result.ok) << result.error;
         const std::vector<float> reference = ParameterAveragingReference(spec, options);
@@ -122,6 +126,7 @@ TEST(Mp2Strategy, PushRatioOneIsParameterAveragingBitForBit) {
 TEST(Mp2Strategy, PushRatioOneWithPlainSgdMatchesSsgd) {
   SimOptions options = Uneven();
   job::JobSpec spec = Mp2Job(1.0, "A", "zero");
+  spec.strategy.Set("pullBits", int64_t{32});
   spec.optimizer.momentum = 0;
   spec.optimizer.weight_decay = 0;
   SimResult mp2 = RunPs(spec, options, 1);
@@ -171,10 +176,65 @@ TEST(Mp2Strategy, ModeBWorkersHoldThePsModelAfterEveryRound) {
   }
 }
 
+// Mode A pulls deltas against the PS's mirror of the worker's copy, rounded to nearest at
+// pullBits: after every round the copy is the mirror bit for bit, and within half a rounding step
+// of the PS's model (a step is at most 2·max|Δ|/255 at 8 bits, Δ the change since the copy
+// before); at 32 bits it is the PS's model bit for bit.
+TEST(Mp2Strategy, ModeAPullsDeltasWithinTheRounding) {
+  PredictorFile file;
+  for (int bits : {8, 32}) {
+    job::JobSpec spec = Mp2Job(0.1, "A", file.path());
+    spec.strategy.Set("pullBits", static_cast<int64_t>(bits));
+    auto made = std::make_unique<LocalPs>(spec, 4, 2);
+    LocalPs* ps = made.get();
+    SimOptions options = Uneven();
+    options.ps = ps->for_ranks();
+    std::mutex mu;
+    std::vector<std::vector<float>> previous(4);
+    int checked = 0, not_mirrored = 0, outside = 0, inexact = 0;
+    double worst = 0;
+    options.after_step = [&](int rank, int step, const std::vector<float>& params) {
+      std::vector<float> model, mirror;
+      for (auto& store : ps->stores) {
+        auto state = store->GetState(step + 1, std::chrono::seconds(30));
+        ASSERT_TRUE(state.ok()) << state.status();
+        const auto& values = state->sections.at("params");
+        model.insert(model.end(), values.begin(), values.end());
+        const std::vector<float> m = store->Mirror(rank);
+        mirror.insert(mirror.end(), m.begin(), m.end());
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      ++checked;
+      if (mirror != params) ++not_mirrored;
+      if (bits == 32) {
+        if (model != params) ++inexact;
+      } else if (!previous[rank].empty()) {
+        double change = 0, error = 0;
+        for (size_t i = 0; i < model.size(); ++i) {
+          change = std::max(change, std::abs(double{model[i]} - previous[rank][i]));
+          error = std::max(error, std::abs(double{model[i]} - params[i]));
+        }
+        if (error > change / 255.0 * (1 + 1e-3) + 1e-7) ++outside;
+        worst = std::max(worst, error);
+      }
+      previous[rank] = params;
+    };
+    SimResult result = Simulate(spec, options);
+    ASSERT_TRUE(result.ok) << result.error;
+    EXPECT_EQ(checked, 4 * options.steps);
+    EXPECT_EQ(not_mirrored, 0) << bits << " bits";
+    EXPECT_EQ(outside, 0) << bits << " bits";
+    EXPECT_EQ(inexact, 0) << bits << " bits";
+    if (bits == 8) EXPECT_GT(worst, 0.0);  // the rounding shows
+  }
+}
+
 TEST(Mp2Strategy, ModesAAndBTrainTheSameModel) {
   PredictorFile file;
   const SimOptions options = Uneven();
-  SimResult a = RunPs(Mp2Job(0.1, "A", file.path()), options, 2);
+  job::JobSpec mode_a = Mp2Job(0.1, "A", file.path());
+  mode_a.strategy.Set("pullBits", int64_t{32});  // the model whole, as mode B reaches it
+  SimResult a = RunPs(mode_a, options, 2);
   SimResult b = RunPs(Mp2Job(0.1, "B", file.path()), options, 2);
   ASSERT_TRUE(a.ok) << a.error;
   ASSERT_TRUE(b.ok) << b.error;
@@ -182,35 +242,46 @@ TEST(Mp2Strategy, ModesAAndBTrainTheSameModel) {
   // Every round gives the workers one model: the trainer averages BatchNorm buffers after each.
   EXPECT_EQ(a.synchronized_steps.size(), static_cast<size_t>(options.steps));
   // The prediction did something: the zero change trains another model.
-  SimResult zero = RunPs(Mp2Job(0.1, "A", "zero"), options, 2);
+  job::JobSpec zero_spec = Mp2Job(0.1, "A", "zero");
+  zero_spec.strategy.Set("pullBits", int64_t{32});
+  SimResult zero = RunPs(zero_spec, options, 2);
   ASSERT_TRUE(zero.ok) << zero.error;
   EXPECT_NE(zero.params[0], a.params[0]);
 }
 
 // docs/algorithms.md §1c with LeNet-5's tensors: of 48000 and 10080 elements a tenth travels
-// (4800 and 1008), the eight others (≤ 4096) whole: 9434 values per round.
+// (4800 and 1008), the eight others (≤ 4096) whole: 9434 values per round. Mode A pulls at
+// pullBits: 8 + n bytes for the tensors of at least 1024 elements at 8 bits (48000, 10080, 2400),
+// the others fp32; 4P at 32.
 TEST(Mp2Strategy, BytesFollowTheFormulas) {
   const int64_t P = static_cast<int64_t>(Parameters(SimOptions()));
   ASSERT_EQ(P, 61706);
   const int64_t round = 4 * (4800 + 1008 + 150 + 6 + 2400 + 16 + 120 + 84 + 840 + 10);
   SimOptions options;
   options.steps = 10;
-  for (const std::string& mode : {"A", "B"}) {
+  const int64_t delta_pull = (8 + 48000) + (8 + 10080) + (8 + 2400) +
+                             4 * (150 + 6 + 16 + 120 + 84 + 840 + 10);
+  for (const std::string& mode : {"A", "A32", "B"}) {
     std::unique_ptr<LocalPs> local;
-    SimResult result = RunPs(Mp2Job(0.1, mode, "zero"), options, 1, &local);
+    job::JobSpec spec = Mp2Job(0.1, mode.substr(0, 1), "zero");
+    if (mode == "A32") spec.strategy.Set("pullBits", int64_t{32});
+    options.synchronize_at_end = false;  // the final exact pull is not a round's
+    SimResult result = RunPs(spec, options, 1, &local);
     ASSERT_TRUE(result.ok) << result.error;
+    const int64_t pulled = mode == "A" ? delta_pull : mode == "A32" ? 4 * P : round;
     for (int r = 0; r < options.world; ++r) {
       const ps::PsConnection& c = *local->connections[r];
       // Rank 0 also sent the initial parameters; every rank pulled them once.
       const int64_t init = r == 0 ? 4 * P : 0;
       EXPECT_EQ(c.bytes_sent(), init + options.steps * round) << mode << " rank " << r;
-      const int64_t pulled = mode == "A" ? 4 * P : round;
       EXPECT_EQ(c.bytes_received(), 4 * P + options.steps * pulled) << mode << " rank " << r;
     }
-    std::cout << "mp2 mode " << mode << ": push " << round << " B per round of " << 4 * P
-              << " (" << 100.0 * (1.0 - static_cast<double>(round) / (4 * P))
-              << " % less)\n";
+    std::cout << "mp2 mode " << mode << ": push " << round << " B, pull " << pulled
+              << " B per round of " << 4 * P << " (push "
+              << 100.0 * (1.0 - static_cast<double>(round) / (4 * P)) << " % less, pull "
+              << 100.0 * (1.0 - static_cast<double>(pulled) / (4 * P)) << " % less)\n";
   }
+  EXPECT_LT(delta_pull, 4 * P / 3);
 }
 
 // A push cut by another schedule, or with a subset of the wrong size, is refused with one line,
