@@ -745,6 +745,8 @@ class CrdSchemaTest(unittest.TestCase):
              "spec.strategy.damping: 1.5 is greater than the maximum of 1"),
             ("damping on ps", with_set(mlp, spec__strategy={"type": "ps", "damping": 0.5}),
              "damping applies only to strategy mp2"),
+            ("pullBits on hps", with_set(mlp, spec__strategy={"type": "hps", "pullBits": 8}),
+             "pullBits applies only to strategy mp2"),
             ("pushRatio above 1", with_set(mlp, spec__strategy={"type": "mp2", "pushRatio": 1.5,
                                                                 "predictor": "zero"}),
              "spec.strategy.pushRatio: 1.5 is greater than the maximum of 1"),
