@@ -28,38 +28,50 @@ void CompressionGate::Record(const StepTiming& timing) {
   if (i < measured_.size()) measured_[i] = timing;
 }
 
-absl::StatusOr<CompressionGate::Choice> CompressionGate::Decide(int64_t step) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (choice_ != Choice::kProbing || step < start_ + options_.probe_steps) return choice_;
+absl::StatusOr<AgreedTimes> AgreeTimes(comm::Communicator* comm,
+                                       const std::vector<StepTiming>& own) {
   // Every rank's times, each in its own slots: [rank][step][compute, comm, exposed].
-  const size_t steps = measured_.size();
-  const int ranks = comm_->size();
+  const size_t steps = own.size();
+  const int ranks = comm->size();
   std::vector<float> all(static_cast<size_t>(ranks) * steps * 3, 0.0f);
-  float* own = all.data() + static_cast<size_t>(comm_->rank()) * steps * 3;
+  float* mine = all.data() + static_cast<size_t>(comm->rank()) * steps * 3;
   for (size_t i = 0; i < steps; ++i) {
-    own[3 * i] = static_cast<float>(measured_[i].compute_seconds);
-    own[3 * i + 1] = static_cast<float>(measured_[i].comm_seconds);
-    own[3 * i + 2] = static_cast<float>(measured_[i].exposed_comm_seconds);
+    mine[3 * i] = static_cast<float>(own[i].compute_seconds);
+    mine[3 * i + 1] = static_cast<float>(own[i].comm_seconds);
+    mine[3 * i + 2] = static_cast<float>(own[i].exposed_comm_seconds);
   }
-  lock.unlock();  // Record is not called during the exchange, but the all-reduce may take long
-  HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(all.data(), all.size()),
-                          "agreeing on the probe's times");
-  lock.lock();
-  double compute = 0, comm = 0, exposed = 0;
+  HPTRAIN_RETURN_IF_ERROR(comm->AllReduceSum(all.data(), all.size()), "agreeing on the times");
+  double compute = 0, communication = 0, exposed = 0;
   for (size_t i = 0; i < steps; ++i) {
     float least = 0;
     for (int r = 0; r < ranks; ++r) {
       const float* t = all.data() + (static_cast<size_t>(r) * steps + i) * 3;
       compute += t[0];
-      comm += t[1];
+      communication += t[1];
       least = r == 0 ? t[2] : std::min(least, t[2]);
     }
     exposed += least;
   }
   const double n = static_cast<double>(std::max<size_t>(steps, 1));
-  compute_ = compute / ranks / n;
-  comm_seconds_ = comm / ranks / n;
-  exposed_ = exposed / n;
+  AgreedTimes agreed;
+  agreed.compute = compute / ranks / n;
+  agreed.comm = communication / ranks / n;
+  agreed.exposed = exposed / n;
+  return agreed;
+}
+
+absl::StatusOr<CompressionGate::Choice> CompressionGate::Decide(int64_t step) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (choice_ != Choice::kProbing || step < start_ + options_.probe_steps) return choice_;
+  const std::vector<StepTiming> measured = measured_;
+  lock.unlock();  // Record is not called during the exchange, but the all-reduce may take long
+  absl::StatusOr<AgreedTimes> agreed_or = AgreeTimes(comm_, measured);
+  if (!agreed_or.ok()) return Annotate(agreed_or.status(), "the probe's times");
+  const AgreedTimes& agreed = *agreed_or;
+  lock.lock();
+  compute_ = agreed.compute;
+  comm_seconds_ = agreed.comm;
+  exposed_ = agreed.exposed;
   choice_ = exposed_ > options_.compress_above * compute_ ? Choice::kCompressed : Choice::kDense;
   return choice_;
 }

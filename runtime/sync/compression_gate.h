@@ -38,6 +38,17 @@
 
 namespace hptrain::sync {
 
+// Times the ranks agree on (step 3 below): per measured step, the mean compute and communication
+// over the ranks and the least exposed communication over the ranks, averaged over the steps.
+struct AgreedTimes {
+  double compute = 0, comm = 0, exposed = 0;
+};
+
+// Every rank's `own` times (one entry per measured step, the same count on every rank) gathered
+// with one all-reduce, and agreed as AgreedTimes; every rank gets the same figures.
+absl::StatusOr<AgreedTimes> AgreeTimes(comm::Communicator* comm,
+                                       const std::vector<StepTiming>& own);
+
 // The gate's parameters (strategy options probeSteps and compressAbove).
 struct GateOptions {
   int64_t probe_steps = 20;     // steps measured in fp32 before deciding (at least 2)

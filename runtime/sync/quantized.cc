@@ -169,15 +169,20 @@ class Quantized : public Strategy, public SummingReducer {
     if (!dynamic_ || gate_.choice() == CompressionGate::Choice::kProbing) {
       return absl::OkStatus();
     }
-    float times[3] = {static_cast<float>(timing.compute_seconds),
-                      static_cast<float>(timing.comm_seconds),
-                      static_cast<float>(timing.exposed_comm_seconds)};
-    HPTRAIN_RETURN_IF_ERROR(comm_->AllReduceSum(times, 3), "agreeing on the epoch's times");
-    const float compute = times[0], comm = times[1], exposed = times[2];
+    // As the gate measures the link: the least exposed time over the ranks (a rank's waiting for
+    // the slowest one is load imbalance, which fewer bits do not remove), the mean compute.
+    StepTiming epoch;
+    epoch.compute_seconds = timing.compute_seconds;
+    epoch.comm_seconds = timing.comm_seconds;
+    epoch.exposed_comm_seconds = timing.exposed_comm_seconds;
+    absl::StatusOr<AgreedTimes> agreed_or = AgreeTimes(comm_, {epoch});
+    if (!agreed_or.ok()) return Annotate(agreed_or.status(), "the epoch's times");
+    const AgreedTimes& agreed = *agreed_or;
+    const double compute = agreed.compute, comm = agreed.comm, exposed = agreed.exposed;
     const double halve_above = bits_ == 32 ? gate_options().compress_above : 0.1;
     if (exposed > halve_above * compute && bits_ > 2) {
       bits_ = bits_ == 32 ? 16 : bits_ / 2;
-    } else if (comm < 0.5f * compute && bits_ < 32) {
+    } else if (comm < 0.5 * compute && bits_ < 32) {
       bits_ = bits_ == 16 ? 32 : bits_ * 2;
     }
     return absl::OkStatus();
