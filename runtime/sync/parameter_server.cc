@@ -35,7 +35,7 @@
 //        Bytes per worker per round (docs/algorithms.md §1c): push 4·(Σ|S_t,l| + small), pull
 //        Σ PsPayloadBytes(n, pullBits) over the tensors (mode A; 4P at 32) or the same as the push
 //        (mode B).
-//        Local progress (localProgress, default true; docs/algorithms.md §1g): the worker keeps,
+//        Local progress (localProgress, default false; docs/algorithms.md §1g): the worker keeps,
 //        for every element of a predicted tensor, the carry r = the sum of its own local steps
 //        since the element was last pushed (r = local − base_ after each step; 0 for S_t), and
 //        computes on base_ + r: an element's push carries every local step since its last one

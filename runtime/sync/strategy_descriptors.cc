@@ -216,7 +216,7 @@ std::vector<ParamSpec> BuildCatalogue() {
   c.push_back(Default(Param("localProgress", P::kBoolean,
                             "workers keep their own steps on the elements they did not push, "
                             "until those elements' next push"),
-                      true));
+                      false));
   ParamSpec pull_bits = Param("pullBits", P::kInteger,
                               "mode A: bits per element of the pulled model, as deltas against "
                               "the parameter server's mirror of the worker's copy (tensors under "
