@@ -87,6 +87,9 @@ HPTRAIN = {
     "hptrain-mp2-full": {"type": "mp2", "predictor": MP2_PREDICTOR, "pullBits": "32"},
     "hptrain-mp2-b": {"type": "mp2", "mode": "B", "predictor": MP2_PREDICTOR},
     "hptrain-mp2-zero": {"type": "mp2", "predictor": "zero"},
+    # localProgress (docs/algorithms.md §1g): the workers keep their steps on unpushed elements.
+    "hptrain-mp2-local": {"type": "mp2", "predictor": MP2_PREDICTOR, "localProgress": "true"},
+    "hptrain-mp2-zero-local": {"type": "mp2", "predictor": "zero", "localProgress": "true"},
     # Node-based exchange (docs/algorithms.md §2) on a two-level cluster (--workers-per-node):
     # strategy hierarchical, inter-node parameter averaging once per epoch (K' = -1) and every 50
     # steps, both as eDNNcomm has it (no K' ramp-up: warmupSteps 0), and once per epoch after the

@@ -35,11 +35,23 @@
 //        Bytes per worker per round (docs/algorithms.md §1c): push 4·(Σ|S_t,l| + small), pull
 //        Σ PsPayloadBytes(n, pullBits) over the tensors (mode A; 4P at 32) or the same as the push
 //        (mode B).
+//        Local progress (localProgress, default false; docs/algorithms.md §1g): the worker keeps,
+//        for every element of a predicted tensor, the carry r = the sum of its own local steps
+//        since the element was last pushed (r = local − base_ after each step; 0 for S_t), and
+//        computes on base_ + r: an element's push carries every local step since its last one
+//        (per element, local SGD with period C, staggered), where without it the pull throws the
+//        complement's steps away. base_ stays what the shard's mirror holds; r travels to the
+//        shards only inside the pushed values.
 //
 // Before every evaluation and checkpoint (Synchronize) the copy is brought to the model of
 // exactly the steps done, in fp32; the checkpoint of rank 0 also carries every shard's
 // parameters and optimizer state ("ps.params", "ps.momentum", ...), from which Start
-// re-initialises the shards on --resume.
+// re-initialises the shards on --resume. With local progress Synchronize also averages the
+// carries over the workers (an all-reduce, weighted by batch as the shard's average is): every
+// rank then holds base_ + r̄, the workers' average model, which the evaluation sees and every
+// worker continues from (r := r̄, as local SGD's synchronization does); the shard's model
+// catches up at each element's next push. A run resumed from a checkpoint starts from the
+// shard's model (r = 0): the carries are not in the checkpoint.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -78,6 +90,7 @@ struct PsOptions {
   bool mode_b = false;
   ps::mp2::PredictionOptions prediction;
   std::shared_ptr<const ps::mp2::PredictorRunner> predictor;  // mode B; null: the zero change
+  bool local_progress = false;  // keep the local steps of unpushed elements (carry_)
 };
 
 // Adds seconds to a total that several threads add to.
@@ -110,7 +123,8 @@ class ParameterServerStrategy : public Strategy,
         world_(context.comm->size()),
         ps_(context.ps),
         options_(std::move(options)),
-        bits_(options_.bits) {
+        bits_(options_.bits),
+        comm_(context.comm) {
     traits_ = DeclaredTraits(name());
   }
 
@@ -139,8 +153,9 @@ class ParameterServerStrategy : public Strategy,
     return comm::Work::Done(
         HandleGradients(step, bucket, absl::MakeSpan(gradients.floats(), gradients.count)));
   }
-  // mp2: every round gives the workers the shards' model (their own steps are not kept): a
-  // synchronization.
+  // mp2: every round gives the workers the shards' model (with local progress plus each one's
+  // carry on the elements it did not push): a synchronization point, after which the trainer
+  // averages BatchNorm buffers.
   absl::StatusOr<bool> Average(const StepInfo& step, const ModelView& model) override {
     HPTRAIN_RETURN_IF_ERROR(AfterStep(step, model.parameters));
     return true;
@@ -204,11 +219,16 @@ class ParameterServerStrategy : public Strategy,
   void SetParameters(const StepInfo* step, absl::Span<float> parameters);
 
   // mp2: pushes the round's subsets of `parameters` (this worker's model after its local step)
-  // and pulls the next version into base_.
+  // and pulls the next version into base_ (with local progress, after updating carry_).
   absl::Status Mp2Round(const StepInfo& step, absl::Span<const float> parameters);
   absl::Status PushValues(const StepInfo& step, int shard, absl::Span<const float> parameters);
   // Mode B: applies the fresh values pulled from every shard to the local prediction states.
   absl::Status ApplyFresh(std::vector<PullFuture>& pulls, int64_t round);
+  // mp2 with local progress: carry_ := parameters − base_ on every predicted piece, 0 on the
+  // round's subsets.
+  void UpdateCarry(const StepInfo& step, absl::Span<const float> parameters);
+  // Synchronize with local progress: carry_ := the workers' carries averaged, weighted by batch.
+  absl::Status AverageCarries();
 
   const uint64_t seed_;                      // spec.seed
   const optim::OptimizerOptions optimizer_;  // spec.optimizer
@@ -247,6 +267,13 @@ class ParameterServerStrategy : public Strategy,
   // mp2: one prediction state per shard (its schedules; in mode B also its model).
   std::vector<std::unique_ptr<ps::mp2::PredictionState>> mp2_states_;
   uint64_t mp2_fingerprint_ = 0;
+  // mp2 with local progress: per element of a predicted piece, this worker's local steps since
+  // the element's last push (flat; 0 elsewhere; empty without local progress or predicted
+  // pieces); the parameters are base_ + carry_ between rounds. carry_weight_: b_i / B of the
+  // last round (the weight of this worker's carry in AverageCarries).
+  comm::Communicator* const comm_;
+  std::vector<float> carry_;
+  double carry_weight_ = 0;
 
   // This epoch's times, for bits: dynamic.
   std::atomic<double> comm_seconds_{0};  // inside push and pull calls (overlapped or not)
@@ -283,6 +310,12 @@ absl::Status ParameterServerStrategy::Init(const GradientLayout& layout) {
     }
     mp2_fingerprint_ =
         ps::mp2::ScheduleFingerprint(options_.prediction.seed, options_.prediction.push_ratio);
+    bool predicted = false;
+    for (const auto& state : mp2_states_) {
+      for (int p = 0; p < state->pieces(); ++p) predicted |= state->schedule(p).predicted();
+    }
+    // At ρ = 1 (or with no tensor over 4096 elements) everything is pushed: no carry.
+    if (options_.local_progress && predicted) carry_.assign(plan_.total, 0.0f);
   }
   if (!options_.mp2 && (bits_ < 32 || options_.dynamic_bits)) {
     residual_.assign(plan_.total, 0.0f);  // error feedback of quantized pushes
@@ -357,6 +390,8 @@ absl::Status ParameterServerStrategy::Start(absl::Span<float> parameters, int64_
     HPTRAIN_RETURN_IF_ERROR(mp2_states_[s]->Reset(
         std::vector<float>(base_.begin() + range.begin, base_.begin() + range.end), step));
   }
+  std::fill(carry_.begin(), carry_.end(), 0.0f);  // a resumed run starts without one
+  carry_weight_ = 1.0 / world_;
   SetParameters(nullptr, parameters);
   if (local_version_ != step) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -566,11 +601,44 @@ absl::Status ParameterServerStrategy::ApplyFresh(std::vector<PullFuture>& pulls,
   return absl::OkStatus();
 }
 
+void ParameterServerStrategy::UpdateCarry(const StepInfo& step,
+                                          absl::Span<const float> parameters) {
+  for (int s = 0; s < ps_->shards(); ++s) {
+    const ps::mp2::PredictionState& state = *mp2_states_[s];
+    for (int p = 0; p < state.pieces(); ++p) {
+      const ps::mp2::SubsetSchedule& schedule = state.schedule(p);
+      if (!schedule.predicted()) continue;
+      const int64_t offset = plan_.shards[s].begin + state.piece_offset(p);
+      float* r = carry_.data() + offset;
+      const float* local = parameters.data() + offset;
+      const float* base = base_.data() + offset;
+      const int64_t n = schedule.size();
+      for (int64_t e = 0; e < n; ++e) r[e] = local[e] - base[e];
+      // The pushed elements' progress has just left in the push.
+      for (int32_t e : schedule.Subset(step.step)) r[e] = 0.0f;
+    }
+  }
+  carry_weight_ = step.global_batch > 0 ? static_cast<double>(step.local_batch) /
+                                              static_cast<double>(step.global_batch)
+                                        : 1.0 / world_;
+}
+
+absl::Status ParameterServerStrategy::AverageCarries() {
+  // Σ_i (b_i/B)·r_i; elements outside the predicted pieces are 0 on every rank and stay so.
+  kernels::Scale(carry_.data(), carry_.size(), static_cast<float>(carry_weight_));
+  const auto start = Clock::now();
+  absl::Status s = comm_->AllReduceSum(carry_.data(), carry_.size());
+  AddSeconds(comm_seconds_, Since(start));
+  return s;
+}
+
 absl::Status ParameterServerStrategy::Mp2Round(const StepInfo& step,
                                                absl::Span<const float> parameters) {
   for (int s = 0; s < ps_->shards(); ++s) {
     HPTRAIN_RETURN_IF_ERROR(PushValues(step, s, parameters));
   }
+  // Before the pull replaces base_: the carry is measured against the copy the step started from.
+  if (!carry_.empty()) UpdateCarry(step, parameters);
   HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return WaitAll(pushes_); }));
   const int64_t next = step.step + 1;
   if (!options_.mode_b) {
@@ -599,6 +667,12 @@ absl::Status ParameterServerStrategy::Synchronize(int64_t steps_done,
   }
   previous_version_ = -1;  // the next estimate starts afresh from this exact model
   SetParameters(nullptr, parameters);
+  if (!carry_.empty()) {
+    // The same model on every rank: base_ + the carries averaged (see the top).
+    HPTRAIN_RETURN_IF_ERROR(Exposed([&] { return AverageCarries(); }),
+                            "averaging the carried progress after step ", steps_done);
+    for (size_t i = 0; i < carry_.size(); ++i) parameters[i] += carry_[i];
+  }
   if (local_version_ != steps_done) {
     return absl::InternalError(absl::StrCat("after ", steps_done,
                                             " steps the parameter server is at model version ",
@@ -610,6 +684,10 @@ absl::Status ParameterServerStrategy::Synchronize(int64_t steps_done,
 void ParameterServerStrategy::SetParameters(const StepInfo* step, absl::Span<float> parameters) {
   if (!compensate_ || step == nullptr) {
     std::copy(base_.begin(), base_.end(), parameters.begin());
+    // mp2 with local progress, after a round: base_ + the carry (0 on the round's subsets).
+    if (step != nullptr && !carry_.empty()) {
+      for (size_t i = 0; i < carry_.size(); ++i) parameters[i] += carry_[i];
+    }
     return;
   }
   const float m = static_cast<float>(optimizer_.momentum);
@@ -706,6 +784,7 @@ bool mp2_registered = RegisterStrategy(
       // Mode A's pulls; mode B pulls the fresh values, fp32.
       options.bits = options.mode_b ? 32 : static_cast<int>(spec.Int("pullBits"));
       options.prediction = ps::mp2::PredictionOptionsFor(spec, context.seed);
+      options.local_progress = spec.Bool("localProgress");
       if (options.mode_b) {
         // Mode B predicts on every worker, with the PS's predictor.
         HPTRAIN_ASSIGN_OR_RETURN(options.predictor, ps::mp2::OpenPredictor(spec));

@@ -213,6 +213,10 @@ std::vector<ParamSpec> BuildCatalogue() {
   c.push_back(Default(OpenClosedUnit(Param("damping", P::kNumber,
                                            "share of the predicted change applied")),
                       0.25));
+  c.push_back(Default(Param("localProgress", P::kBoolean,
+                            "workers keep their own steps on the elements they did not push, "
+                            "until those elements' next push"),
+                      false));
   ParamSpec pull_bits = Param("pullBits", P::kInteger,
                               "mode A: bits per element of the pulled model, as deltas against "
                               "the parameter server's mirror of the worker's copy (tensors under "
@@ -517,7 +521,7 @@ std::vector<StrategyDescriptor> BuiltinStrategyDescriptors() {
       "mp2", "MP²: partial pushes, the parameter server predicts the rest",
       {CatalogueParam("pushRatio"), CatalogueParam("history"), CatalogueParam("mode"),
        CatalogueParam("predictor"), CatalogueParam("calibration"), CatalogueParam("damping"),
-       CatalogueParam("pullBits")});
+       CatalogueParam("pullBits"), CatalogueParam("localProgress")});
   mp2.traits.uses_parameter_server = true;
   mp2.validate = ValidateMp2;
   mp2.cel = {{"!has(self.type) || self.type != 'mp2' || (has(self.predictor) && "

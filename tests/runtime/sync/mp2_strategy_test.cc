@@ -5,7 +5,9 @@
 // round; mode A's delta pulls keep the worker's copy bit-identical to the PS's mirror of it and
 // within the rounding of the PS's model (bit for bit at pullBits 32); modes A (at 32 bits) and B
 // train the same model; the byte counters follow §1c exactly; a push cut by another schedule or of
-// the wrong size is refused and changes nothing.
+// the wrong size is refused and changes nothing; with local progress an element's push carries
+// every local step since its last one (an fp64 replay), and Synchronize gives every rank the
+// workers' average model.
 #include <unistd.h>
 
 #include <cmath>
@@ -22,6 +24,7 @@
 #include "runtime/ps/param_store.h"
 #include "runtime/ps/ps_codec.h"
 #include "runtime/ps/ps_connection.h"
+#include "runtime/ps/mp2/schedule.h"
 #include "tests/runtime/sync/strategy_harness.h"
 
 namespace hptrain::sync::testing {
@@ -144,11 +147,13 @@ TEST(Mp2Strategy, PushRatioOneWithPlainSgdMatchesSsgd) {
 }
 
 // Mode B: every worker runs the PS's prediction itself; after every round its model is the
-// shard's, bit for bit (the PS's state of the version just published).
+// shard's, bit for bit (the PS's state of the version just published). Without local progress:
+// with it the model is the shard's plus the worker's own carry (LocalProgress... below).
 TEST(Mp2Strategy, ModeBWorkersHoldThePsModelAfterEveryRound) {
   PredictorFile file;
   for (int shards : {1, 2}) {
     job::JobSpec spec = Mp2Job(0.1, "B", file.path());
+    spec.strategy.Set("localProgress", false);
     auto made = std::make_unique<LocalPs>(spec, 4, shards);
     LocalPs* ps = made.get();
     SimOptions options = Uneven();
@@ -185,6 +190,7 @@ TEST(Mp2Strategy, ModeAPullsDeltasWithinTheRounding) {
   for (int bits : {8, 32}) {
     job::JobSpec spec = Mp2Job(0.1, "A", file.path());
     spec.strategy.Set("pullBits", static_cast<int64_t>(bits));
+    spec.strategy.Set("localProgress", false);  // the copy is then the model computed on
     auto made = std::make_unique<LocalPs>(spec, 4, 2);
     LocalPs* ps = made.get();
     SimOptions options = Uneven();
@@ -247,6 +253,124 @@ TEST(Mp2Strategy, ModesAAndBTrainTheSameModel) {
   SimResult zero = RunPs(zero_spec, options, 2);
   ASSERT_TRUE(zero.ok) << zero.error;
   EXPECT_NE(zero.params[0], a.params[0]);
+}
+
+// Local progress (docs/algorithms.md §1g), with the zero change and plain SGD, against a replay in
+// fp64: every worker computes on the shard's model x plus its carry c_i, the sum of its own steps
+// on each unpushed element since that element's last push; the round's subset S_t is pushed as
+// x + c_i + the step (so an element's push carries every local step since its last one, each
+// taken from that worker's own model), the shard averages it and c_i is cleared there; the other
+// elements of a predicted tensor keep x and grow c_i by the step. Synchronize (every 7 steps)
+// averages the carries (weighted by batch): every rank holds x + c̄, the workers' average model,
+// the same bits on every rank, and continues from it (c_i := c̄).
+TEST(Mp2Strategy, LocalProgressCarriesTheUnpushedStepsToTheNextPush) {
+  SimOptions options = Uneven();
+  options.steps = 25;  // every element pushed twice or more (C = 10)
+  options.steps_per_epoch = 7;
+  options.synchronize_at_epoch_end = true;
+  const int world = options.world;
+  const size_t P = Parameters(options);
+  for (const std::string& mode : {"A", "B"}) {
+    job::JobSpec spec = Mp2Job(0.1, mode, "zero");
+    spec.strategy.Set("pullBits", int64_t{32});
+    spec.strategy.Set("localProgress", true);
+    spec.optimizer.momentum = 0;
+    spec.optimizer.weight_decay = 0;
+    // The replay: one shard, so the pieces are the tensors.
+    std::vector<ps::mp2::SubsetSchedule> schedules;
+    std::vector<size_t> offsets = {0};
+    for (size_t t = 0; t < options.tensor_sizes.size(); ++t) {
+      schedules.emplace_back(spec.seed, 0, static_cast<int>(t),
+                             static_cast<int64_t>(options.tensor_sizes[t]), 0.1);
+      offsets.push_back(offsets.back() + options.tensor_sizes[t]);
+    }
+    ASSERT_TRUE(schedules[4].predicted() && schedules[6].predicted());
+    std::vector<double> x(P);
+    for (size_t i = 0; i < P; ++i) x[i] = 0.01f * std::cos(0.01f * i);
+    std::vector<std::vector<double>> carry(world, std::vector<double>(P, 0.0));
+    // expected[step][rank]: the rank's model after the step; averaged[step]: every rank's model
+    // after a Synchronize there.
+    std::vector<std::vector<std::vector<double>>> expected;
+    std::vector<std::vector<double>> averaged;
+    double largest_carry = 0;
+    for (int step = 0; step < options.steps; ++step) {
+      std::vector<std::vector<double>> local(world, std::vector<double>(P));
+      for (int r = 0; r < world; ++r) {
+        const double b = options.local_batches[r];
+        for (size_t i = 0; i < P; ++i) {
+          local[r][i] = x[i] + carry[r][i] - spec.optimizer.lr * HarnessGradient(r, step, i) / b;
+        }
+      }
+      for (size_t t = 0; t < schedules.size(); ++t) {
+        std::vector<char> pushed(options.tensor_sizes[t], !schedules[t].predicted());
+        for (int32_t e : schedules[t].Subset(step)) pushed[e] = 1;
+        for (size_t e = 0; e < options.tensor_sizes[t]; ++e) {
+          const size_t i = offsets[t] + e;
+          if (pushed[e]) {
+            double sum = 0;
+            for (int r = 0; r < world; ++r) sum += options.local_batches[r] * local[r][i];
+            x[i] = sum / options.global_batch;
+            for (int r = 0; r < world; ++r) carry[r][i] = 0;
+          } else {
+            for (int r = 0; r < world; ++r) {
+              carry[r][i] = local[r][i] - x[i];
+              largest_carry = std::max(largest_carry, std::abs(carry[r][i]));
+            }
+          }
+        }
+      }
+      std::vector<std::vector<double>> after(world, x);
+      for (int r = 0; r < world; ++r) {
+        for (size_t i = 0; i < P; ++i) after[r][i] += carry[r][i];
+      }
+      expected.push_back(std::move(after));
+      std::vector<double> mean(P, 0.0);
+      for (int r = 0; r < world; ++r) {
+        for (size_t i = 0; i < P; ++i) {
+          mean[i] += options.local_batches[r] * carry[r][i] / options.global_batch;
+        }
+      }
+      if ((step + 1) % options.steps_per_epoch == 0 || step + 1 == options.steps) {
+        for (int r = 0; r < world; ++r) carry[r] = mean;
+      }
+      for (size_t i = 0; i < P; ++i) mean[i] += x[i];
+      averaged.push_back(std::move(mean));
+    }
+    // The carry is far above the tolerance: dropping it (or not clearing it) would show.
+    const double tolerance = 5e-6;
+    ASSERT_GT(largest_carry, 200 * tolerance);
+    std::mutex mu;
+    int checked = 0, synchronized = 0;
+    double worst = 0, worst_synchronized = 0;
+    auto distance = [](const std::vector<float>& a, const std::vector<double>& b) {
+      double d = 0;
+      for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+      return d;
+    };
+    options.after_step = [&](int rank, int step, const std::vector<float>& params) {
+      const double d = distance(params, expected[step][rank]);
+      std::lock_guard<std::mutex> lock(mu);
+      ++checked;
+      worst = std::max(worst, d);
+    };
+    options.after_synchronize = [&](int rank, int step, const std::vector<float>& params) {
+      const double d = distance(params, averaged[step]);
+      std::lock_guard<std::mutex> lock(mu);
+      ++synchronized;
+      worst_synchronized = std::max(worst_synchronized, d);
+      (void)rank;
+    };
+    SimResult result = RunPs(spec, options, 1);
+    ASSERT_TRUE(result.ok) << result.error;
+    EXPECT_EQ(checked, world * options.steps);
+    EXPECT_EQ(synchronized, world * (options.steps / options.steps_per_epoch));
+    EXPECT_LT(worst, tolerance) << "mode " << mode;
+    EXPECT_LT(worst_synchronized, tolerance) << "mode " << mode;
+    for (int r = 0; r < world; ++r) {
+      EXPECT_LT(distance(result.params[r], averaged.back()), tolerance) << "mode " << mode;
+      EXPECT_EQ(result.params[r], result.params[0]) << "mode " << mode << " rank " << r;
+    }
+  }
 }
 
 // docs/algorithms.md §1c with LeNet-5's tensors: of 48000 and 10080 elements a tenth travels
