@@ -210,4 +210,16 @@ std::string SyntheticJob(const std::string& name, int replicas, const std::strin
          "  workers: {replicas: " + std::to_string(replicas) + "}\n" + extra;
 }
 
+DemoRun RunDemoJob(const std::string& dir, const std::string& tag,
+                   const std::vector<std::string>& sets) {
+  const std::string json = dir + "/" + tag + ".json";
+  std::vector<std::string> argv = {HptrainBinary(), "run", "examples/fashion-mnist.yaml",
+                                   "--quiet", "--output-json", json};
+  for (const auto& set : sets) argv.insert(argv.end(), {"--set", set});
+  DemoRun run;
+  run.process = RunProcess(argv, 900);
+  if (FileExists(json)) run.summary = ReadFile(json);
+  return run;
+}
+
 }  // namespace hptrain::testing

@@ -69,6 +69,16 @@ std::string LeNetJob(const std::string& name, const std::string& groups, const s
 // under spec (indented 2 spaces).
 std::string SyntheticJob(const std::string& name, int replicas, const std::string& extra);
 
+// `hptrain run examples/fashion-mnist.yaml --quiet --output-json DIR/TAG.json` with each of `sets`
+// as a --set (run from the source directory, as ctest does; at most 900 s): the process's result
+// and the run summary's text ("" when none was written).
+struct DemoRun {
+  ProcessResult process;
+  std::string summary;
+};
+DemoRun RunDemoJob(const std::string& dir, const std::string& tag,
+                   const std::vector<std::string>& sets);
+
 }  // namespace hptrain::testing
 
 #endif  // HPTRAIN_TESTS_INTEGRATION_HPTRAIN_PROCESS_H_

@@ -76,13 +76,11 @@ TEST(Mp2, OneEpochOfTheDemoJobWithinOnePointOfPs) {
   TempDir dir;
   auto run = [&](const std::string& tag, const std::vector<std::string>& sets) {
     Outcome o;
-    const std::string json = dir.path() + "/" + tag + ".json";
-    std::vector<std::string> argv = {HptrainBinary(), "run", "examples/fashion-mnist.yaml",
-                                     "--quiet", "--output-json", json, "--set", "spec.epochs=1"};
-    for (const auto& set : sets) argv.insert(argv.end(), {"--set", set});
-    ProcessResult r = RunProcess(argv, 900);
-    EXPECT_EQ(r.exit_code, 0) << tag << ": " << r.err;
-    nlohmann::json summary = nlohmann::json::parse(ReadFile(json), nullptr, false);
+    std::vector<std::string> all = {"spec.epochs=1"};
+    all.insert(all.end(), sets.begin(), sets.end());
+    const DemoRun run = RunDemoJob(dir.path(), tag, all);
+    EXPECT_EQ(run.process.exit_code, 0) << tag << ": " << run.process.err;
+    nlohmann::json summary = nlohmann::json::parse(run.summary, nullptr, false);
     if (summary.is_discarded()) return o;
     o.accuracy = 100 * summary["final"]["test_accuracy"].get<double>();
     const double steps = summary["steps"].get<double>();

@@ -25,13 +25,9 @@ struct Outcome {
 Outcome RunJob(const std::string& dir, const std::string& tag,
                const std::vector<std::string>& sets) {
   Outcome o;
-  const std::string json = dir + "/" + tag + ".json";
-  std::vector<std::string> argv = {HptrainBinary(), "run", "examples/fashion-mnist.yaml",
-                                   "--quiet", "--output-json", json};
-  for (const auto& set : sets) argv.insert(argv.end(), {"--set", set});
-  ProcessResult r = RunProcess(argv, 900);
-  EXPECT_EQ(r.exit_code, 0) << tag << ": " << r.err;
-  nlohmann::json summary = nlohmann::json::parse(ReadFile(json), nullptr, false);
+  const DemoRun run = RunDemoJob(dir, tag, sets);
+  EXPECT_EQ(run.process.exit_code, 0) << tag << ": " << run.process.err;
+  nlohmann::json summary = nlohmann::json::parse(run.summary, nullptr, false);
   if (summary.is_discarded()) return o;
   o.accuracy = 100 * summary["final"]["test_accuracy"].get<double>();
   const double steps = summary["steps"].get<double>();
