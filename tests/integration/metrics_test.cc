@@ -305,8 +305,9 @@ TEST_F(LiveEndpoints, ParameterServerShardsServeValidMetrics) {
     GTEST_SKIP() << kPromtool << " not installed (Debian package prometheus); needed to check "
                  << "the exposition format";
   }
+  // Enough steps that the worker is still training when a loaded machine gets to scrape it.
   std::string text = SyntheticJob("metrics-ps", 1,
-                                  "  maxSteps: 30\n  ps: {shards: 2}\n  testing: {slowdown: [10]}\n");
+                                  "  epochs: 10\n  maxSteps: 200\n  ps: {shards: 2}\n  testing: {slowdown: [10]}\n");
   const std::string ssgd = "strategy: {type: ssgd}";
   ASSERT_NE(text.find(ssgd), std::string::npos);
   text.replace(text.find(ssgd), ssgd.size(), "strategy: {type: hps, bits: 8}");
@@ -337,20 +338,29 @@ TEST_F(LiveEndpoints, ParameterServerShardsServeValidMetrics) {
   std::string shard_body, ps_body;
   ASSERT_TRUE(WaitFor(
       [&] {
-        // A worker that finished first (a loaded machine polls late) leaves the shards serving
-        // their totals: they are read once more.
-        const bool exited = Exited(worker_, &worker_exit);
-        if (exited) worker_reaped_ = true;
+        if (Exited(worker_, &worker_exit)) {
+          worker_reaped_ = true;
+          return true;
+        }
         HttpResult s = Get(shard_metrics_port, "/metrics");
         HttpResult p = Get(ps_metrics_port_, "/metrics");
-        if (s.status != 200 || p.status != 200) return exited;
+        if (s.status != 200 || p.status != 200) return false;
         shard_body = s.body;
         ps_body = p.body;
-        auto version = Sample(shard_body, "hptrain_ps_model_version");
-        return exited || (version && *version >= 5);
+        // Scraped while training: both shards have taken pushes and served pulls for 5 rounds.
+        for (const std::string* body : {&shard_body, &ps_body}) {
+          if (Sample(*body, "hptrain_ps_push_bytes_total").value_or(0) <= 0 ||
+              Sample(*body, "hptrain_ps_pull_bytes_total").value_or(0) <= 0 ||
+              Sample(*body, "hptrain_ps_aggregation_wait_seconds_count").value_or(0) < 5) {
+            return false;
+          }
+        }
+        return true;
       },
       std::chrono::seconds(120)));
-  ASSERT_FALSE(worker_reaped_ && worker_exit != 0) << ReadFile(dir_.path() + "/worker.err");
+  ASSERT_FALSE(worker_reaped_) << "the worker exited (" << worker_exit
+                               << ") before both shards were scraped mid-training: "
+                               << ReadFile(dir_.path() + "/worker.err");
   for (const auto& [name, body] : {std::pair<std::string, std::string>{"ps0.prom", ps_body},
                                    std::pair<std::string, std::string>{"ps1.prom", shard_body}}) {
     auto [code, output] = Promtool(dir_, name, body);
