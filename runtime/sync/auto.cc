@@ -59,8 +59,7 @@ class Auto : public Strategy, public GradientReducer {
 
   absl::Status Start(absl::Span<float> parameters, int64_t step,
                      const CheckpointSections& restored) override {
-    if (auto it = restored.find(kGateSection); it != restored.end()) gate_.Restore(it->second);
-    gate_.Start(step);
+    gate_.Resume(step, restored, kGateSection);
     HPTRAIN_RETURN_IF_ERROR(dense_->Start(parameters, step, restored), "ssgd");
     return Annotate(compressor_->Start(parameters, step, restored), compressor_->name());
   }
@@ -89,7 +88,7 @@ class Auto : public Strategy, public GradientReducer {
   }
 
   absl::Status SaveState(int64_t steps_done, CheckpointSections* sections) override {
-    if (std::vector<float> gate = gate_.Save(); !gate.empty()) (*sections)[kGateSection] = gate;
+    gate_.SaveInto(kGateSection, sections);
     return compressor_->SaveState(steps_done, sections);
   }
 
@@ -139,18 +138,7 @@ class Auto : public Strategy, public GradientReducer {
     return absl::OkStatus();
   }
 
-  // "quantized (8 bits) after exposed communication ..." / "fp32 as ssgd ...".
-  std::string Decision() const {
-    switch (gate_.choice()) {
-      case CompressionGate::Choice::kProbing:
-        return gate_.describe();
-      case CompressionGate::Choice::kCompressed:
-        return absl::StrCat("picked ", CompressorName(), ": ", gate_.describe());
-      case CompressionGate::Choice::kDense:
-        break;
-    }
-    return absl::StrCat("picked fp32 (ssgd's all-reduce): ", gate_.describe());
-  }
+  std::string Decision() const { return gate_.Decision(CompressorName()); }
 
   std::string CompressorName() const {
     const std::string& type = compressor_options_.type;

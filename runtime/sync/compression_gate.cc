@@ -96,6 +96,31 @@ std::string CompressionGate::describe() const {
       compressed ? ">" : "<=", 100.0 * options_.compress_above);
 }
 
+std::string CompressionGate::Decision(const std::string& compressed,
+                                      const std::string& note) const {
+  switch (choice()) {
+    case Choice::kProbing:
+      return describe();
+    case Choice::kCompressed:
+      return absl::StrCat("picked ", compressed, note, ": ", describe());
+    case Choice::kDense:
+      break;
+  }
+  return absl::StrCat("picked fp32 (ssgd's all-reduce)", note, ": ", describe());
+}
+
+void CompressionGate::Resume(int64_t step,
+                             const std::map<std::string, std::vector<float>>& restored,
+                             const std::string& section) {
+  if (auto it = restored.find(section); it != restored.end()) Restore(it->second);
+  Start(step);
+}
+
+void CompressionGate::SaveInto(const std::string& section,
+                               std::map<std::string, std::vector<float>>* sections) const {
+  if (std::vector<float> saved = Save(); !saved.empty()) (*sections)[section] = saved;
+}
+
 std::vector<float> CompressionGate::Save() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (choice_ == Choice::kProbing) return {};

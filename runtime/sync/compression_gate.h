@@ -27,6 +27,7 @@
 #define HPTRAIN_RUNTIME_SYNC_COMPRESSION_GATE_H_
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -82,10 +83,21 @@ class CompressionGate {
   // <= 50 %"; while probing, "probing in fp32 until step 20".
   std::string describe() const;
 
+  // What was picked and why, for the run summary and the log: "picked <compressed><note>: " or
+  // "picked fp32 (ssgd's all-reduce)<note>: " before describe(); describe() alone while probing.
+  std::string Decision(const std::string& compressed, const std::string& note = "") const;
+
   // The decision as a checkpoint section's values ({} while probing), and back. Restore with an
   // empty or unknown section leaves the gate probing.
   std::vector<float> Save() const;
   void Restore(const std::vector<float>& saved);
+
+  // The strategy's lifecycle: Start at `step` with the decision of `restored`'s `section` (when
+  // the checkpoint has one), and the decision into `section` of a checkpoint (none while probing).
+  void Resume(int64_t step, const std::map<std::string, std::vector<float>>& restored,
+              const std::string& section);
+  void SaveInto(const std::string& section,
+                std::map<std::string, std::vector<float>>* sections) const;
 
  private:
   const GateOptions options_;

@@ -12,7 +12,8 @@
 // `bits: dynamic` first probes: its first `probeSteps` steps run at 32 bits (exactly ssgd), and a
 // CompressionGate (compression_gate.h) then picks, the same on every rank, 8 bits when the
 // exposed communication exceeded `compressAbove` × compute, 32 otherwise. From then on, at the
-// end of every epoch, from the workers' mean measured times: halves b (not below 2) when exposed
+// end of every epoch, from the workers' times measured as the gate does (the least exposed
+// communication over the ranks, the mean compute): halves b (not below 2) when exposed
 // communication exceeds 10 % of compute (from 32, `compressAbove` of compute), doubles it when
 // communication is under half of compute, within {2, 4, 8, 16 (fp16), 32 (off)}. The times are
 // all-reduced first, so every worker takes the same decision. A fixed bit width with
@@ -100,16 +101,13 @@ class Quantized : public Strategy, public SummingReducer {
 
   absl::Status Start(absl::Span<float>, int64_t step, const CheckpointSections& restored) override {
     if (!gated_) return absl::OkStatus();
-    if (auto it = restored.find(kGateSection); it != restored.end()) gate_.Restore(it->second);
-    gate_.Start(step);
+    gate_.Resume(step, restored, kGateSection);
     if (gate_.choice() != CompressionGate::Choice::kProbing) bits_ = DecidedBits();
     return absl::OkStatus();
   }
 
   absl::Status SaveState(int64_t, CheckpointSections* sections) override {
-    if (std::vector<float> gate = gate_.Save(); gated_ && !gate.empty()) {
-      (*sections)[kGateSection] = gate;
-    }
+    if (gated_) gate_.SaveInto(kGateSection, sections);
     return absl::OkStatus();
   }
 
@@ -193,14 +191,8 @@ class Quantized : public Strategy, public SummingReducer {
     s.bits = bits_;
     s.compression_ratio = tally_.ratio();
     if (gated_) {
-      const CompressionGate::Choice choice = gate_.choice();
-      s.decision = choice == CompressionGate::Choice::kProbing
-                       ? gate_.describe()
-                       : absl::StrCat("picked ",
-                                      choice == CompressionGate::Choice::kCompressed
-                                          ? absl::StrCat(compressed_bits_, " bits")
-                                          : std::string("fp32 (ssgd's all-reduce)"),
-                                      dynamic_ ? " to start with" : "", ": ", gate_.describe());
+      s.decision = gate_.Decision(absl::StrCat(compressed_bits_, " bits"),
+                                  dynamic_ ? " to start with" : "");
     }
     return s;
   }
