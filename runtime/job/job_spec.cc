@@ -27,6 +27,26 @@ std::vector<std::string> JobSpec::RankGroups() const {
   return groups;
 }
 
+int JobSpec::Slots() const {
+  return elastic.enabled ? std::max(WorldSize(), elastic.max_replicas) : WorldSize();
+}
+
+std::vector<std::string> JobSpec::SlotGroups() const {
+  std::vector<std::string> groups = RankGroups();
+  const std::string last = worker_groups.empty() ? "" : worker_groups.back().name;
+  while (static_cast<int>(groups.size()) < Slots()) groups.push_back(last);
+  return groups;
+}
+
+std::vector<int> EvenAllocation(int global_batch, int members) {
+  std::vector<int> allocation;
+  if (members <= 0) return allocation;
+  for (int i = 0; i < members; ++i) {
+    allocation.push_back(global_batch / members + (i < global_batch % members ? 1 : 0));
+  }
+  return allocation;
+}
+
 std::vector<int> JobSpec::InitialAllocation() const {
   // Ranks of groups with a batchSize take it; whatever is left of the global batch is split
   // equally over the other ranks. With equal weights the largest-remainder method reduces to

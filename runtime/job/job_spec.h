@@ -195,6 +195,19 @@ struct RunPolicySpec {
   int64_t peer_timeout_seconds = 0;
 };
 
+// spec.elastic (docs/elastic.md): the job's workers may come and go while it trains. Worker slots
+// 0 .. maxReplicas-1 (a worker's --rank is its slot); the job starts with the group's replicas as
+// members, a worker that registers later joins at a step boundary, a lost or removed one leaves
+// there, and the global batch is divided over whoever is a member. Below minReplicas for longer
+// than joinTimeoutSeconds the job falls back to a gang restart from the checkpoint. One worker
+// group only.
+struct ElasticSpec {
+  bool enabled = false;  // spec.elastic is present
+  int min_replicas = 1;
+  int max_replicas = 0;  // 0 (unset) = the group's replicas
+  int64_t join_timeout_seconds = 300;
+};
+
 // spec.security.tls: TLS on the coordinator's and the parameter servers' gRPC (docs/security.md).
 // On Kubernetes the certificate comes from a Secret in cert-manager's layout (tls.crt, tls.key,
 // ca.crt); under `hptrain run` a CA and a server certificate are generated for each run. The job
@@ -315,6 +328,7 @@ struct JobSpec {
   CheckpointSpec checkpoint;
   CollectSpec collect;
   RunPolicySpec run_policy;
+  ElasticSpec elastic;
   SecuritySpec security;
   TestingSpec testing;
 
@@ -325,7 +339,16 @@ struct JobSpec {
   // Initial batch size of each rank: the groups' batchSize where set, else an equal split of the
   // global batch by largest remainder (lower ranks get the extra samples).
   std::vector<int> InitialAllocation() const;
+  // Worker slots: the world size, or spec.elastic's maxReplicas (at least the world size).
+  int Slots() const;
+  // The group of each slot: RankGroups(), then the (one) elastic group's name for the slots
+  // beyond the world size.
+  std::vector<std::string> SlotGroups() const;
 };
+
+// The global batch divided over `members` workers by largest remainder (lower ranks get the extra
+// samples): the elastic job's allocation after a membership change, InitialAllocation's rule.
+std::vector<int> EvenAllocation(int global_batch, int members);
 
 // The device a worker of `spec` trains on, "cpu" or "cuda", given whether the worker sees a GPU
 // (`gpu_visible`). spec.device cpu and cuda are taken as written (cuda without a GPU is the
