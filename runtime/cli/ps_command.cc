@@ -230,9 +230,14 @@ absl::Status RunPs(const PsFlags& flags) {
   config.job = spec.name;
   config.strategy = spec.strategy.type;
   config.token = token;
-  config.groups = spec.RankGroups();
+  config.groups = spec.SlotGroups();
   config.allocation = spec.InitialAllocation();
   config.global_batch = spec.global_batch_size;
+  config.elastic = spec.elastic.enabled;
+  config.initial_members = spec.WorldSize();
+  if (spec.run_policy.peer_timeout_seconds > 0) {
+    config.heartbeat_timeout = std::chrono::seconds(spec.run_policy.peer_timeout_seconds);
+  }
   auto service = std::make_unique<ps::CoordinatorService>(config);
   service->set_on_rejected(on_unauthenticated);
   // Shard 0 of the parameter server shares the coordinator's port.
@@ -265,6 +270,7 @@ absl::Status RunPs(const PsFlags& flags) {
   auto finished_at = std::chrono::steady_clock::time_point::max();
   while (g_signal == 0) {
     bool finished = server->service().WaitUntilFinished(std::chrono::milliseconds(200));
+    server->service().ExpireSilentMembers();
     hptrain::v1::JobStatus status = server->service().Snapshot();
     registered->Set(status.registered());
     done->Set(status.done());

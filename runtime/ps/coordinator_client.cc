@@ -87,11 +87,25 @@ absl::StatusOr<v1::RegisterResponse> CoordinatorClient::Register(
   return response;
 }
 
-absl::StatusOr<v1::HeartbeatResponse> CoordinatorClient::Heartbeat(int rank) {
+absl::StatusOr<v1::HeartbeatResponse> CoordinatorClient::Heartbeat(int rank,
+                                                                   int64_t membership_epoch) {
   v1::HeartbeatRequest request;
   request.set_rank(rank);
+  request.set_membership_epoch(membership_epoch);
   v1::HeartbeatResponse response;
   HPTRAIN_CALL(Heartbeat, request, &response, call_timeout_);
+  return response;
+}
+
+absl::StatusOr<v1::Allocation> CoordinatorClient::ChangeMembership(
+    v1::MembershipChangeRequest::Kind kind, int slot, const std::string& reason, int64_t at_step) {
+  v1::MembershipChangeRequest request;
+  request.set_kind(kind);
+  request.set_slot(slot);
+  request.set_reason(reason);
+  request.set_at_step(at_step);
+  v1::Allocation response;
+  HPTRAIN_CALL(ChangeMembership, request, &response, call_timeout_);
   return response;
 }
 

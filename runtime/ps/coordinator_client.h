@@ -36,7 +36,8 @@ class CoordinatorClient : public comm::KeyValueStore {
                     std::chrono::milliseconds timeout) override;
 
   absl::StatusOr<hptrain::v1::RegisterResponse> Register(const hptrain::v1::RegisterRequest&);
-  absl::StatusOr<hptrain::v1::HeartbeatResponse> Heartbeat(int rank);
+  // `membership_epoch`: the epoch the worker trains in (elastic jobs).
+  absl::StatusOr<hptrain::v1::HeartbeatResponse> Heartbeat(int rank, int64_t membership_epoch = 0);
   // The newest allocation, or with `step` the one in force at that global step (and the promise
   // that later changes take effect after it; see GetAllocationRequest).
   absl::StatusOr<hptrain::v1::Allocation> GetAllocation(std::optional<int64_t> step = std::nullopt);
@@ -46,6 +47,11 @@ class CoordinatorClient : public comm::KeyValueStore {
   absl::Status ReportEpoch(const hptrain::v1::EpochReport&);
   absl::Status ReportDone(int rank, bool ok, const std::string& message);
   absl::StatusOr<hptrain::v1::JobStatus> GetJobStatus();
+  // Elastic jobs: removes `slot` at a step boundary (REMOVE, not before `at_step`) or drops it at
+  // once (LOST); `reason` is for logs and events.
+  absl::StatusOr<hptrain::v1::Allocation> ChangeMembership(
+      hptrain::v1::MembershipChangeRequest::Kind kind, int slot, const std::string& reason,
+      int64_t at_step = 0);
   absl::Status Shutdown();
 
  private:

@@ -3,6 +3,14 @@
 // the rendezvous key-value map, membership, the allocation with its generation, per-rank progress
 // and per-epoch results. Every handler first checks the job token.
 //
+// Elastic jobs (CoordinatorConfig::elastic, docs/elastic.md): ranks are slots (groups.size() of
+// them), the members change in epochs (membership.h), and every change becomes an allocation of
+// the global batch over the new members: a join or a removal at the step after the highest one any
+// worker has asked for (as SetAllocation), a loss at once (the allocations scheduled before it are
+// dropped, the new one is in force at every step). A worker that reports failure, re-registers or
+// misses heartbeats for heartbeat_timeout is lost, not a reason to stop the job; the job is
+// finished when every member has reported done.
+//
 // Thread-safety: all handlers may run concurrently (gRPC's sync server); one mutex guards state.
 #ifndef HPTRAIN_RUNTIME_PS_COORDINATOR_SERVICE_H_
 #define HPTRAIN_RUNTIME_PS_COORDINATOR_SERVICE_H_
@@ -18,6 +26,7 @@
 #include <vector>
 
 #include "proto/hptrain/v1/coordinator.grpc.pb.h"
+#include "runtime/ps/membership.h"
 
 namespace hptrain::ps {
 
@@ -28,6 +37,9 @@ struct CoordinatorConfig {
   std::vector<std::string> groups;    // group of each rank; size() is the world size
   std::vector<int> allocation;        // initial batch size of each rank
   int global_batch = 0;
+  bool elastic = false;
+  int initial_members = -1;  // elastic: slots 0 .. initial_members-1 start the job; -1 = all
+  std::chrono::milliseconds heartbeat_timeout = std::chrono::seconds(30);  // elastic
   std::chrono::milliseconds max_wait = std::chrono::minutes(5);  // cap on Get/Wait timeouts
 };
 
@@ -48,6 +60,8 @@ class CoordinatorService final : public hptrain::v1::Coordinator::Service {
   // parameter-server shard's address this way).
   void SetKey(const std::string& key, const std::string& value);
   hptrain::v1::JobStatus Snapshot();
+  // Elastic jobs: drops the members whose heartbeats stopped (called periodically).
+  void ExpireSilentMembers();
 
   grpc::Status Set(grpc::ServerContext*, const hptrain::v1::SetRequest*,
                    hptrain::v1::SetResponse*) override;
@@ -73,13 +87,24 @@ class CoordinatorService final : public hptrain::v1::Coordinator::Service {
                             hptrain::v1::JobStatus*) override;
   grpc::Status Shutdown(grpc::ServerContext*, const hptrain::v1::ShutdownRequest*,
                         hptrain::v1::ShutdownResponse*) override;
+  grpc::Status ChangeMembership(grpc::ServerContext*,
+                               const hptrain::v1::MembershipChangeRequest*,
+                               hptrain::v1::Allocation*) override;
 
  private:
   grpc::Status Authorize(grpc::ServerContext* context);
   grpc::Status CheckRank(int rank) const;
   bool WaitForKeys(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys,
                    int64_t timeout_ms, grpc::ServerContext* context, std::string* missing);
-  int world_size() const { return static_cast<int>(config_.groups.size()); }
+  int slots() const { return static_cast<int>(config_.groups.size()); }
+  // The members of the newest epoch (every rank for a non-elastic job).
+  int world_size() const { return static_cast<int>(membership_.members().size()); }
+  // With mu_ held: `change` as the newest allocation, in force from `at_step` on (planned) or at
+  // once (`lost`).
+  hptrain::v1::Allocation ScheduleChange(hptrain::v1::MembershipChange change, int64_t at_step);
+  // With mu_ held: the highest step any worker has asked the allocation for or reported.
+  int64_t HighestStep() const;
+  bool AllMembersDone() const;
 
   const CoordinatorConfig config_;
   std::function<void(const std::string&)> on_rejected_;
@@ -87,7 +112,9 @@ class CoordinatorService final : public hptrain::v1::Coordinator::Service {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::string> kv_;
-  std::map<int, hptrain::v1::RegisterRequest> members_;
+  std::map<int, hptrain::v1::RegisterRequest> members_;  // registrations, by slot
+  Membership membership_;
+  std::vector<hptrain::v1::MembershipChange> changes_log_;  // with their effective steps
   std::map<int, hptrain::v1::ProgressReport> progress_;
   // Every evaluation, by step (then epoch: a worker without the step field sends 0).
   std::map<std::pair<int64_t, int>, hptrain::v1::EpochReport> evaluations_;
