@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -38,10 +40,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Heartbeats every second; remembers a stop request or a coordinator that stays unreachable.
+// Heartbeats every second; remembers a stop request or a coordinator that stays unreachable, and
+// (elastic jobs) whether an epoch newer than the worker's began with a loss, calling `on_lost`
+// once for each such epoch.
 class Heartbeat {
  public:
-  Heartbeat(ps::CoordinatorClient& client, int rank) : client_(client), rank_(rank) {
+  Heartbeat(ps::CoordinatorClient& client, int rank, const std::atomic<int64_t>& epoch,
+            std::function<void()> on_lost)
+      : client_(client), rank_(rank), epoch_(epoch), on_lost_(std::move(on_lost)) {
     thread_ = std::thread([this] { Loop(); });
   }
   ~Heartbeat() {
@@ -53,6 +59,8 @@ class Heartbeat {
     thread_.join();
   }
   bool stop_requested() const { return stop_.load(); }
+  // A newer epoch than the worker's began with a loss (as of the last heartbeat).
+  bool membership_lost() const { return lost_epoch_.load() > epoch_.load(); }
   std::string reason() const {
     std::lock_guard<std::mutex> lock(mu_);
     return reason_;
@@ -66,7 +74,13 @@ class Heartbeat {
       cv_.wait_for(lock, std::chrono::seconds(1));
       if (done_) break;
       lock.unlock();
-      auto response = client_.Heartbeat(rank_);
+      const int64_t epoch = epoch_.load();
+      auto response = client_.Heartbeat(rank_, epoch);
+      if (response.ok() && response->membership_lost() && response->membership_epoch() > epoch &&
+          response->membership_epoch() > lost_epoch_.load()) {
+        lost_epoch_ = response->membership_epoch();
+        if (on_lost_) on_lost_();
+      }
       lock.lock();
       if (response.ok()) {
         last_ok = Clock::now();
@@ -83,6 +97,9 @@ class Heartbeat {
 
   ps::CoordinatorClient& client_;
   int rank_;
+  const std::atomic<int64_t>& epoch_;
+  std::function<void()> on_lost_;
+  std::atomic<int64_t> lost_epoch_{0};
   std::atomic<bool> stop_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -90,6 +107,20 @@ class Heartbeat {
   bool done_ = false;
   std::thread thread_;
 };
+
+train::MembershipEpoch MembershipOf(const hptrain::v1::Allocation& allocation) {
+  train::MembershipEpoch membership;
+  membership.epoch = allocation.membership_epoch();
+  membership.members.assign(allocation.members().begin(), allocation.members().end());
+  membership.batch_sizes.assign(allocation.batch_sizes().begin(), allocation.batch_sizes().end());
+  membership.lost = allocation.membership_reason() == "lost";
+  return membership;
+}
+
+int RankIn(const std::vector<int>& members, int slot) {
+  auto it = std::find(members.begin(), members.end(), slot);
+  return it == members.end() ? -1 : static_cast<int>(it - members.begin());
+}
 
 }  // namespace
 
@@ -175,11 +206,30 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromEnvironment(const std::string& call
 class WorkerSession::Impl {
  public:
   absl::Status Init(const WorkerConfig& config);
+  // The communicators of membership epoch `epoch` (epoch 0: the job's start), as rank `rank` of
+  // `members` (slots).
+  absl::Status ConnectEpoch(int64_t epoch, int rank, const std::vector<int>& members);
+  // Elastic jobs: TrainerCallbacks::regroup (docs/elastic.md).
+  absl::StatusOr<train::EpochGroup> Regroup(const train::MembershipEpoch& target, bool after_loss);
+  // The newest epoch after `epoch` that began with a loss, if any.
+  absl::StatusOr<std::optional<train::MembershipEpoch>> LossAfter(int64_t epoch);
+  // Waits until every member of `target` has arrived at its rendezvous: true; false when a loss
+  // superseded it meanwhile.
+  absl::StatusOr<bool> WaitForMembers(const train::MembershipEpoch& target,
+                                      Clock::time_point deadline);
 
   WorkerConfig config_;
   job::JobSpec spec_;
   int world_ = 0;
+  int rank_ = 0;  // in the current membership epoch (the slot, config_.rank, for a static job)
   WorkerDevice device_;
+  comm::GlooOptions gloo_;
+  std::chrono::milliseconds timeout_{0};
+  // Elastic jobs: the epoch of the communicators in use, the epoch a joiner joins, and the
+  // membership of every step (asked one step ahead).
+  std::atomic<int64_t> epoch_{0};
+  std::optional<train::MembershipEpoch> joining_;
+  std::unique_ptr<ps::StepPrefetcher<train::MembershipEpoch>> membership_prefetcher_;
   std::vector<int> allocation_;
   std::unique_ptr<metrics::Registry> registry_;
   std::unique_ptr<WorkerMetrics> metrics_;
@@ -219,11 +269,14 @@ absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
   config_ = config;
   HPTRAIN_ASSIGN_OR_RETURN(spec_, job::ParseJobFile(config.job_file, config.overrides));
   world_ = spec_.WorldSize();
-  if (config.rank < 0 || config.rank >= world_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--rank ", config.rank, " out of range: the job has ", world_, " workers"));
+  rank_ = config.rank;
+  if (config.rank < 0 || config.rank >= spec_.Slots()) {
+    return absl::InvalidArgumentError(absl::StrCat("--rank ", config.rank,
+                                                   " out of range: the job has ", spec_.Slots(),
+                                                   spec_.elastic.enabled ? " worker slots"
+                                                                         : " workers"));
   }
-  const std::string group = spec_.RankGroups()[config.rank];
+  const std::string group = spec_.SlotGroups()[config.rank];
   if (!config.group.empty() && config.group != group) {
     return absl::InvalidArgumentError(absl::StrCat("--group ", config.group,
                                                    " does not match rank ", config.rank,
@@ -258,9 +311,19 @@ absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
   registration.set_hostname(hostname);
   registration.set_pid(getpid());
   registration.set_node_name(config.node_name);
-  HPTRAIN_RETURN_IF_ERROR(client.Register(registration).status());
+  HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::RegisterResponse registered, client.Register(registration));
   HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::Allocation allocation, client.GetAllocation());
   allocation_.assign(allocation.batch_sizes().begin(), allocation.batch_sizes().end());
+  if (registered.joining()) {
+    // A worker joining a running elastic job: its communicators and its state come when the
+    // members switch to the epoch it joins (Regroup).
+    joining_ = MembershipOf(registered.allocation());
+    allocation_ = joining_->batch_sizes;
+    rank_ = RankIn(joining_->members, config.rank);
+    world_ = static_cast<int>(joining_->members.size());
+    std::fprintf(stderr, "hptrain worker %d: joining the job in membership epoch %lld\n",
+                 config.rank, static_cast<long long>(joining_->epoch));
+  }
 
   // Where this worker trains, and the check that every worker of the job chose alike.
 #ifdef HPTRAIN_HAVE_NCCL
@@ -274,47 +337,40 @@ absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
                                                        train::VisibleCudaDevices(), kNcclBuilt,
                                                        train::CudaBuilt()));
   const auto timeout = std::chrono::seconds(config.rendezvous_timeout_s);
-  HPTRAIN_RETURN_IF_ERROR(CheckSameDevice(client, config.rank, world_, device_, timeout));
+  timeout_ = timeout;
+  // A joiner's device was checked against nobody: the members checked theirs at the start.
+  if (!joining_) {
+    HPTRAIN_RETURN_IF_ERROR(CheckSameDevice(client, config.rank, world_, device_, timeout));
+  }
   if (device_.kind == "cuda") {
     std::fprintf(stderr, "hptrain worker %d: training on %s, exchanging over %s\n", config.rank,
                  device_.device.c_str(), device_.backend.c_str());
     metrics_->EnableGpu(device_.cuda_index);
   }
 
-  comm::GlooOptions gloo;
-  gloo.bind_host = config.bind_host;
-  gloo.timeout = timeout;
+  gloo_.bind_host = config.bind_host;
+  gloo_.timeout = timeout;
   // A hung or cut-off peer (spec.runPolicy.peerTimeoutSeconds) fails this worker within the limit.
   if (spec_.run_policy.peer_timeout_seconds > 0) {
-    gloo.timeout = std::chrono::seconds(spec_.run_policy.peer_timeout_seconds);
+    gloo_.timeout = std::chrono::seconds(spec_.run_policy.peer_timeout_seconds);
   }
-  HPTRAIN_ASSIGN_OR_RETURN(auto transport,
-                           comm::GlooTransport::Connect(client, config.rank, world_, gloo));
-  // The workers' nodes: spec.topology, else the node names the coordinator published (every
-  // worker of a job has one or none). They pick the hierarchical all-reduce and split the bytes.
-  std::optional<comm::Topology> named;
-  if (!spec_.topology.set() && !config.node_name.empty()) {
-    HPTRAIN_ASSIGN_OR_RETURN(named, comm::TopologyFromStore(client, world_, timeout));
-  }
-  HPTRAIN_ASSIGN_OR_RETURN(communicator_,
-                           sync::MakeJobCommunicator(spec_, std::move(transport), named));
-  // The gradients' communicator on nccl (device buffers); Gloo keeps everything else.
-  if (device_.backend == "nccl") {
-#ifdef HPTRAIN_HAVE_NCCL
-    auto nccl = comm::NcclCommunicator::Create(client, config.rank, world_, device_.cuda_index,
-                                               gloo.timeout, "nccl");
-    if (!nccl.ok()) return Annotate(nccl.status(), "spec.communicator.backend: nccl");
-    device_communicator_ = *std::move(nccl);
-#else
-    return absl::FailedPreconditionError(
-        "spec.communicator.backend: nccl, but this build has no NCCL");
-#endif
+  if (!joining_) {
+    std::vector<int> members;
+    for (int r = 0; r < world_; ++r) members.push_back(r);
+    HPTRAIN_RETURN_IF_ERROR(ConnectEpoch(0, config.rank, members));
   }
   if (job::UsesParameterServer(spec_.strategy.type)) {
     HPTRAIN_ASSIGN_OR_RETURN(ps_client_,
                              ps::PsClient::Discover(client, spec_.ps_shards, token, timeout));
   }
-  heartbeat_ = std::make_unique<Heartbeat>(client, config.rank);
+  heartbeat_ = std::make_unique<Heartbeat>(client, config.rank, epoch_, [] {});
+  if (spec_.elastic.enabled) {
+    membership_prefetcher_ = std::make_unique<ps::StepPrefetcher<train::MembershipEpoch>>(
+        [&client](int64_t step) -> absl::StatusOr<train::MembershipEpoch> {
+          HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::Allocation a, client.GetAllocation(step));
+          return MembershipOf(a);
+        });
+  }
   // Reports go out from a background thread: a round trip must not delay the next step.
   sender_ = std::make_unique<ps::ProgressSender>(
       [&client](const hptrain::v1::ProgressReport& r) { return client.ReportProgress(r); });
@@ -326,6 +382,127 @@ absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
         return std::vector<int>(a.batch_sizes().begin(), a.batch_sizes().end());
       });
   return absl::OkStatus();
+}
+
+absl::Status WorkerSession::Impl::ConnectEpoch(int64_t epoch, int rank,
+                                               const std::vector<int>& members) {
+  ps::CoordinatorClient& client = *client_;
+  const int world = static_cast<int>(members.size());
+  // Epoch 0 keeps the job's first keys; every later epoch rendezvous under keys of its own.
+  comm::GlooOptions gloo = gloo_;
+  const std::string suffix = epoch == 0 ? "" : absl::StrCat("/e", epoch);
+  gloo.store_prefix += suffix;
+  HPTRAIN_ASSIGN_OR_RETURN(auto transport, comm::GlooTransport::Connect(client, rank, world, gloo));
+  // The workers' nodes: spec.topology, else the node names the coordinator published (every
+  // worker of a job has one or none). They pick the hierarchical all-reduce and split the bytes.
+  std::optional<comm::Topology> named;
+  if (!spec_.topology.set() && !config_.node_name.empty()) {
+    HPTRAIN_ASSIGN_OR_RETURN(named, comm::TopologyFromStore(client, members, timeout_));
+  }
+  HPTRAIN_ASSIGN_OR_RETURN(communicator_,
+                           sync::MakeJobCommunicator(spec_, std::move(transport), named));
+  // The gradients' communicator on nccl (device buffers); Gloo keeps everything else.
+  if (device_.backend == "nccl") {
+#ifdef HPTRAIN_HAVE_NCCL
+    auto nccl = comm::NcclCommunicator::Create(client, rank, world, device_.cuda_index,
+                                               gloo.timeout, "nccl" + suffix);
+    if (!nccl.ok()) return Annotate(nccl.status(), "spec.communicator.backend: nccl");
+    device_communicator_ = *std::move(nccl);
+#else
+    return absl::FailedPreconditionError(
+        "spec.communicator.backend: nccl, but this build has no NCCL");
+#endif
+  }
+  world_ = world;
+  rank_ = rank;
+  epoch_ = epoch;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<train::MembershipEpoch>> WorkerSession::Impl::LossAfter(
+    int64_t epoch) {
+  HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::JobStatus status, client_->GetJobStatus());
+  std::optional<train::MembershipEpoch> loss;
+  for (const hptrain::v1::MembershipChange& change : status.membership_changes()) {
+    if (change.epoch() <= epoch || change.reason() != "lost") continue;
+    train::MembershipEpoch m;
+    m.epoch = change.epoch();
+    m.members.assign(change.members().begin(), change.members().end());
+    m.batch_sizes =
+        job::EvenAllocation(spec_.global_batch_size, static_cast<int>(m.members.size()));
+    m.lost = true;
+    loss = std::move(m);
+  }
+  return loss;
+}
+
+absl::StatusOr<bool> WorkerSession::Impl::WaitForMembers(const train::MembershipEpoch& target,
+                                                         Clock::time_point deadline) {
+  const std::string prefix = absl::StrCat("membership/e", target.epoch, "/");
+  HPTRAIN_RETURN_IF_ERROR(client_->Set(prefix + std::to_string(config_.rank), "1"));
+  std::vector<std::string> keys;
+  for (int slot : target.members) keys.push_back(prefix + std::to_string(slot));
+  while (Clock::now() < deadline) {
+    absl::Status arrived = client_->Wait(keys, std::chrono::milliseconds(500));
+    if (arrived.ok()) return true;
+    if (!absl::IsDeadlineExceeded(arrived)) return arrived;
+    HPTRAIN_ASSIGN_OR_RETURN(std::optional<train::MembershipEpoch> loss, LossAfter(target.epoch));
+    if (loss.has_value()) return false;
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      "membership epoch ", target.epoch, ": not every member arrived within ",
+      spec_.elastic.join_timeout_seconds, " s (spec.elastic.joinTimeoutSeconds)"));
+}
+
+absl::StatusOr<train::EpochGroup> WorkerSession::Impl::Regroup(
+    const train::MembershipEpoch& target, bool after_loss) {
+  device_communicator_.reset();
+  communicator_.reset();
+  const auto deadline = Clock::now() + std::chrono::seconds(spec_.elastic.join_timeout_seconds);
+  train::MembershipEpoch want = target;
+  // After a loss, and whenever a rendezvous fails, the epoch to form is the one the coordinator
+  // begins without whoever vanished: newer than `loss_after`.
+  std::optional<int64_t> loss_after;
+  if (after_loss) loss_after = std::max(epoch_.load(), target.epoch - 1);
+  while (true) {
+    HPTRAIN_ASSIGN_OR_RETURN(std::optional<train::MembershipEpoch> loss,
+                             LossAfter(loss_after.value_or(want.epoch)));
+    if (loss.has_value()) {
+      want = *std::move(loss);
+      loss_after.reset();
+    } else if (loss_after.has_value()) {
+      if (Clock::now() >= deadline) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "no new membership epoch within ", spec_.elastic.join_timeout_seconds,
+            " s of a failed step (spec.elastic.joinTimeoutSeconds)"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    train::EpochGroup group;
+    group.membership = want;
+    group.rank = RankIn(want.members, config_.rank);
+    if (group.rank < 0) {
+      group.left = true;
+      epoch_ = want.epoch;
+      return group;
+    }
+    HPTRAIN_ASSIGN_OR_RETURN(bool arrived, WaitForMembers(want, deadline));
+    if (!arrived) continue;  // a loss superseded it
+    absl::Status connected = ConnectEpoch(want.epoch, group.rank, want.members);
+    if (!connected.ok()) {
+      std::fprintf(stderr, "hptrain worker %d: membership epoch %lld did not connect (%s)\n",
+                   config_.rank, static_cast<long long>(want.epoch),
+                   std::string(connected.message()).c_str());
+      device_communicator_.reset();
+      communicator_.reset();
+      loss_after = want.epoch;
+      continue;
+    }
+    group.comm = communicator_.get();
+    group.device_comm = device_communicator_.get();
+    return group;
+  }
 }
 
 void WorkerSession::Impl::SendReport() {
@@ -342,6 +519,7 @@ void WorkerSession::Impl::SendReport() {
   report_.set_exchanges(exchanges_);
   report_.set_gossip_threshold(gossip_threshold_);
   report_.set_strategy_decision(strategy_decision_);
+  report_.set_membership_epoch(epoch_.load());
   sender_->Offer(report_);
 }
 
@@ -380,7 +558,7 @@ void WorkerSession::Impl::OnStep(const train::StepStats& stats) {
 
 void WorkerSession::Impl::OnEpoch(const train::EpochStats& stats) {
   metrics_->OnEpoch(stats);
-  if (config_.rank != 0) return;
+  if (rank_ != 0) return;
   hptrain::v1::EpochReport report;
   report.set_epoch(stats.epoch);
   report.set_test_accuracy(stats.test_accuracy);
@@ -415,14 +593,18 @@ const job::JobSpec& WorkerSession::spec() const { return impl_->spec_; }
 const WorkerConfig& WorkerSession::config() const { return impl_->config_; }
 int WorkerSession::rank() const { return impl_->config_.rank; }
 int WorkerSession::world() const { return impl_->world_; }
+bool WorkerSession::joining() const { return impl_->joining_.has_value(); }
 const WorkerDevice& WorkerSession::device() const { return impl_->device_; }
 const std::vector<int>& WorkerSession::initial_allocation() const { return impl_->allocation_; }
 comm::Communicator* WorkerSession::communicator() { return impl_->communicator_.get(); }
 
 train::TrainerOptions WorkerSession::TrainerOptions() const {
   train::TrainerOptions options;
-  options.rank = impl_->config_.rank;
+  options.rank = impl_->rank_;
   options.allocation = impl_->allocation_;
+  options.elastic = impl_->spec_.elastic.enabled;
+  options.membership_epoch = impl_->epoch_.load();
+  options.joining = impl_->joining_;
   options.resume = impl_->config_.resume;
   options.workers_on_host = impl_->config_.workers_on_host;
   options.ps = impl_->ps_client_.get();
@@ -443,7 +625,15 @@ train::TrainerCallbacks WorkerSession::TrainerCallbacks() {
                  static_cast<long long>(step), step == 0 ? " (no checkpoint yet)" : "");
   };
   callbacks.should_stop = [impl] { return impl->heartbeat_->stop_requested(); };
-  if (impl->spec_.rebalance.enabled) {
+  if (impl->membership_prefetcher_) {
+    callbacks.membership_for_step = [impl](int64_t step) {
+      return impl->membership_prefetcher_->For(step);
+    };
+    callbacks.regroup = [impl](const train::MembershipEpoch& target, bool after_loss) {
+      return impl->Regroup(target, after_loss);
+    };
+    callbacks.membership_lost = [impl] { return impl->heartbeat_->membership_lost(); };
+  } else if (impl->spec_.rebalance.enabled) {
     callbacks.allocation_for_step = [impl](int64_t step) { return impl->prefetcher_->For(step); };
   }
   return callbacks;

@@ -77,8 +77,12 @@ class WorkerSession {
 
   const job::JobSpec& spec() const;
   const WorkerConfig& config() const;
+  // The worker's slot (its --rank), and the workers of the epoch it trains in.
   int rank() const;
   int world() const;
+  // Elastic jobs: this worker joins a running job (its communicators come with the trainer's first
+  // membership change; communicator() is null until then).
+  bool joining() const;
   const WorkerDevice& device() const;
   // The allocation the coordinator gave at registration: every rank's batch size.
   const std::vector<int>& initial_allocation() const;

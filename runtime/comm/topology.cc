@@ -85,11 +85,18 @@ absl::Status PublishNodeName(KeyValueStore& store, int rank, const std::string& 
 
 absl::StatusOr<Topology> TopologyFromStore(KeyValueStore& store, int world,
                                            std::chrono::milliseconds timeout) {
+  std::vector<int> slots;
+  for (int r = 0; r < world; ++r) slots.push_back(r);
+  return TopologyFromStore(store, slots, timeout);
+}
+
+absl::StatusOr<Topology> TopologyFromStore(KeyValueStore& store, const std::vector<int>& slots,
+                                           std::chrono::milliseconds timeout) {
   std::vector<std::string> keys;
-  for (int r = 0; r < world; ++r) keys.push_back(NodeNameKey(r));
+  for (int slot : slots) keys.push_back(NodeNameKey(slot));
   HPTRAIN_RETURN_IF_ERROR(store.Wait(keys, timeout), "waiting for every worker's node name");
   std::vector<std::string> names;
-  for (int r = 0; r < world; ++r) {
+  for (size_t r = 0; r < slots.size(); ++r) {
     HPTRAIN_ASSIGN_OR_RETURN(std::string name, store.Get(keys[r], timeout));
     names.push_back(std::move(name));
   }

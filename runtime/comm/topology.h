@@ -60,6 +60,10 @@ absl::Status PublishNodeName(KeyValueStore& store, int rank, const std::string& 
 // DeadlineExceeded naming the first rank whose name is missing.
 absl::StatusOr<Topology> TopologyFromStore(KeyValueStore& store, int world,
                                            std::chrono::milliseconds timeout);
+// The same for the ranks of an elastic job's membership epoch: rank r's node is the one `slots[r]`
+// registered with.
+absl::StatusOr<Topology> TopologyFromStore(KeyValueStore& store, const std::vector<int>& slots,
+                                           std::chrono::milliseconds timeout);
 
 }  // namespace hptrain::comm
 

@@ -161,6 +161,10 @@ class Strategy {
 
   virtual StrategyStats stats() const { return StrategyStats(); }
 
+  // Values of this worker's state that SaveState does not hold (error-feedback residuals, a
+  // calibration in progress): what a membership change drops (docs/elastic.md). Default 0.
+  virtual int64_t UnsavedStateValues() const { return 0; }
+
  protected:
   // Set by each strategy's constructor, once: its descriptor's (DeclaredTraits(name())), and what
   // follows from its options and communicators.

@@ -33,7 +33,7 @@ uint32_t Crc(const char* data, size_t n) {
 
 }  // namespace
 
-absl::Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
+std::string EncodeCheckpoint(const Checkpoint& checkpoint) {
   nlohmann::json header;
   header["job"] = checkpoint.job;
   header["step"] = checkpoint.step;
@@ -56,11 +56,19 @@ absl::Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoin
     out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
   }
   Append(out, Crc(out.data(), out.size()));
-  return WriteFileAtomically(path, out);
+  return out;
+}
+
+absl::Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
+  return WriteFileAtomically(path, EncodeCheckpoint(checkpoint));
 }
 
 absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path) {
   HPTRAIN_ASSIGN_OR_RETURN(std::string data, ReadFile(path));
+  return DecodeCheckpoint(data, path);
+}
+
+absl::StatusOr<Checkpoint> DecodeCheckpoint(const std::string& data, const std::string& path) {
   auto corrupt = [&](const std::string& why) {
     return absl::DataLossError(absl::StrCat(path, ": ", why));
   };

@@ -33,6 +33,11 @@ struct Checkpoint {
 
 absl::Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint);
 
+// The file's bytes, and back (the state a membership change sends, docs/elastic.md). Decode
+// errors are LoadCheckpoint's, naming `path` (what the bytes came from).
+std::string EncodeCheckpoint(const Checkpoint& checkpoint);
+absl::StatusOr<Checkpoint> DecodeCheckpoint(const std::string& data, const std::string& path);
+
 // NotFound if the file does not exist; DataLoss "PATH: ..." if it is truncated, corrupt or not a
 // checkpoint.
 absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path);

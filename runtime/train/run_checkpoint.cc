@@ -17,8 +17,8 @@ constexpr char kBuffers[] = "buffers";
 
 }  // namespace
 
-absl::Status WriteRunCheckpoint(const std::string& path, const std::string& job,
-                                const RunPosition& position, const RunState& state) {
+absl::StatusOr<Checkpoint> CaptureRunState(const std::string& job, const RunPosition& position,
+                                           const RunState& state, bool strategy_state) {
   Checkpoint checkpoint;
   checkpoint.job = job;
   checkpoint.step = position.step;
@@ -28,8 +28,16 @@ absl::Status WriteRunCheckpoint(const std::string& path, const std::string& job,
   const absl::Span<float> p = state.flat->host();
   checkpoint.sections[kParams].assign(p.begin(), p.end());
   FlattenBuffers(*state.model, &checkpoint.sections[kBuffers]);
-  HPTRAIN_RETURN_IF_ERROR(state.strategy->SaveState(position.step, &checkpoint.sections),
-                          "strategy ", state.strategy->name());
+  if (strategy_state) {
+    HPTRAIN_RETURN_IF_ERROR(state.strategy->SaveState(position.step, &checkpoint.sections),
+                            "strategy ", state.strategy->name());
+  }
+  return checkpoint;
+}
+
+absl::Status WriteRunCheckpoint(const std::string& path, const std::string& job,
+                                const RunPosition& position, const RunState& state) {
+  HPTRAIN_ASSIGN_OR_RETURN(Checkpoint checkpoint, CaptureRunState(job, position, state, true));
   return SaveCheckpoint(path, checkpoint);
 }
 
@@ -38,7 +46,12 @@ absl::StatusOr<std::optional<ResumedRun>> ReadRunCheckpoint(const std::string& p
   absl::StatusOr<Checkpoint> loaded = LoadCheckpoint(path);
   if (absl::IsNotFound(loaded.status())) return std::nullopt;  // nothing to resume yet
   HPTRAIN_RETURN_IF_ERROR(loaded.status());
-  Checkpoint& c = *loaded;
+  HPTRAIN_ASSIGN_OR_RETURN(ResumedRun resumed, RestoreRunState(*loaded, path, state));
+  return std::optional<ResumedRun>(std::move(resumed));
+}
+
+absl::StatusOr<ResumedRun> RestoreRunState(Checkpoint& c, const std::string& path,
+                                           const RunState& state) {
   HPTRAIN_RETURN_IF_ERROR(CheckSection(c, path, kParams, static_cast<size_t>(state.flat->size())));
   const std::vector<float>& params = c.sections[kParams];
   std::copy(params.begin(), params.end(), state.flat->host().begin());
@@ -55,7 +68,7 @@ absl::StatusOr<std::optional<ResumedRun>> ReadRunCheckpoint(const std::string& p
   resumed.position.step = c.step;
   resumed.position.epoch = c.epoch;
   resumed.position.step_in_epoch = c.step_in_epoch;
-  return std::optional<ResumedRun>(std::move(resumed));
+  return resumed;
 }
 
 }  // namespace hptrain::train

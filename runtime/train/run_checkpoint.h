@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/sync/strategy.h"
+#include "runtime/train/checkpoint.h"
 #include "runtime/train/flat_model.h"
 #include "runtime/train/local_optimizer.h"
 #include "runtime/train/models/model.h"
@@ -49,6 +50,15 @@ struct ResumedRun {
 // checkpoint yet. A section that does not match this model is FailedPrecondition naming it.
 absl::StatusOr<std::optional<ResumedRun>> ReadRunCheckpoint(const std::string& path,
                                                             const RunState& state);
+
+// The two halves of the above, in memory (a membership change sends the state over the
+// communicator, docs/elastic.md): what WriteRunCheckpoint writes, the strategy's sections only with
+// `strategy_state`; and what ReadRunCheckpoint does with a checkpoint read (errors name `path`,
+// the state's origin), moving the strategy's sections out of `checkpoint`.
+absl::StatusOr<Checkpoint> CaptureRunState(const std::string& job, const RunPosition& position,
+                                           const RunState& state, bool strategy_state);
+absl::StatusOr<ResumedRun> RestoreRunState(Checkpoint& checkpoint, const std::string& path,
+                                           const RunState& state);
 
 }  // namespace hptrain::train
 

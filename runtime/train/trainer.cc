@@ -23,6 +23,7 @@
 #include "runtime/train/models/model.h"
 #include "runtime/train/precision.h"
 #include "runtime/train/preflight.h"
+#include "runtime/train/checkpoint.h"
 #include "runtime/train/run_checkpoint.h"
 #include "runtime/train/scheduled_exchange.h"
 #include "runtime/train/slowdown.h"
@@ -49,15 +50,25 @@ class Trainer::Impl {
         options_(options),
         comm_(comm),
         callbacks_(std::move(callbacks)),
-        slowdown_(spec.testing.slowdown, spec.testing.slowdown_file, comm->rank(),
+        slowdown_(spec.testing.slowdown, spec.testing.slowdown_file, options.rank,
                   spec.testing.slowdown_window) {}
 
   absl::Status Init();
   absl::Status Run();
   int64_t num_parameters() const { return flat_->size(); }
   const ThreadChoice& threads() const { return threads_; }
+  bool left() const { return left_; }
+  int rank() const { return options_.rank; }
 
  private:
+  // What needs the communicators: the evaluator, the step exchange (strategy and local optimizer)
+  // and the scheduler; built at Init and again at every membership change.
+  absl::Status BuildExchange();
+  // The epochs from the current position to the end (or to an elastic job's next change).
+  absl::Status TrainEpochs();
+  // Elastic jobs (docs/elastic.md): the change to `target` (planned: at this step boundary;
+  // otherwise after a failed step, or as a joiner).
+  absl::Status ChangeMembership(const MembershipEpoch& target, bool planned, bool after_loss);
   // The torch device of options_.device, made current, with the job's cuDNN settings.
   absl::StatusOr<torch::Device> SelectDevice();
   // Autograd hooks: each finished gradient into its slot, then marked ready.
@@ -122,7 +133,15 @@ class Trainer::Impl {
   int64_t global_step_ = 0;
   int start_epoch_ = 0;
   int64_t start_step_in_epoch_ = 0;
+  // The position of the step being trained (or the next one): what a membership change resumes.
+  int position_epoch_ = 0;
+  int64_t position_step_in_epoch_ = 0;
   Clock::time_point run_start_;
+  // Elastic jobs: the epoch of the communicators in use, the change the next step begins, and
+  // whether this worker left.
+  int64_t membership_epoch_ = 0;
+  std::optional<MembershipEpoch> pending_change_;
+  bool left_ = false;
 };
 
 absl::StatusOr<torch::Device> Trainer::Impl::SelectDevice() {
@@ -172,21 +191,13 @@ absl::Status Trainer::Impl::Init() {
   HPTRAIN_ASSIGN_OR_RETURN(task_,
                            CreateTask(spec_.task, train_data_->targets(), model_.get()));
   loader_ = std::make_unique<BatchLoader>(train_data_.get(), flat_.get());
-  evaluator_ =
-      std::make_unique<Evaluator>(test_data_.get(), model_.get(), task_.get(), comm_,
-                                  options_.rank,
-                                  [this](const torch::Tensor& t) { return flat_->Load(t); });
-  HPTRAIN_ASSIGN_OR_RETURN(exchange_,
-                           StepExchange::Create(spec_, {comm_, options_.ps, options_.device_comm},
-                                                flat_.get(), model_.get()));
   lr_schedule_ = job::LrScheduleFor(spec_.optimizer, spec_.epochs);
-  if (spec_.scheduler.type == "priority") {
-    HPTRAIN_ASSIGN_OR_RETURN(
-        scheduled_, ScheduledExchange::Create(spec_.scheduler, &exchange_->strategy(), comm_,
-                                              &exchange_->reducer(), flat_.get(),
-                                              &exchange_->optimizer(), model_.get()));
-  }
+  membership_epoch_ = options_.membership_epoch;
   RegisterHooks();
+  // A joiner has no communicators yet: its exchange is built, and its state loaded, by the change
+  // that lets it in (Run).
+  if (options_.joining.has_value()) return absl::OkStatus();
+  HPTRAIN_RETURN_IF_ERROR(BuildExchange());
   sync::CheckpointSections restored;
   if (options_.resume && !spec_.checkpoint.path.empty()) {
     HPTRAIN_ASSIGN_OR_RETURN(std::optional<ResumedRun> resumed,
@@ -235,7 +246,35 @@ void Trainer::Impl::RegisterHooks() {
   }
 }
 
+absl::Status Trainer::Impl::BuildExchange() {
+  evaluator_ =
+      std::make_unique<Evaluator>(test_data_.get(), model_.get(), task_.get(), comm_,
+                                  options_.rank,
+                                  [this](const torch::Tensor& t) { return flat_->Load(t); });
+  HPTRAIN_ASSIGN_OR_RETURN(exchange_,
+                           StepExchange::Create(spec_, {comm_, options_.ps, options_.device_comm},
+                                                flat_.get(), model_.get()));
+  if (spec_.scheduler.type == "priority") {
+    HPTRAIN_ASSIGN_OR_RETURN(
+        scheduled_, ScheduledExchange::Create(spec_.scheduler, &exchange_->strategy(), comm_,
+                                              &exchange_->reducer(), flat_.get(),
+                                              &exchange_->optimizer(), model_.get()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Trainer::Impl::FollowAllocation() {
+  if (callbacks_.membership_for_step) {
+    absl::StatusOr<MembershipEpoch> membership = callbacks_.membership_for_step(global_step_);
+    HPTRAIN_RETURN_IF_ERROR(membership.status(), "membership for step ", global_step_);
+    if (membership->epoch != membership_epoch_) {
+      pending_change_ = *std::move(membership);
+      return absl::AbortedError(absl::StrCat("membership epoch ", pending_change_->epoch,
+                                             " begins at step ", global_step_));
+    }
+    options_.allocation = std::move(membership->batch_sizes);
+    return absl::OkStatus();
+  }
   if (!callbacks_.allocation_for_step) return absl::OkStatus();
   absl::StatusOr<std::vector<int>> fetched = callbacks_.allocation_for_step(global_step_);
   HPTRAIN_RETURN_IF_ERROR(fetched.status(), "allocation for step ", global_step_);
@@ -467,6 +506,130 @@ absl::Status Trainer::Impl::SaveCheckpointIfDue(bool force, int epoch, int64_t n
 absl::Status Trainer::Impl::Run() {
   run_start_ = Clock::now();
   model_->train(true);
+  if (options_.joining.has_value()) {
+    HPTRAIN_RETURN_IF_ERROR(ChangeMembership(*options_.joining, false, false), "joining the job");
+  }
+  while (!left_) {
+    absl::Status status = TrainEpochs();
+    if (status.ok() || !options_.elastic) return status;
+    const bool pending = pending_change_.has_value();
+    const bool lost = callbacks_.membership_lost && callbacks_.membership_lost();
+    // A stop request, bad data or a broken job file end the run as before; what a vanished peer
+    // breaks (collectives, parameter-server calls) is recovered from.
+    if (!pending && !lost &&
+        !(absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
+          absl::IsInternal(status) || absl::IsAborted(status) || absl::IsUnknown(status))) {
+      return status;
+    }
+    MembershipEpoch target;
+    bool planned = false;
+    if (pending) {
+      target = *std::move(pending_change_);
+      pending_change_.reset();
+      // An epoch that began with a loss has nobody to synchronize with.
+      planned = !target.lost;
+    } else {
+      std::fprintf(stderr, "hptrain worker: step %lld did not complete (%s); regrouping\n",
+                   static_cast<long long>(global_step_ + 1),
+                   std::string(status.message()).c_str());
+    }
+    HPTRAIN_RETURN_IF_ERROR(ChangeMembership(target, planned, !planned));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Impl::ChangeMembership(const MembershipEpoch& target, bool planned,
+                                             bool after_loss) {
+  const auto start = Clock::now();
+  const bool joining = exchange_ == nullptr;
+  const int64_t dropped = joining ? 0 : exchange_->strategy().UnsavedStateValues();
+  // 1. Drain: at an agreed boundary the models are brought to exactly the steps done, as before
+  // a checkpoint; if that fails too (a peer vanished meanwhile), the change is a loss after all.
+  if (planned && !joining) {
+    absl::Status synchronized = SynchronizeModels("a membership change");
+    if (!synchronized.ok()) {
+      std::fprintf(stderr, "hptrain worker: the models could not be synchronized for membership "
+                           "epoch %lld (%s); regrouping\n",
+                   static_cast<long long>(target.epoch),
+                   std::string(synchronized.message()).c_str());
+      planned = false;
+      after_loss = true;
+    }
+  }
+  // What this worker would send as rank 0 of the new epoch: a checkpoint's contents, the
+  // strategy's sections only when the models were synchronized.
+  Checkpoint state;
+  if (!joining) {
+    flat_->ToHost();
+    absl::StatusOr<Checkpoint> captured = CaptureRunState(
+        spec_.name, {global_step_, position_epoch_, position_step_in_epoch_}, RunParts(), planned);
+    HPTRAIN_RETURN_IF_ERROR(captured.status(), "capturing the state for membership epoch ",
+                            target.epoch);
+    state = *std::move(captured);
+  }
+  // 2. Nothing may hold the old communicators when the session releases them.
+  scheduled_.reset();
+  exchange_.reset();
+  evaluator_.reset();
+  comm_ = nullptr;
+  HPTRAIN_ASSIGN_OR_RETURN(EpochGroup group, callbacks_.regroup(target, after_loss));
+  if (group.left) {
+    left_ = true;
+    std::fprintf(stderr, "hptrain worker: left the job after step %lld (membership epoch %lld)\n",
+                 static_cast<long long>(global_step_),
+                 static_cast<long long>(group.membership.epoch));
+    return absl::OkStatus();
+  }
+  comm_ = group.comm;
+  options_.device_comm = group.device_comm;
+  options_.rank = group.rank;
+  options_.allocation = group.membership.batch_sizes;
+  membership_epoch_ = group.membership.epoch;
+  if (joining && group.rank == 0) {
+    return absl::FailedPreconditionError(
+        "no member that held the model is left to join (the job needs a gang restart)");
+  }
+  // 3. The new rank 0's state to everyone, and everyone (rank 0 too) loads it into the rebuilt
+  // exchange, as a resumed run loads a checkpoint.
+  std::string bytes = group.rank == 0 ? EncodeCheckpoint(state) : std::string();
+  int64_t size = static_cast<int64_t>(bytes.size());
+  HPTRAIN_RETURN_IF_ERROR(comm_->Broadcast(&size, sizeof(size), 0), "membership state size");
+  bytes.resize(static_cast<size_t>(size));
+  HPTRAIN_RETURN_IF_ERROR(comm_->Broadcast(bytes.data(), bytes.size(), 0), "membership state");
+  const std::string origin = absl::StrCat("membership epoch ", membership_epoch_, " state");
+  HPTRAIN_ASSIGN_OR_RETURN(Checkpoint received, DecodeCheckpoint(bytes, origin));
+  HPTRAIN_RETURN_IF_ERROR(BuildExchange());
+  HPTRAIN_ASSIGN_OR_RETURN(ResumedRun resumed, RestoreRunState(received, origin, RunParts()));
+  global_step_ = resumed.position.step;
+  start_epoch_ = resumed.position.epoch;
+  start_step_in_epoch_ = resumed.position.step_in_epoch;
+  flat_->ToHost();
+  sync::Strategy& strategy = exchange_->strategy();
+  HPTRAIN_RETURN_IF_ERROR(strategy.Start(flat_->host(), global_step_, resumed.strategy_sections),
+                          "strategy ", strategy.name(), " in membership epoch ",
+                          membership_epoch_);
+  flat_->ToDevice();
+  MembershipChangeStats stats;
+  stats.epoch = membership_epoch_;
+  stats.step = global_step_;
+  stats.planned = planned;
+  stats.seconds = Since(start);
+  stats.dropped_values = dropped;
+  stats.rank = options_.rank;
+  stats.world = comm_->size();
+  if (options_.rank == 0) {
+    std::fprintf(stderr,
+                 "hptrain worker: membership epoch %lld: %d workers from step %lld (%s change, "
+                 "%.2f s)\n",
+                 static_cast<long long>(membership_epoch_), stats.world,
+                 static_cast<long long>(global_step_), planned ? "planned" : "unplanned",
+                 stats.seconds);
+  }
+  if (callbacks_.on_membership_change) callbacks_.on_membership_change(stats);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Impl::TrainEpochs() {
   const int64_t steps_per_epoch = StepsPerEpoch(train_data_->size(), spec_.global_batch_size);
   if (steps_per_epoch <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("the training set has ", train_data_->size(),
@@ -475,18 +638,28 @@ absl::Status Trainer::Impl::Run() {
   }
   int64_t total_steps = steps_per_epoch * spec_.epochs;
   if (spec_.max_steps > 0) total_steps = std::min<int64_t>(total_steps, spec_.max_steps);
+  // Where the run stands when it stops early at spec.maxSteps: a later run with more steps
+  // continues from there.
+  RunPosition end{0, spec_.epochs, 0};
   for (int epoch = start_epoch_; epoch < spec_.epochs && global_step_ < total_steps; ++epoch) {
     const std::vector<int64_t> perm = EpochPermutation(train_data_->size(), spec_.seed, epoch);
     double loss_sum = 0, loss_count = 0;
     int64_t s = epoch == start_epoch_ ? start_step_in_epoch_ : 0;
+    position_epoch_ = epoch;
+    position_step_in_epoch_ = s;
     for (; s < steps_per_epoch && global_step_ < total_steps; ++s) {
+      position_step_in_epoch_ = s;
       if (callbacks_.should_stop && callbacks_.should_stop()) {
         return absl::CancelledError("stopped by the coordinator");
+      }
+      if (callbacks_.membership_lost && callbacks_.membership_lost()) {
+        return absl::AbortedError("a member was lost");
       }
       StepStats stats;
       stats.steps_per_epoch = steps_per_epoch;
       stats.total_steps = total_steps;
       HPTRAIN_RETURN_IF_ERROR(TrainStep(perm, epoch, s, steps_per_epoch, &stats));
+      position_step_in_epoch_ = s + 1;
       loss_sum += stats.train_loss * stats.batch_size;
       loss_count += stats.batch_size;
       if (callbacks_.on_step) callbacks_.on_step(stats);
@@ -506,10 +679,19 @@ absl::Status Trainer::Impl::Run() {
     if (recorder_) HPTRAIN_RETURN_IF_ERROR(recorder_->Save(), "spec.collect");
     if (s == steps_per_epoch) {
       HPTRAIN_RETURN_IF_ERROR(SaveCheckpointIfDue(false, epoch + 1, 0), "writing checkpoint");
+    } else {
+      end = {global_step_, epoch, s};
     }
+    // The next epoch starts at its first step (a change within it would say otherwise).
+    start_epoch_ = epoch + 1;
+    start_step_in_epoch_ = 0;
+    position_epoch_ = epoch + 1;
+    position_step_in_epoch_ = 0;
   }
-  // The final state; its position says "nothing left" for a later --resume.
-  return Annotate(SaveCheckpointIfDue(true, spec_.epochs, 0), "writing final checkpoint");
+  // The final state; its position says "nothing left" for a later --resume, unless spec.maxSteps
+  // ended the run within the epochs.
+  return Annotate(SaveCheckpointIfDue(true, end.epoch, end.step_in_epoch),
+                  "writing final checkpoint");
 }
 
 Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -525,6 +707,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const job::JobSpec& spe
 }
 
 absl::Status Trainer::Run() { return impl_->Run(); }
+bool Trainer::left() const { return impl_->left(); }
+int Trainer::rank() const { return impl_->rank(); }
 int64_t Trainer::num_parameters() const { return impl_->num_parameters(); }
 const ThreadChoice& Trainer::threads() const { return impl_->threads(); }
 

@@ -48,6 +48,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -116,6 +117,34 @@ struct EpochStats {
   int rank = 0;  // this worker's rank: its own model's entry in worker_test_accuracy
 };
 
+// Elastic jobs (docs/elastic.md): a membership epoch as the coordinator set it.
+struct MembershipEpoch {
+  int64_t epoch = 0;
+  std::vector<int> members;      // worker slots, in rank order
+  std::vector<int> batch_sizes;  // by rank
+  bool lost = false;             // the epoch began because a member was lost
+};
+
+// The communicators of a membership epoch, as TrainerCallbacks::regroup connected them.
+struct EpochGroup {
+  bool left = false;  // this worker is not a member: it leaves the job
+  MembershipEpoch membership;
+  int rank = 0;
+  comm::Communicator* comm = nullptr;
+  comm::Communicator* device_comm = nullptr;  // the epoch's NCCL communicator, or null
+};
+
+// One membership change as this worker went through it.
+struct MembershipChangeStats {
+  int64_t epoch = 0;          // the epoch entered
+  int64_t step = 0;           // the global step training continues from
+  bool planned = true;        // at an agreed step boundary (false: after a failed step)
+  double seconds = 0;         // from the change's start to the state loaded
+  int64_t dropped_values = 0; // per-worker strategy state dropped (Strategy::UnsavedStateValues)
+  int rank = 0;               // this worker's rank in the new epoch
+  int world = 0;
+};
+
 struct TrainerCallbacks {
   std::function<void(const StepStats&)> on_step;
   std::function<void(const EpochStats&)> on_epoch;  // every evaluation, interim ones included
@@ -128,6 +157,18 @@ struct TrainerCallbacks {
   // every rank for that step (every rank must get the same answer for the same step: the
   // coordinator guarantees it). The trainer switches its slice of the global batch accordingly.
   std::function<absl::StatusOr<std::vector<int>>(int64_t step)> allocation_for_step;
+
+  // Elastic jobs (TrainerOptions::elastic). The membership epoch and allocation in force at every
+  // step, in place of allocation_for_step: a step of a new epoch begins a change there.
+  std::function<absl::StatusOr<MembershipEpoch>(int64_t step)> membership_for_step;
+  // Releases the communicators of the epoch being left (the trainer holds no reference to them any
+  // more) and connects those of `target`; after a loss (`after_loss`) the newest epoch, which
+  // may be newer than `target`.
+  std::function<absl::StatusOr<EpochGroup>(const MembershipEpoch& target, bool after_loss)>
+      regroup;
+  // Polled between steps: a newer epoch began with a loss, so the step's peers may be gone.
+  std::function<bool()> membership_lost;
+  std::function<void(const MembershipChangeStats&)> on_membership_change;
 };
 
 struct TrainerOptions {
@@ -148,6 +189,13 @@ struct TrainerOptions {
   // exchange, the optimizer on the device buffers: its host route there) with CPU tensors:
   // spec.testing.devicePath, so that machines without a GPU test that path. Ignored on "cuda".
   bool device_path_on_cpu = false;
+  // spec.elastic: membership changes at step boundaries (the membership callbacks), and a failed
+  // step is a loss to recover from rather than the run's end.
+  bool elastic = false;
+  int64_t membership_epoch = 0;  // the epoch the communicators above belong to
+  // A worker joining a running job: the epoch it joins. Its communicators are connected by the
+  // first regroup, and its state comes from the members then (comm is null until then).
+  std::optional<MembershipEpoch> joining;
 };
 
 class Trainer {
@@ -159,8 +207,13 @@ class Trainer {
                                                          TrainerCallbacks callbacks);
   ~Trainer();
 
-  // Runs to the end of the last epoch (or spec.maxSteps).
+  // Runs to the end of the last epoch (or spec.maxSteps), or until this worker leaves an elastic
+  // job (left()).
   absl::Status Run();
+  // The worker was removed from an elastic job and left it.
+  bool left() const;
+  // The rank of the communicators in use now (elastic jobs: of the current epoch).
+  int rank() const;
 
   int64_t num_parameters() const;
   // The libtorch threads this worker trains with, and why.
