@@ -59,8 +59,6 @@ struct PsFlags {
   std::string tls_dir;      // spec.security.tls: ca.crt, tls.crt, tls.key
 };
 
-// hptrain_rpc_rejected_total{reason}: calls refused for their job token, by the coordinator or a
-// shard; returns what the services call with "missing_token" or "bad_token".
 // The coordinator's view of the members (docs/elastic.md, docs/metrics.md): the membership
 // epoch, how many workers train in it against how many the spec asks for, and the changes so far
 // by reason. A job without spec.elastic stays in epoch 0 with every worker a member.
@@ -68,17 +66,21 @@ class MembershipMetrics {
  public:
   MembershipMetrics(metrics::Registry& registry, const job::JobSpec& spec)
       : world_size_(spec.WorldSize()),
-        epoch_(registry.Gauge("hptrain_membership_epoch",
-                              "Membership epoch of the job: 0 at the start, one more at every "
-                              "change of its members (spec.elastic).")->Get()),
-        members_(registry.Gauge("hptrain_membership_members",
-                                "Workers that are members of the current membership epoch.")
+        epoch_(registry
+                   .Gauge("hptrain_membership_epoch",
+                          "Membership epoch of the job: 0 at the start, one more at every "
+                          "change of its members (spec.elastic).")
+                   ->Get()),
+        members_(registry
+                     .Gauge("hptrain_membership_members",
+                            "Workers that are members of the current membership epoch.")
                      ->Get()),
         changes_(registry.Counter("hptrain_membership_changes_total",
                                   "Membership changes by reason: joined, removed or lost.",
                                   {"reason"})) {
-    registry.Gauge("hptrain_membership_replicas",
-                   "Workers the job's spec asks for (its replicas), the members it should have.")
+    registry
+        .Gauge("hptrain_membership_replicas",
+               "Workers the job's spec asks for (its replicas), the members it should have.")
         ->Get()
         ->Set(world_size_);
     for (const char* reason : {"joined", "removed", "lost"}) changes_->WithLabels({reason});
@@ -104,6 +106,8 @@ class MembershipMetrics {
   int counted_ = 0;  // membership_changes already added to changes_
 };
 
+// hptrain_rpc_rejected_total{reason}: calls refused for their job token, by the coordinator or a
+// shard; returns what the services call with "missing_token" or "bad_token".
 std::function<void(const std::string&)> CountRefusedTokens(metrics::Registry& registry) {
   auto* rejected = registry.Counter("hptrain_rpc_rejected_total",
                                     "RPCs refused for a missing or wrong job token.", {"reason"});
