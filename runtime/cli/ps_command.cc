@@ -59,6 +59,53 @@ struct PsFlags {
   std::string tls_dir;      // spec.security.tls: ca.crt, tls.crt, tls.key
 };
 
+// The coordinator's view of the members (docs/elastic.md, docs/metrics.md): the membership
+// epoch, how many workers train in it against how many the spec asks for, and the changes so far
+// by reason. A job without spec.elastic stays in epoch 0 with every worker a member.
+class MembershipMetrics {
+ public:
+  MembershipMetrics(metrics::Registry& registry, const job::JobSpec& spec)
+      : world_size_(spec.WorldSize()),
+        epoch_(registry
+                   .Gauge("hptrain_membership_epoch",
+                          "Membership epoch of the job: 0 at the start, one more at every "
+                          "change of its members (spec.elastic).")
+                   ->Get()),
+        members_(registry
+                     .Gauge("hptrain_membership_members",
+                            "Workers that are members of the current membership epoch.")
+                     ->Get()),
+        changes_(registry.Counter("hptrain_membership_changes_total",
+                                  "Membership changes by reason: joined, removed or lost.",
+                                  {"reason"})) {
+    registry
+        .Gauge("hptrain_membership_replicas",
+               "Workers the job's spec asks for (its replicas), the members it should have.")
+        ->Get()
+        ->Set(world_size_);
+    for (const char* reason : {"joined", "removed", "lost"}) changes_->WithLabels({reason});
+  }
+
+  // Called with every snapshot; the counters add the changes not seen before.
+  void Update(const hptrain::v1::JobStatus& status) {
+    epoch_->Set(static_cast<double>(status.membership_epoch()));
+    int members = status.members_size();
+    if (members == 0) members = status.world_size() > 0 ? status.world_size() : world_size_;
+    members_->Set(members);
+    for (int i = counted_; i < status.membership_changes_size(); ++i) {
+      changes_->WithLabels({status.membership_changes(i).reason()})->Inc();
+    }
+    counted_ = std::max(counted_, status.membership_changes_size());
+  }
+
+ private:
+  const int world_size_;
+  metrics::Gauge* epoch_;
+  metrics::Gauge* members_;
+  metrics::CounterFamily* changes_;
+  int counted_ = 0;  // membership_changes already added to changes_
+};
+
 // hptrain_rpc_rejected_total{reason}: calls refused for their job token, by the coordinator or a
 // shard; returns what the services call with "missing_token" or "bad_token".
 std::function<void(const std::string&)> CountRefusedTokens(metrics::Registry& registry) {
@@ -225,6 +272,7 @@ absl::Status RunPs(const PsFlags& flags) {
   auto* step = registry.Gauge("hptrain_step", "Highest global step any worker reported.")->Get();
   auto* generation = registry.Gauge("hptrain_allocation_generation",
                                     "Generation of the current batch allocation.")->Get();
+  MembershipMetrics membership(registry, spec);
 
   ps::CoordinatorConfig config;
   config.job = spec.name;
@@ -278,6 +326,7 @@ absl::Status RunPs(const PsFlags& flags) {
     for (const auto& r : status.ranks()) highest = std::max<int64_t>(highest, r.step());
     step->Set(static_cast<double>(highest));
     generation->Set(static_cast<double>(status.allocation().generation()));
+    membership.Update(status);
     if (shard) shard->UpdateMetrics();
     if (server->service().shutdown_requested()) break;
     if (finished && finished_at == std::chrono::steady_clock::time_point::max()) {

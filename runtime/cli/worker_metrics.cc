@@ -69,6 +69,19 @@ WorkerMetrics::WorkerMetrics(metrics::Registry& r) : registry_(r) {
                                "The global step this worker resumed training from (--resume, "
                                "HPTRAIN_RESUME); -1 when it started fresh.")->Get();
   resumed_from_step_->Set(-1);
+  membership_epoch_ = r.Gauge("hptrain_membership_epoch",
+                              "Membership epoch this worker trains in (spec.elastic; 0 until the "
+                              "job's members first change).")->Get();
+  membership_change_seconds_ =
+      r.Histogram("hptrain_membership_change_duration_seconds",
+                  "Time from the start of a membership change to training again (drain, "
+                  "regroup, state broadcast).",
+                  {}, metrics::ExponentialBuckets(0.05, 2, 14))
+          ->Get();
+  membership_dropped_state_ =
+      r.Counter("hptrain_membership_dropped_state_total",
+                "Values of per-worker strategy state (error-feedback residuals, ...) dropped at "
+                "membership changes.")->Get();
   torch_threads_ = r.Gauge("hptrain_torch_threads",
                            "libtorch threads of this worker (spec.threads, or its share of the "
                            "host's CPU quota or cores).")->Get();
@@ -168,6 +181,12 @@ void WorkerMetrics::SetTorchThreads(int threads) { torch_threads_->Set(threads);
 
 void WorkerMetrics::SetResumedFromStep(int64_t step) {
   resumed_from_step_->Set(static_cast<double>(step));
+}
+
+void WorkerMetrics::OnMembershipChange(int64_t epoch, double seconds, int64_t dropped_values) {
+  membership_epoch_->Set(static_cast<double>(epoch));
+  membership_change_seconds_->Observe(seconds);
+  if (dropped_values > 0) membership_dropped_state_->Inc(static_cast<double>(dropped_values));
 }
 
 bool WorkerMetrics::EnableGpu(int device_index) {

@@ -30,6 +30,11 @@ class WorkerMetrics {
   void SetTorchThreads(int threads);
   // The global step a resumed worker continued from (-1 until then, and for a fresh start).
   void SetResumedFromStep(int64_t step);
+  // An elastic job's membership change (docs/elastic.md) is done: this worker trains in `epoch`
+  // now, `seconds` after the change began (drain, regroup and state broadcast until training
+  // again), and `dropped_values` values of per-worker strategy state a checkpoint does not hold
+  // (error-feedback residuals, ...) were dropped by it.
+  void OnMembershipChange(int64_t epoch, double seconds, int64_t dropped_values);
   // Exports hptrain_gpu_utilization_ratio, hptrain_gpu_memory_used_bytes and
   // hptrain_gpu_memory_total_bytes for CUDA device `device_index` (runtime/metrics/gpu_metrics.h),
   // read from NVML now and then from OnStep, at most once a second. Call it once the worker
@@ -77,6 +82,9 @@ class WorkerMetrics {
   metrics::Gauge* epoch_;
   metrics::Gauge* torch_threads_;
   metrics::Gauge* resumed_from_step_;
+  metrics::Gauge* membership_epoch_;
+  metrics::Histogram* membership_change_seconds_;
+  metrics::Counter* membership_dropped_state_;
   int64_t last_sent_ = 0;
   int64_t last_received_ = 0;
   metrics::Counter* node_bytes_[4];  // intra sent, intra received, inter sent, inter received

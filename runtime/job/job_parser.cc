@@ -529,6 +529,7 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   YAML::Node checkpoint = r.Child("checkpoint");
   YAML::Node collect = r.Child("collect");
   YAML::Node run_policy = r.Child("runPolicy");
+  YAML::Node elastic = r.Child("elastic");
   YAML::Node security = r.Child("security");
   YAML::Node testing = r.Child("testing");
   r.Read("schedulerName", &spec->scheduler_name);
@@ -596,6 +597,20 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   rp.Read("suspend", &spec->run_policy.suspend);
   rp.Read("peerTimeoutSeconds", &spec->run_policy.peer_timeout_seconds);
   HPTRAIN_RETURN_IF_ERROR(rp.Finish());
+
+  // spec.elastic: present (even empty) turns it on; maxReplicas defaults to the workers' count.
+  MapReader el(elastic, "spec.elastic");
+  std::optional<int> max_replicas;
+  el.Read("minReplicas", &spec->elastic.min_replicas);
+  el.Read("maxReplicas", &max_replicas);
+  el.Read("joinTimeoutSeconds", &spec->elastic.join_timeout_seconds);
+  HPTRAIN_RETURN_IF_ERROR(el.Finish());
+  // ElasticSpec's 0 means unset, so a written 0 is refused here rather than taken as the default.
+  if (max_replicas.has_value() && *max_replicas < 1) {
+    return FieldError("spec.elastic.maxReplicas", absl::StrCat("must be >= 1, got ", *max_replicas));
+  }
+  spec->elastic.enabled = !Absent(elastic);
+  if (spec->elastic.enabled) spec->elastic.max_replicas = max_replicas.value_or(spec->WorldSize());
 
   MapReader sec(security, "spec.security");
   YAML::Node tls = sec.Child("tls");

@@ -465,6 +465,62 @@ absl::Status ValidateWorkers(const JobSpec& spec) {
   return absl::OkStatus();
 }
 
+// spec.elastic (docs/elastic.md): 1 <= minReplicas <= replicas <= maxReplicas over one worker
+// group whose batch is the global batch divided over whoever is a member.
+absl::Status ValidateElastic(const JobSpec& spec) {
+  const ElasticSpec& e = spec.elastic;
+  if (!e.enabled) return absl::OkStatus();
+  if (spec.worker_groups.size() != 1) {
+    return Invalid("spec.elastic", "an elastic job has one worker group (spec.workers or one "
+                   "spec.workerGroups entry), got ", spec.worker_groups.size());
+  }
+  if (spec.trainer.set()) {
+    return Invalid("spec.elastic", "not supported with spec.trainer (the user's own program) yet");
+  }
+  if (spec.gang_scheduling.enabled) {
+    return Invalid("spec.elastic",
+                   "not supported with spec.gangScheduling yet (its PodGroup's minMember is "
+                   "every pod, so a lost worker would stop the gang)");
+  }
+  if (spec.worker_groups[0].batch_size != 0) {
+    return Invalid("spec.workerGroups[0].batchSize",
+                   "cannot be set with spec.elastic (the global batch is divided over whoever "
+                   "is a member)");
+  }
+  const int replicas = spec.worker_groups[0].replicas;
+  const int max_replicas = e.max_replicas == 0 ? replicas : e.max_replicas;
+  if (e.min_replicas < 1 || e.min_replicas > replicas) {
+    return Invalid("spec.elastic.minReplicas", "must be between 1 and the workers' replicas (",
+                   replicas, "), got ", e.min_replicas);
+  }
+  if (max_replicas < replicas) {
+    return Invalid("spec.elastic.maxReplicas", "must be at least the workers' replicas (",
+                   replicas, "), got ", max_replicas);
+  }
+  HPTRAIN_RETURN_IF_ERROR(
+      AtLeast<int64_t>("spec.elastic.joinTimeoutSeconds", e.join_timeout_seconds, 1));
+  // Every member needs at least one sample of the global batch, however many there are.
+  if (spec.global_batch_size < max_replicas) {
+    return Invalid("spec.elastic.maxReplicas", max_replicas,
+                   " members cannot share spec.globalBatchSize (", spec.global_batch_size,
+                   "): every member needs at least one sample");
+  }
+  // The balancer places the whole global batch over any number of members between the bounds.
+  const RebalanceSpec& r = spec.rebalance;
+  if (r.enabled && static_cast<int64_t>(r.min_batch) * max_replicas > spec.global_batch_size) {
+    return Invalid("spec.rebalance.minBatch", "minBatch x spec.elastic.maxReplicas (", r.min_batch,
+                   " x ", max_replicas, ") exceeds spec.globalBatchSize (",
+                   spec.global_batch_size, ")");
+  }
+  if (r.enabled && r.max_batch != 0 &&
+      static_cast<int64_t>(r.max_batch) * e.min_replicas < spec.global_batch_size) {
+    return Invalid("spec.rebalance.maxBatch", "maxBatch x spec.elastic.minReplicas (", r.max_batch,
+                   " x ", e.min_replicas, ") is below spec.globalBatchSize (",
+                   spec.global_batch_size, ")");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateRebalance(const RebalanceSpec& r, int world, int global_batch) {
   HPTRAIN_RETURN_IF_ERROR(Positive("spec.rebalance.intervalSeconds", r.interval_seconds));
   HPTRAIN_RETURN_IF_ERROR(AtLeast("spec.rebalance.intervalSteps", r.interval_steps, 0));
@@ -717,6 +773,7 @@ absl::Status ValidateJob(const JobSpec& spec) {
   }
   HPTRAIN_RETURN_IF_ERROR(ValidateRunKnobs(spec));
   HPTRAIN_RETURN_IF_ERROR(ValidateWorkers(spec));
+  HPTRAIN_RETURN_IF_ERROR(ValidateElastic(spec));
   if (!spec.trainer.set() && spec.dataset.name == "synthetic" &&
       spec.dataset.synthetic.samples < spec.WorldSize()) {
     // Each worker reads its own shard of the training set; an empty shard cannot train.

@@ -53,7 +53,7 @@ RULE_LABELS = {"trainingjob", "role", "rank", "direction", "reason", "le", "metr
 SECTION_PARTS = ("**What it means.**", "**How to check.**", "**What to do.**")
 ALERTS = {"HptrainJobStalled", "HptrainWorkerStraggling", "HptrainRebalanceFlapping",
           "HptrainParameterServerDown", "HptrainExposedCommunicationDominates",
-          "HptrainControllerReconcileErrors"}
+          "HptrainControllerReconcileErrors", "HptrainJobBelowReplicas"}
 
 
 def read(path):
@@ -121,7 +121,7 @@ class AlertsTest(unittest.TestCase):
         cls.rules = yaml.safe_load(read(RULES))
         cls.alerts = {r["alert"]: r for g in cls.rules["groups"] for r in g["rules"]}
 
-    def test_the_rules_are_the_six_alerts(self):
+    def test_the_rules_are_the_seven_alerts(self):
         self.assertEqual(set(self.alerts), ALERTS)
         for name, rule in self.alerts.items():
             self.assertIn(rule["labels"]["severity"], ("warning", "critical"), name)

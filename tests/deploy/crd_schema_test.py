@@ -44,7 +44,7 @@ CONTRACT_STATUS = {
     "samplesPerSecond": "number", "strategy": "string", "allocationGeneration": "integer",
     "lastRebalanceTime": "string", "restarts": "integer", "startTime": "string",
     "completionTime": "string", "podGroupPhase": "string", "resume": "object",
-    "trainLoss": "number", "evaluation": "object",
+    "trainLoss": "number", "evaluation": "object", "membership": "object",
 }
 CONTRACT_WORKER_FIELDS = {"name", "group", "rank", "node", "device", "phase",
                           "samplesPerSecond", "batchSize"}
@@ -343,6 +343,10 @@ class CrdSchemaTest(unittest.TestCase):
                                    ("windowLength", "window_length", 2)):
             self.assertIn(f'AtLeast("spec.collect.{field}", spec.collect.{name}, {least})',
                           self.validate_source)
+        elastic = k8s_schema.schema_at(self.schema, "spec.elastic")["properties"]
+        self.assertEqual({k: v["minimum"] for k, v in elastic.items()},
+                         {"minReplicas": 1, "maxReplicas": 1, "joinTimeoutSeconds": 1})
+        self.assertIn('AtLeast<int64_t>("spec.elastic.joinTimeoutSeconds"', self.validate_source)
         shards_rule = [r["rule"] for r in self.schema["properties"]["spec"][
             "x-kubernetes-validations"] if "self.ps.shards" in r["rule"]]
         self.assertEqual(len(shards_rule), 1)
@@ -417,22 +421,25 @@ class CrdSchemaTest(unittest.TestCase):
     def test_printer_columns_read_status_fields(self):
         (version,) = self.crd["spec"]["versions"]
         columns = {c["name"]: c for c in version["additionalPrinterColumns"]}
-        expected = {"Phase": ".status.phase", "Ready": ".status.readyWorkers",
+        expected = {"Members": ".status.membership.members",
+                    "Phase": ".status.phase", "Ready": ".status.readyWorkers",
                     "Desired": ".status.desiredWorkers", "Strategy": ".status.strategy",
                     "Step": ".status.step", "Samples/s": ".status.samplesPerSecond",
                     "Loss": ".status.trainLoss", "Metric": ".status.evaluation.value",
                     "Age": ".metadata.creationTimestamp"}
         for name, path in expected.items():
             self.assertEqual(columns[name]["jsonPath"], path, name)
-        # The training loss and the metric show with -o wide.
-        for name in ("Loss", "Metric"):
+        # The training loss, the metric and the members show with -o wide.
+        for name in ("Loss", "Metric", "Members"):
             self.assertEqual(columns[name].get("priority"), 1, name)
         for column in columns.values():
             path = column["jsonPath"]
             self.assertNotIn("conditions", path, f"{column['name']} reads a condition")
             if path.startswith(".status."):
                 node = k8s_schema.schema_at(self.schema, path[1:])
-                self.assertEqual(node["type"], column["type"], column["name"])
+                # The API server prints a list in a string column as its items, e.g. "[0 1 3]".
+                shown = "string" if node["type"] == "array" else node["type"]
+                self.assertEqual(shown, column["type"], column["name"])
 
     def test_status_matches_contract(self):
         status = self.schema["properties"]["status"]["properties"]
@@ -459,6 +466,7 @@ class CrdSchemaTest(unittest.TestCase):
             "allocationGeneration": 5, "lastRebalanceTime": "2026-01-01T00:10:00Z",
             "restarts": 0, "startTime": "2026-01-01T00:00:00Z", "completionTime": None,
             "trainLoss": 0.3125, "evaluation": {"metric": "accuracy", "value": 0.87},
+            "membership": {"epoch": 2, "members": [0, 1, 3]},
         }
         self.assertEqual(self.errors(with_set(self.hetero, status=full)), [])
         self.assertRejected(with_set(self.hetero, status=dict(full, phase="Done")),
@@ -466,6 +474,9 @@ class CrdSchemaTest(unittest.TestCase):
         self.assertEqual(set(status["evaluation"]["properties"]), {"metric", "value"})
         self.assertRejected(with_set(self.hetero, status=dict(full, trainLoss="low")),
                             "status.trainLoss")
+        self.assertEqual(set(status["membership"]["properties"]), {"epoch", "members"})
+        self.assertRejected(with_set(self.hetero, status=dict(full, membership={
+            "epoch": 1, "members": ["w0"]})), "status.membership.members[0]")
         dup = dict(full, conditions=full["conditions"][:1] * 2)
         self.assertRejected(with_set(self.hetero, status=dup), "Duplicate value")
 
@@ -547,6 +558,16 @@ class CrdSchemaTest(unittest.TestCase):
             "one shard with ssgd": with_set(self.mlp, spec__ps={"shards": 1}),
             "null means unset": with_set(self.mlp, spec__epochs=None, spec__strategy__type=None),
             "strategy absent": with_set(self.mlp, spec__strategy=DELETE),
+            "elastic empty": with_set(self.mlp, spec__elastic={}),
+            "elastic bounds": with_set(self.mlp, spec__elastic={
+                "minReplicas": 1, "maxReplicas": 6, "joinTimeoutSeconds": 60}),
+            "elastic min = replicas = max": with_set(self.mlp, spec__elastic={
+                "minReplicas": 2, "maxReplicas": 2}),
+            "elastic scaled within bounds": with_set(self.mlp, spec__workers__replicas=6,
+                                                     spec__elastic={"maxReplicas": 6}),
+            "elastic one worker group": with_set(
+                self.hetero, spec__elastic={"minReplicas": 2, "maxReplicas": 4},
+                spec__workerGroups=[{"name": "a100", "replicas": 3}]),
             "torchscript model": with_set(self.mlp, spec__model={"torchscript": "m.pt"}),
             "own program": with_set(self.mlp, spec__model=DELETE, spec__dataset=DELETE,
                                     spec__trainer={"command": ["python3", "train.py"],
@@ -1006,6 +1027,44 @@ class CrdSchemaTest(unittest.TestCase):
              "'specs' was unexpected"),
             ("job name not a label", with_set(mlp, metadata={"name": "Synthetic_MLP"}),
              "metadata.name: 'Synthetic_MLP' does not match"),
+            # spec.elastic (synthetic-mlp has spec.workers {replicas: 2}, heterogeneous-gpus two
+            # worker groups).
+            ("elastic with two worker groups", with_set(hetero, spec__elastic={}),
+             "spec.elastic takes one worker group"),
+            ("elastic with a group batchSize", with_set(
+                hetero, spec__elastic={}, spec__workerGroups=[
+                    {"name": "a100", "replicas": 2, "batchSize": 32}]),
+             "spec.elastic cannot be combined with a worker group's batchSize"),
+            ("elastic with a trainer", with_set(mlp, spec__model=DELETE, spec__elastic={},
+                                                spec__trainer={"command": ["./train"]}),
+             "spec.elastic is not supported with spec.trainer"),
+            ("elastic with gang scheduling", with_set(mlp, spec__elastic={},
+                                                      spec__gangScheduling={"enabled": True}),
+             "spec.elastic is not supported with spec.gangScheduling"),
+            ("elastic minReplicas above replicas", with_set(mlp, spec__elastic={
+                "minReplicas": 3, "maxReplicas": 4}),
+             "spec.elastic.minReplicas must be at most the workers' replicas"),
+            ("elastic minReplicas above a group's replicas", with_set(
+                hetero, spec__elastic={"minReplicas": 3}, spec__workerGroups=[
+                    {"name": "a100", "replicas": 2}]),
+             "spec.elastic.minReplicas must be at most the workers' replicas"),
+            ("elastic maxReplicas below replicas", with_set(mlp, spec__elastic={
+                "maxReplicas": 1}),
+             "spec.elastic.maxReplicas must be at least the workers' replicas"),
+            # What `kubectl scale tj/NAME --replicas=8` makes of a job with maxReplicas 6.
+            ("kubectl scale above maxReplicas", with_set(
+                mlp, spec__workers__replicas=8, spec__elastic={"maxReplicas": 6}),
+             "spec.elastic.maxReplicas must be at least the workers' replicas"),
+            ("elastic minReplicas above maxReplicas", with_set(mlp, spec__elastic={
+                "minReplicas": 5, "maxReplicas": 4}),
+             "spec.elastic.minReplicas must be at most spec.elastic.maxReplicas"),
+            ("elastic minReplicas 0", with_set(mlp, spec__elastic={"minReplicas": 0}),
+             "spec.elastic.minReplicas: 0 is less than the minimum of 1"),
+            ("elastic joinTimeoutSeconds 0", with_set(mlp, spec__elastic={
+                "joinTimeoutSeconds": 0}),
+             "spec.elastic.joinTimeoutSeconds: 0 is less than the minimum of 1"),
+            ("unknown elastic key", with_set(mlp, spec__elastic={"replicas": 3}),
+             "'replicas' was unexpected"),
         ]
         messages_hit = set()
         for name, doc, expected in cases:

@@ -217,8 +217,43 @@ def _bits_string(value):
     return str(value)
 
 
+def _replicas(spec):
+    """The one worker group's replicas as the spec.elastic rules read them (default 1)."""
+    if "workers" in spec:
+        return spec["workers"].get("replicas", 1)
+    groups = spec.get("workerGroups", [])
+    return groups[0].get("replicas", 1) if groups else 1
+
+
+_REPLICAS_CEL = ("(has(self.workers) ? (has(self.workers.replicas) ? self.workers.replicas : 1) : "
+                 "(has(self.workerGroups) && size(self.workerGroups) > 0 && "
+                 "has(self.workerGroups[0].replicas)) ? self.workerGroups[0].replicas : 1)")
+
+
 # Rule text (exactly as in the CRD) -> a function of `self` returning whether the rule holds.
 CEL_TWINS = {
+    "!has(self.elastic) || !has(self.workerGroups) || size(self.workerGroups) == 1":
+        lambda s: "elastic" not in s or "workerGroups" not in s or len(s["workerGroups"]) == 1,
+    "!has(self.elastic) || !has(self.trainer)":
+        lambda s: "elastic" not in s or "trainer" not in s,
+    "!has(self.elastic) || !has(self.gangScheduling) || !has(self.gangScheduling.enabled) || "
+    "!self.gangScheduling.enabled":
+        lambda s: "elastic" not in s or not s.get("gangScheduling", {}).get("enabled", False),
+    "!has(self.elastic) || !has(self.workerGroups) || "
+    "self.workerGroups.all(g, !has(g.batchSize) || g.batchSize == 0)":
+        lambda s: "elastic" not in s
+        or all(g.get("batchSize", 0) == 0 for g in s.get("workerGroups", [])),
+    "!has(self.elastic) || !has(self.elastic.minReplicas) || self.elastic.minReplicas <= "
+    + _REPLICAS_CEL:
+        lambda s: "minReplicas" not in s.get("elastic", {})
+        or s["elastic"]["minReplicas"] <= _replicas(s),
+    "!has(self.elastic) || !has(self.elastic.maxReplicas) || self.elastic.maxReplicas >= "
+    + _REPLICAS_CEL:
+        lambda s: "maxReplicas" not in s.get("elastic", {})
+        or s["elastic"]["maxReplicas"] >= _replicas(s),
+    "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas":
+        lambda s: "minReplicas" not in s or "maxReplicas" not in s
+        or s["minReplicas"] <= s["maxReplicas"],
     "!(has(self.workers) && has(self.workerGroups))":
         lambda s: not ("workers" in s and "workerGroups" in s),
     "has(self.workers) || has(self.workerGroups)":

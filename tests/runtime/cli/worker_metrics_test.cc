@@ -52,6 +52,28 @@ TEST(WorkerMetrics, EveryTaskMetricByName) {
   EXPECT_THAT(text, HasSubstr("\nhptrain_eval_accuracy 0\n"));  // not classification
 }
 
+// Membership changes (spec.elastic): the epoch gauge follows the newest change, each change's
+// duration is observed once, and dropped state values add up (a change that dropped none adds 0).
+TEST(WorkerMetrics, MembershipChanges) {
+  metrics::Registry registry;
+  WorkerMetrics worker_metrics(registry);
+  std::string text = metrics::TextExposition(registry);
+  EXPECT_THAT(text, HasSubstr("\nhptrain_membership_epoch 0\n"));
+  EXPECT_THAT(text, HasSubstr("\nhptrain_membership_dropped_state_total 0\n"));
+  EXPECT_THAT(text, HasSubstr("\nhptrain_membership_change_duration_seconds_count 0\n"));
+
+  worker_metrics.OnMembershipChange(1, 0.75, 1000);
+  worker_metrics.OnMembershipChange(3, 2.5, 0);
+  text = metrics::TextExposition(registry);
+  EXPECT_THAT(text, HasSubstr("# TYPE hptrain_membership_epoch gauge\n"));
+  EXPECT_THAT(text, HasSubstr("\nhptrain_membership_epoch 3\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE hptrain_membership_change_duration_seconds histogram\n"));
+  EXPECT_THAT(text, HasSubstr("\nhptrain_membership_change_duration_seconds_count 2\n"));
+  EXPECT_THAT(text, HasSubstr("\nhptrain_membership_change_duration_seconds_sum 3.25\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE hptrain_membership_dropped_state_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("\nhptrain_membership_dropped_state_total 1000\n"));
+}
+
 TEST(WorkerMetrics, LossScalingMetricsOnlyUnderLossScaling) {
   metrics::Registry registry;
   WorkerMetrics worker_metrics(registry);

@@ -218,6 +218,55 @@ TEST(JobParserTest, DefaultsOfAMinimalJob) {
   EXPECT_EQ(spec->worker_groups[0].template_yaml, "");
 }
 
+TEST(JobParserTest, ElasticFieldsAndDefaults) {
+  absl::StatusOr<JobSpec> spec = Parse(kMinimal);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_FALSE(spec->elastic.enabled);
+  EXPECT_EQ(spec->Slots(), 2);
+
+  // Present, even empty: on, with minReplicas 1, maxReplicas the group's replicas, 300 s.
+  spec = Parse(kMinimal, {"spec.elastic={}"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->elastic.enabled);
+  EXPECT_EQ(spec->elastic.min_replicas, 1);
+  EXPECT_EQ(spec->elastic.max_replicas, 2);
+  EXPECT_EQ(spec->elastic.join_timeout_seconds, 300);
+
+  spec = Parse(kMinimal, {"spec.elastic.minReplicas=2", "spec.elastic.maxReplicas=6",
+                          "spec.elastic.joinTimeoutSeconds=45"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->elastic.enabled);
+  EXPECT_EQ(spec->elastic.min_replicas, 2);
+  EXPECT_EQ(spec->elastic.max_replicas, 6);
+  EXPECT_EQ(spec->elastic.join_timeout_seconds, 45);
+  EXPECT_EQ(spec->Slots(), 6);
+  EXPECT_THAT(spec->SlotGroups(), ElementsAre("cpu", "cpu", "cpu", "cpu", "cpu", "cpu"));
+
+  // The default follows the replicas the job is written (or scaled) with.
+  spec = Parse(kMinimal, {"spec.elastic.minReplicas=2", "spec.workerGroups.0.replicas=5"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->elastic.max_replicas, 5);
+}
+
+TEST(JobParserTest, ElasticErrorsNameTheFields) {
+  EXPECT_THAT(SetError({"spec.elastic.minReplica=2"}),
+              HasSubstr("spec.elastic.minReplica: unknown field (expected one of minReplicas, "
+                        "maxReplicas, joinTimeoutSeconds)"));
+  EXPECT_THAT(SetError({"spec.elastic=4"}), HasSubstr("spec.elastic: must be a map"));
+  EXPECT_THAT(SetError({"spec.elastic.maxReplicas=0"}),
+              HasSubstr("spec.elastic.maxReplicas: must be >= 1, got 0"));
+  EXPECT_THAT(SetError({"spec.elastic.maxReplicas=1"}),
+              HasSubstr("spec.elastic.maxReplicas: must be at least the workers' replicas (2), "
+                        "got 1"));
+  EXPECT_THAT(SetError({"spec.elastic.minReplicas=3"}),
+              HasSubstr("spec.elastic.minReplicas: must be between 1 and the workers' replicas "
+                        "(2), got 3"));
+  EXPECT_THAT(SetError({"spec.elastic.joinTimeoutSeconds=0"}),
+              HasSubstr("spec.elastic.joinTimeoutSeconds: must be >= 1, got 0"));
+  EXPECT_THAT(SetError({"spec.elastic={}", "spec.workerGroups.1.name=gpu"}),
+              HasSubstr("spec.elastic: an elastic job has one worker group"));
+}
+
 TEST(JobParserTest, DeviceBackendAndDeterministic) {
   absl::StatusOr<JobSpec> spec =
       Parse(std::string(kMinimal) +

@@ -711,6 +711,81 @@ INSTANTIATE_TEST_SUITE_P(
              },
              "spec.rebalance.maxBatch: maxBatch x workers (16 x 2) is below spec.globalBatchSize "
              "(64)"},
+        // elastic (ValidSpec has one group of 2 workers and a global batch of 64)
+        Case{"ElasticTwoGroups",
+             [](JobSpec& s) {
+               s.elastic.enabled = true;
+               s.worker_groups = {Group("a", 1), Group("b", 1)};
+             },
+             "spec.elastic: an elastic job has one worker group"},
+        Case{"ElasticTrainer",
+             [](JobSpec& s) {
+               s.elastic.enabled = true;
+               s.model.name = "";
+               s.trainer.command = {"./train"};
+             },
+             "spec.elastic: not supported with spec.trainer (the user's own program) yet"},
+        Case{"ElasticGang",
+             [](JobSpec& s) {
+               s.elastic.enabled = true;
+               s.gang_scheduling.enabled = true;
+             },
+             "spec.elastic: not supported with spec.gangScheduling"},
+        Case{"ElasticGroupBatch",
+             [](JobSpec& s) {
+               s.elastic.enabled = true;
+               s.worker_groups = {Group("cpu", 2, 32)};
+             },
+             "spec.workerGroups[0].batchSize: cannot be set with spec.elastic"},
+        Case{"ElasticMinZero",
+             [](JobSpec& s) {
+               s.elastic.enabled = true;
+               s.elastic.min_replicas = 0;
+             },
+             "spec.elastic.minReplicas: must be between 1 and the workers' replicas (2), got 0"},
+        Case{"ElasticMinAboveReplicas",
+             [](JobSpec& s) {
+               s.elastic.enabled = true;
+               s.elastic.min_replicas = 3;
+               s.elastic.max_replicas = 4;
+             },
+             "spec.elastic.minReplicas: must be between 1 and the workers' replicas (2), got 3"},
+        Case{"ElasticMaxBelowReplicas",
+             [](JobSpec& s) {
+               s.elastic.enabled = true;
+               s.elastic.max_replicas = 1;
+             },
+             "spec.elastic.maxReplicas: must be at least the workers' replicas (2), got 1"},
+        Case{"ElasticJoinTimeoutZero",
+             [](JobSpec& s) {
+               s.elastic.enabled = true;
+               s.elastic.join_timeout_seconds = 0;
+             },
+             "spec.elastic.joinTimeoutSeconds: must be >= 1, got 0"},
+        Case{"ElasticMaxAboveBatch",
+             [](JobSpec& s) {
+               s.elastic.enabled = true;
+               s.elastic.max_replicas = 65;
+             },
+             "spec.elastic.maxReplicas: 65 members cannot share spec.globalBatchSize (64)"},
+        Case{"ElasticMinBatchInfeasible",
+             [](JobSpec& s) {
+               s.elastic.enabled = true;
+               s.elastic.max_replicas = 4;
+               s.rebalance.enabled = true;
+               s.rebalance.min_batch = 20;
+             },
+             "spec.rebalance.minBatch: minBatch x spec.elastic.maxReplicas (20 x 4) exceeds "
+             "spec.globalBatchSize (64)"},
+        Case{"ElasticMaxBatchInfeasible",
+             [](JobSpec& s) {
+               s.elastic.enabled = true;
+               s.elastic.min_replicas = 1;
+               s.rebalance.enabled = true;
+               s.rebalance.max_batch = 40;
+             },
+             "spec.rebalance.maxBatch: maxBatch x spec.elastic.minReplicas (40 x 1) is below "
+             "spec.globalBatchSize (64)"},
         // testing
         Case{"SlowdownLength",
              [](JobSpec& s) {
@@ -919,6 +994,25 @@ TEST(ValidateJobTest, DevicesAndBackends) {
     spec.device = device;
     EXPECT_TRUE(ValidateJob(spec).ok()) << device << ": " << ValidateJob(spec);
   }
+}
+
+TEST(ValidateJobTest, ElasticWithinItsBounds) {
+  JobSpec spec = ValidSpec();
+  spec.elastic.enabled = true;
+  EXPECT_TRUE(ValidateJob(spec).ok());  // maxReplicas unset: the group's replicas
+  spec.elastic.min_replicas = 2;
+  spec.elastic.max_replicas = 2;
+  EXPECT_TRUE(ValidateJob(spec).ok());  // min = replicas = max
+  spec.elastic.min_replicas = 1;
+  spec.elastic.max_replicas = 64;  // one sample each at the most members
+  spec.rebalance.enabled = true;
+  spec.rebalance.max_batch = 64;
+  EXPECT_TRUE(ValidateJob(spec).ok());
+  // Without spec.elastic, its fields are not looked at.
+  spec.elastic = ElasticSpec{};
+  spec.elastic.min_replicas = 0;
+  spec.gang_scheduling.enabled = true;
+  EXPECT_TRUE(ValidateJob(spec).ok());
 }
 
 TEST(ValidateJobTest, GroupBatchSizesThatAddUpPass) {
