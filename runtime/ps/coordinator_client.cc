@@ -145,6 +145,13 @@ absl::StatusOr<v1::JobStatus> CoordinatorClient::GetJobStatus() {
   return response;
 }
 
+absl::StatusOr<v1::Allocation> CoordinatorClient::ChangeMembership(
+    const v1::MembershipChangeRequest& request) {
+  v1::Allocation response;
+  HPTRAIN_CALL(ChangeMembership, request, &response, call_timeout_);
+  return response;
+}
+
 absl::Status CoordinatorClient::Shutdown() {
   v1::ShutdownRequest request;
   v1::ShutdownResponse response;
