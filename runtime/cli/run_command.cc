@@ -48,9 +48,14 @@ absl::Status CheckLaunchFlags(const job::LaunchOptions& options) {
 
 int RunCommand(int argc, char** argv) {
   job::LaunchOptions options;
-  FlagSet set("run", "JOB.yaml [--set path=value]... [--output-json PATH] [--resume]");
+  FlagSet set("run",
+              "JOB.yaml [--set path=value]... [--output-json PATH] [--resume] [--control PATH]");
   AddLaunchFlags(set, &options, "spec.epochs=1");
   set.Bool("resume", &options.resume, "continue from spec.checkpoint.path if it exists");
+  set.String("control", &options.control_file, "",
+             "elastic jobs (spec.elastic): read commands appended to this file while the job "
+             "runs, one a line: add (a worker in the lowest free slot), remove SLOT [at STEP], "
+             "kill SLOT (default: a file in the run directory, printed at start)");
   int exit_code = kExitOk;
   if (!set.ParseOrExit(argc, argv, &exit_code)) return exit_code;
   if (set.positional().size() != 1) {

@@ -633,6 +633,9 @@ train::TrainerCallbacks WorkerSession::TrainerCallbacks() {
       return impl->Regroup(target, after_loss);
     };
     callbacks.membership_lost = [impl] { return impl->heartbeat_->membership_lost(); };
+    callbacks.on_membership_change = [impl](const train::MembershipChangeStats& change) {
+      impl->metrics_->OnMembershipChange(change.epoch, change.seconds, change.dropped_values);
+    };
   } else if (impl->spec_.rebalance.enabled) {
     callbacks.allocation_for_step = [impl](int64_t step) { return impl->prefetcher_->For(step); };
   }

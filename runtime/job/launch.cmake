@@ -4,6 +4,8 @@
 add_library(hptrain_launch STATIC
   ${CMAKE_CURRENT_LIST_DIR}/supervisor.cc
   ${CMAKE_CURRENT_LIST_DIR}/restart_policy.cc
+  ${CMAKE_CURRENT_LIST_DIR}/elastic_control.cc
+  ${CMAKE_CURRENT_LIST_DIR}/elastic_workers.cc
   ${CMAKE_CURRENT_LIST_DIR}/progress.cc
   ${CMAKE_CURRENT_LIST_DIR}/run_summary.cc)
 target_link_libraries(hptrain_launch

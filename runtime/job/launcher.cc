@@ -19,6 +19,7 @@
 #include "runtime/base/status.h"
 #include "runtime/base/exit_codes.h"
 #include "runtime/base/files.h"
+#include "runtime/job/elastic_workers.h"
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_validate.h"
 #include "runtime/job/local_rebalancer.h"
@@ -193,8 +194,22 @@ RunSummary BuildSummary(const JobSpec& spec, const hptrain::v1::JobStatus& statu
     rank.exchanges = r.exchanges();
     rank.threshold = r.gossip_threshold();
     summary.ranks.push_back(rank);
-    // Every rank took the same decision from the same agreed figures: rank 0's says it.
-    if (r.rank() == 0) summary.strategy_decision = r.strategy_decision();
+    // Every rank took the same decision from the same agreed figures: rank 0's says it (an
+    // elastic job's first member's).
+    const int lead = status.members_size() > 0 && spec.elastic.enabled ? status.members(0) : 0;
+    if (r.rank() == lead) summary.strategy_decision = r.strategy_decision();
+  }
+  summary.elastic = spec.elastic.enabled;
+  for (const auto& c : status.membership_changes()) {
+    MembershipChangeSummary change;
+    change.epoch = c.epoch();
+    change.reason = c.reason();
+    change.slots.assign(c.slots().begin(), c.slots().end());
+    change.members.assign(c.members().begin(), c.members().end());
+    change.effective_step = c.effective_step();
+    change.unix_seconds = c.unix_seconds();
+    change.detail = c.detail();
+    summary.membership_changes.push_back(std::move(change));
   }
   return summary;
 }
@@ -218,6 +233,12 @@ int Launch(const LaunchOptions& options) {
   const JobSpec spec = *std::move(spec_or);
   if (absl::Status preflight = train::Preflight(spec); !preflight.ok()) {
     return ReportError("run", preflight);
+  }
+  if (!options.control_file.empty() && !spec.elastic.enabled) {
+    return ReportError("run", absl::InvalidArgumentError(absl::StrCat(
+                                  "--control ", options.control_file,
+                                  ": the job has no spec.elastic (only an elastic job's workers "
+                                  "come and go)")));
   }
   if (options.resume && spec.checkpoint.path.empty()) {
     return ReportError("run", absl::InvalidArgumentError(
@@ -265,6 +286,26 @@ int Launch(const LaunchOptions& options) {
       return ReportError("run", HPTRAIN_ERRNO("writing the job token"));
     }
     close(fd);
+  }
+  // Elastic jobs: the control file, and the workers that come and go (elastic_workers.h).
+  std::optional<ElasticWorkers> elastic;
+  if (spec.elastic.enabled) {
+    const std::string control_path =
+        options.control_file.empty() ? (*dir)->path() + "/control" : options.control_file;
+    auto control = ControlFile::Open(control_path);
+    if (!control.ok()) return ReportError("run", control.status());
+    ElasticWorkersOptions elastic_options;
+    elastic_options.slots = spec.Slots();
+    elastic_options.min_members = spec.elastic.min_replicas;
+    elastic_options.join_timeout_seconds = static_cast<double>(spec.elastic.join_timeout_seconds);
+    elastic_options.restart_policy = spec.run_policy.restart_policy;
+    elastic_options.backoff_limit = spec.run_policy.backoff_limit;
+    elastic.emplace(elastic_options, *std::move(control), std::cerr);
+    std::fprintf(stderr,
+                 "hptrain run: elastic job, worker slots 0..%d, at least %d members; control "
+                 "file %s (lines: add, remove SLOT [at STEP], kill SLOT)\n",
+                 spec.Slots() - 1, spec.elastic.min_replicas, control_path.c_str());
+    std::fflush(stderr);
   }
   // spec.security.tls: a CA and a certificate of this run, for every address a ps serves on
   // (docs/security.md); the children get the directory, this process's client uses it too.
@@ -360,21 +401,42 @@ int Launch(const LaunchOptions& options) {
     }
     workers.coordinator = address;
     workers.resume = resume;
-    for (int rank = 0; rank < spec.WorldSize(); ++rank) {
-      const HostPlacement host = placement.workers.empty()
-                                     ? HostPlacement{}
-                                     : placement.workers[static_cast<size_t>(rank)];
-      WorkerProcess process = MakeWorkerProcess(spec, workers, rank, host);
+    // The worker of a slot (its --rank). An elastic job's slots beyond the placement file's
+    // workers take their hosts in turn.
+    auto spawn_worker = [&](int slot) -> absl::StatusOr<pid_t> {
+      const HostPlacement host =
+          placement.workers.empty()
+              ? HostPlacement{}
+              : placement.workers[static_cast<size_t>(slot) % placement.workers.size()];
+      WorkerProcess process = MakeWorkerProcess(spec, workers, slot, host);
       ChildSpec child;
-      child.name = absl::StrCat("worker-", rank);
+      child.name = absl::StrCat("worker-", slot);
       child.argv = std::move(process.argv);
       child.env = std::move(process.env);
       child.unset_env = std::move(process.unset_env);
       child.working_dir = std::move(process.working_dir);
-      auto pid = supervisor.Spawn(child);
-      if (!pid.ok()) {
+      return supervisor.Spawn(child);
+    };
+    ps::CoordinatorClient client(address, *token, std::chrono::seconds(5));
+    if (elastic) {
+      elastic->BeginGang(&supervisor, spawn_worker,
+                         [&](MembershipChangeKind kind, int slot, int64_t at_step,
+                             const std::string& reason) -> absl::Status {
+                           hptrain::v1::MembershipChangeRequest request;
+                           request.set_kind(kind == MembershipChangeKind::kLost
+                                                ? hptrain::v1::MembershipChangeRequest::LOST
+                                                : hptrain::v1::MembershipChangeRequest::REMOVE);
+                           request.set_slot(slot);
+                           request.set_at_step(at_step);
+                           request.set_reason(reason);
+                           return client.ChangeMembership(request).status();
+                         });
+    }
+    for (int rank = 0; rank < spec.WorldSize(); ++rank) {
+      absl::Status started = elastic ? elastic->StartWorker(rank) : spawn_worker(rank).status();
+      if (!started.ok()) {
         supervisor.Wait(WaitOptions{absl::Seconds(2)});
-        return ReportError("run", pid.status());
+        return ReportError("run", started);
       }
     }
     // A user's program (spec.trainer) joins the job by registering with the coordinator
@@ -382,8 +444,7 @@ int Launch(const LaunchOptions& options) {
     // having done so, fails the gang, naming it.
     const auto join_deadline = Clock::now() + std::chrono::seconds(options.rendezvous_timeout_s);
     std::string join_failure;
-
-    ps::CoordinatorClient client(address, *token, std::chrono::seconds(5));
+    std::string shortage_failure;  // an elastic job's members below minReplicas too long
     last = hptrain::v1::JobStatus();
     have_final = false;
     bool shutdown_sent = false;
@@ -410,11 +471,21 @@ int Launch(const LaunchOptions& options) {
         return absl::DeadlineExceededError(join_failure);
       }
       const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      const std::vector<int> members(last.members().begin(), last.members().end());
+      if (elastic) {
+        if (absl::Status polled = elastic->Poll(members, elapsed); !polled.ok()) {
+          shortage_failure = std::string(polled.message());
+          return polled;
+        }
+      }
+      // The first member's report gives the position (rank 0's; an elastic job's slot 0 may have
+      // left).
+      const int lead_slot = elastic && !members.empty() ? members.front() : 0;
       ProgressState state;
       state.epochs = spec.epochs;
       double samples_per_second = 0;
       for (const auto& r : last.ranks()) {
-        if (r.rank() == 0) {
+        if (r.rank() == lead_slot) {
           state.step = r.step();
           state.epoch = r.epoch() + 1;
           state.steps_per_epoch = r.steps_per_epoch();
@@ -422,18 +493,18 @@ int Launch(const LaunchOptions& options) {
         }
         samples_per_second += r.samples_per_second();
       }
-      if (last.ranks_size() == spec.WorldSize() &&
+      if (last.ranks_size() >= spec.WorldSize() && last.ranks_size() > 0 &&
           (timeline.empty() || elapsed - timeline.back().elapsed_seconds >= 1.0)) {
         ProgressPoint point;
         point.elapsed_seconds = elapsed;
         point.step = last.ranks(0).step();
-        const size_t world = static_cast<size_t>(spec.WorldSize());
+        const size_t world = static_cast<size_t>(spec.Slots());
         point.batch_sizes.assign(world, 0);
         point.rank_steps.assign(world, 0);
         point.compute_seconds.assign(world, 0.0);
         for (const auto& r : last.ranks()) {
           point.step = std::min<int64_t>(point.step, r.step());
-          if (r.rank() >= 0 && r.rank() < spec.WorldSize()) {
+          if (r.rank() >= 0 && r.rank() < spec.Slots()) {
             const size_t rank = static_cast<size_t>(r.rank());
             point.batch_sizes[rank] = r.batch_size();
             point.rank_steps[rank] = r.step();
@@ -476,15 +547,19 @@ int Launch(const LaunchOptions& options) {
                          {e.worker_test_accuracy().begin(), e.worker_test_accuracy().end()});
         previous_epoch_end = e.wall_seconds();
       }
-      if (last.done() == spec.WorldSize() && !shutdown_sent) {
+      const bool finished =
+          elastic ? elastic->Finished(members, last.done()) : last.done() == spec.WorldSize();
+      if (finished && !shutdown_sent) {
         have_final = true;
         shutdown_sent = true;
         (void)client.Shutdown();
       }
       return absl::OkStatus();
     };
-    if (spec.trainer.set()) {
+    if (spec.trainer.set() || elastic) {
       wait.exit_check = [&](const ChildStatus& child) -> absl::Status {
+        if (elastic) elastic->Exited(child);
+        if (!spec.trainer.set()) return absl::OkStatus();
         int rank = -1;
         if (!absl::SimpleAtoi(absl::StripPrefix(child.name, "worker-"), &rank)) {
           return absl::OkStatus();  // a ps
@@ -504,15 +579,24 @@ int Launch(const LaunchOptions& options) {
     wait.before_stop = [&] {
       if (auto status = client.GetJobStatus(); status.ok()) last = *std::move(status);
     };
+    if (elastic) {
+      wait.absorb_failure = [&](const ChildStatus& child) { return elastic->AbsorbFailure(child); };
+    }
     result = supervisor.Wait(wait);
-    if (!join_failure.empty() && result.outcome == RunOutcome::kFailed &&
-        result.first_failure == absl::StrCat("progress callback: ", join_failure)) {
-      result.first_failure = join_failure;
+    for (const std::string& failure : {join_failure, shortage_failure}) {
+      if (!failure.empty() && result.outcome == RunOutcome::kFailed &&
+          result.first_failure == absl::StrCat("progress callback: ", failure)) {
+        result.first_failure = failure;
+      }
     }
     if (result.ok()) break;
     failed_child_exit = FailedChildExitCode(result);
-    const RestartDecision decision = DecideRestart(
-        spec.run_policy.restart_policy, spec.run_policy.backoff_limit, restarts, result);
+    RestartDecision decision = DecideRestart(spec.run_policy.restart_policy,
+                                             spec.run_policy.backoff_limit, restarts, result);
+    if (elastic && !elastic->fatal_reason().empty()) {  // a worker's failure the job cannot take
+      decision.restart = false;
+      decision.reason = elastic->fatal_reason();
+    }
     std::string why = result.first_failure;
     if (!last.failure().empty()) why = absl::StrCat(why, " (", last.failure(), ")");
     if (!decision.restart) {
@@ -548,6 +632,7 @@ int Launch(const LaunchOptions& options) {
   }
   RunSummary summary = BuildSummary(spec, last, wall, start_unix_seconds);
   summary.timeline = std::move(timeline);
+  if (elastic) summary.worker_restarts = elastic->restarts();
   std::cout << FormatSummaryTable(summary) << std::flush;
   if (!options.output_json.empty()) {
     absl::Status written = WriteFileAtomically(options.output_json, RunSummaryToJson(summary));

@@ -13,6 +13,10 @@
 //      spec.runPolicy (restart_policy.h) decides whether steps 3-5 run again, the workers resuming
 //      from the last checkpoint;
 //   6. print the summary table and write --output-json atomically, only for a successful run.
+// An elastic job (spec.elastic) runs steps 4-5 with ElasticWorkers (elastic_workers.h): a worker
+// that fails is reported lost and restarted alone, the gang going on meanwhile; a control file
+// (elastic_control.h; --control, or one in the run directory) adds, removes and kills workers;
+// the gang restarts only when the ps fails or the members stay below minReplicas.
 #ifndef HPTRAIN_RUNTIME_JOB_LAUNCHER_H_
 #define HPTRAIN_RUNTIME_JOB_LAUNCHER_H_
 
@@ -34,6 +38,9 @@ struct LaunchOptions {
   // How long a worker waits for its peers (passed on to every worker), and how long a
   // spec.trainer program may take to join the job.
   int rendezvous_timeout_s = 120;
+  // Elastic jobs: the control file (elastic_control.h); empty = "control" in the run directory.
+  // InvalidArgument (exit 2) for a job without spec.elastic.
+  std::string control_file;
 };
 
 // Returns the process exit code (0 success, 1 failure, 2 bad input, 130 interrupted) after

@@ -8,6 +8,12 @@
 //              its data or flags) or 130 (interrupted) fails the run at once: no retry fixes those.
 // Interruption (Ctrl-C) and spec.runPolicy.activeDeadlineSeconds never restart.
 //
+// An elastic job's worker (spec.elastic, docs/elastic.md) is restarted alone instead
+// (DecideWorkerRestart): the others train on without it meanwhile. Its restarts count against
+// backoffLimit per slot, not per job: slots fail independently (a bad host, a preempted node),
+// so one flaky slot should not spend the budget of the others, and a failure every worker meets
+// still ends the job after backoffLimit restarts of the first slot that meets it.
+//
 // Pure; thread-safe.
 #ifndef HPTRAIN_RUNTIME_JOB_RESTART_POLICY_H_
 #define HPTRAIN_RUNTIME_JOB_RESTART_POLICY_H_
@@ -30,6 +36,26 @@ struct RestartDecision {
 // `restarts` is how many gang restarts this run has had so far.
 RestartDecision DecideRestart(const std::string& restart_policy, int backoff_limit, int restarts,
                               const RunResult& result);
+
+// What becomes of an elastic job's worker that failed on its own.
+enum class WorkerRestartAction {
+  kRestart,  // start a worker in its slot again; the job goes on meanwhile
+  kLeave,    // the slot stays empty (Never); the job goes on with the other members
+  kFailJob,  // the job fails (a permanent exit code under ExitCode, or the backoff limit)
+};
+
+struct WorkerRestartDecision {
+  WorkerRestartAction action = WorkerRestartAction::kRestart;
+  // What the launcher prints after the failure: "restarting it (restart 1 of at most 3 for slot
+  // 2)", "runPolicy.restartPolicy is Never: the job goes on without slot 2", "; exit code 2
+  // means bad input, ...", "; runPolicy.backoffLimit is 3, reached after 3 restarts of slot 2".
+  std::string reason;
+};
+
+// `exit_code` is the worker's: its exit status, or 128 + signal; `slot_restarts` how many times
+// its slot's worker has been restarted so far. Pure.
+WorkerRestartDecision DecideWorkerRestart(const std::string& restart_policy, int backoff_limit,
+                                          int slot, int slot_restarts, int exit_code);
 
 // The exit code of the child that ended a failed run: its exit status, 128 + signal for a signal,
 // -1 when none failed on its own (e.g. the progress callback ended the run).

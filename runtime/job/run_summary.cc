@@ -184,6 +184,31 @@ absl::Status ReadRank(const Json& object, const std::string& where, RankSummary*
   return absl::OkStatus();
 }
 
+// The array of integers `key` of `object`.
+absl::Status ReadInts(const Json& object, const char* key, const std::string& where,
+                      std::vector<int>* out) {
+  HPTRAIN_ASSIGN_OR_RETURN(const Json* list, ReadArray(object, key, where));
+  for (size_t i = 0; i < list->size(); ++i) {
+    if (!(*list)[i].is_number_integer()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run summary: ", FieldName(where, key), "[", i, "]: expected an integer"));
+    }
+    out->push_back((*list)[i].get<int>());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadMembershipChange(const Json& object, const std::string& where,
+                                  MembershipChangeSummary* out) {
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "epoch", where, &out->epoch));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "reason", where, &out->reason));
+  HPTRAIN_RETURN_IF_ERROR(ReadInts(object, "slots", where, &out->slots));
+  HPTRAIN_RETURN_IF_ERROR(ReadInts(object, "members", where, &out->members));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "effective_step", where, &out->effective_step));
+  HPTRAIN_RETURN_IF_ERROR(Read(object, "unix_seconds", where, &out->unix_seconds));
+  return Read(object, "detail", where, &out->detail);
+}
+
 // Reads the array `key` of `root`, each element an object, with `read` (ReadEpoch, ...).
 template <typename T>
 absl::Status ReadList(const Json& root, const char* key,
@@ -232,6 +257,12 @@ absl::Status ReadSummary(const Json& root, RunSummary* out) {
   HPTRAIN_RETURN_IF_ERROR(ReadList(root, "per_epoch", ReadEpoch, &out->per_epoch));
   if (root.contains("evaluations")) {  // summaries written before it existed lack it
     HPTRAIN_RETURN_IF_ERROR(ReadList(root, "evaluations", ReadEvaluation, &out->evaluations));
+  }
+  if (root.contains("membership_changes") || root.contains("worker_restarts")) {
+    out->elastic = true;
+    HPTRAIN_RETURN_IF_ERROR(
+        ReadList(root, "membership_changes", ReadMembershipChange, &out->membership_changes));
+    HPTRAIN_RETURN_IF_ERROR(ReadInts(root, "worker_restarts", "", &out->worker_restarts));
   }
   return ReadList(root, "ranks", ReadRank, &out->ranks);
 }
@@ -322,6 +353,20 @@ std::string RunSummaryToJson(const RunSummary& summary) {
     }
   }
   root["ranks"] = std::move(ranks);
+  if (summary.elastic) {
+    Json changes = Json::array();
+    for (const MembershipChangeSummary& c : summary.membership_changes) {
+      changes.push_back(Json{{"epoch", c.epoch},
+                             {"reason", c.reason},
+                             {"slots", c.slots},
+                             {"members", c.members},
+                             {"effective_step", c.effective_step},
+                             {"unix_seconds", c.unix_seconds},
+                             {"detail", c.detail}});
+    }
+    root["membership_changes"] = std::move(changes);
+    root["worker_restarts"] = summary.worker_restarts;
+  }
   if (!summary.timeline.empty()) {
     Json timeline = Json::array();
     for (const ProgressPoint& p : summary.timeline) {

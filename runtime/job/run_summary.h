@@ -19,7 +19,21 @@
 //                  "exposed_comm_seconds": float (optional when reading),
 //                  "exchanges": int (gossip: model exchanges; only for gossip),
 //                  "threshold": float (gossip: the θ in force at the end, calibrated or set; 0
-//                  with a fixed period; only for gossip) } ] }
+//                  with a fixed period; only for gossip) } ],
+//     "membership_changes": [ { "epoch": int, "reason": str, "slots": [int], "members": [int],
+//                               "effective_step": int, "unix_seconds": float,
+//                               "detail": str } ] (elastic jobs only),
+//     "worker_restarts": [int] (elastic jobs only) }
+//
+// Elastic jobs (spec.elastic, docs/elastic.md): "ranks" stay keyed by worker slot (a worker's
+// --rank), not by its rank among the members, and hold every slot that reported (members that
+// left included). "membership_changes" are the coordinator's membership changes in order
+// (JobStatus.membership_changes; after a gang restart, the last gang's): "reason"
+// "joined", "removed" or "lost", "slots" the slots that joined or left, "members" the members
+// after the change in rank order, "effective_step" the first step of the new epoch (0 for
+// "lost": at once), "detail" why ("control file", "exit 1", "killed by signal 9", "heartbeat
+// missing for 30 s", ...). "worker_restarts" counts, by slot, the workers the launcher restarted
+// alone after they failed (against spec.runPolicy.backoffLimit, per slot).
 //
 // "strategy_decision": what a strategy that decides from measured times (auto, quantized with bits
 // dynamic or denseFallback) picked, and the figures why, e.g. "picked fp32 (ssgd's all-reduce):
@@ -128,6 +142,17 @@ struct ProgressPoint {
   std::vector<double> compute_seconds;    // each rank's total compute time (slowdown included)
 };
 
+// One membership epoch of an elastic job (MembershipChange in proto/hptrain/v1/coordinator.proto).
+struct MembershipChangeSummary {
+  int64_t epoch = 0;
+  std::string reason;        // "joined", "removed", "lost"
+  std::vector<int> slots;    // the slots that joined or left
+  std::vector<int> members;  // after the change, in rank order
+  int64_t effective_step = 0;
+  double unix_seconds = 0.0;
+  std::string detail;
+};
+
 struct RunSummary {
   std::string job;
   std::string strategy;  // spec.strategy.type
@@ -144,6 +169,10 @@ struct RunSummary {
   std::vector<EvaluationSummary> evaluations;  // in step order; optional when read
   std::vector<RankSummary> ranks;
   std::vector<ProgressPoint> timeline;  // JSON "timeline" when not empty; not read back
+  // Elastic jobs only (the JSON's two keys are written when `elastic`, and read back).
+  bool elastic = false;
+  std::vector<MembershipChangeSummary> membership_changes;
+  std::vector<int> worker_restarts;  // by slot
 };
 
 // Returns the summary as pretty-printed JSON (2-space indent, keys in the order above, trailing

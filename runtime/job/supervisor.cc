@@ -387,8 +387,23 @@ bool Supervisor::AllReaped() const {
 
 bool Supervisor::AllMustSucceedDone() const {
   return std::all_of(children_.begin(), children_.end(), [](const Child& c) {
-    return c.status.role != ChildRole::kMustSucceed || (c.reaped && c.status.Succeeded());
+    return c.status.role != ChildRole::kMustSucceed || c.absorbed ||
+           (c.reaped && c.status.Succeeded());
   });
+}
+
+absl::Status Supervisor::Signal(pid_t pid, int signo) {
+  for (Child& child : children_) {
+    if (child.status.pid != pid || child.reaped) continue;
+    SignalGroup(child, signo);
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(absl::StrCat("pid ", pid, " is not a running child"));
+}
+
+bool Supervisor::IsRunning(pid_t pid) const {
+  return std::any_of(children_.begin(), children_.end(),
+                     [&](const Child& c) { return c.status.pid == pid && !c.reaped; });
 }
 
 void Supervisor::RecordExit(size_t index, std::optional<int> wait_status) {
@@ -409,9 +424,6 @@ void Supervisor::RecordExit(size_t index, std::optional<int> wait_status) {
   } else {  // ECHILD: someone else reaped it (SIGCHLD ignored, or a waitpid(-1) elsewhere)
     s.exited = true;
     s.exit_code = -1;
-  }
-  if (first_failed_ < 0 && !s.stopped_by_supervisor && !s.Succeeded()) {
-    first_failed_ = static_cast<int>(index);
   }
 }
 
@@ -506,18 +518,36 @@ RunResult Supervisor::MakeResult(RunOutcome outcome, std::string first_failure,
 }
 
 RunResult Supervisor::Wait(const WaitOptions& options) {
-  waited_ = true;
+  struct MarkWaited {
+    bool* waited;
+    ~MarkWaited() { *waited = true; }
+  } mark_waited{&waited_};
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + options.timeout;
   absl::Time next_callback =
       options.periodic_callback ? start + options.callback_interval : absl::InfiniteFuture();
   for (;;) {
     ReapExited();
+    // By index, with a copy of the status: a callback may Spawn() and so grow children_.
+    for (size_t i = 0; first_failed_ < 0 && i < children_.size(); ++i) {
+      if (!children_[i].reaped || children_[i].failure_checked) continue;
+      children_[i].failure_checked = true;
+      const ChildStatus status = children_[i].status;
+      if (status.stopped_by_supervisor || status.Succeeded()) continue;
+      if (options.absorb_failure && options.absorb_failure(status)) {
+        children_[i].absorbed = true;
+      } else {
+        first_failed_ = static_cast<int>(i);
+      }
+    }
     if (first_failed_ < 0 && options.exit_check) {
-      for (Child& child : children_) {
-        if (!child.reaped || child.exit_checked || !child.status.Succeeded()) continue;
-        child.exit_checked = true;
-        if (absl::Status checked = options.exit_check(child.status); !checked.ok()) {
+      for (size_t i = 0; i < children_.size(); ++i) {
+        if (!children_[i].reaped || children_[i].exit_checked || !children_[i].status.Succeeded()) {
+          continue;
+        }
+        children_[i].exit_checked = true;
+        const ChildStatus status = children_[i].status;
+        if (absl::Status checked = options.exit_check(status); !checked.ok()) {
           StopAll(options.grace_period);
           return MakeResult(RunOutcome::kFailed, std::string(checked.message()), 0);
         }

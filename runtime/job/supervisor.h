@@ -13,10 +13,13 @@
 //      on SIGTTIN), stdout/stderr inherited unless redirected to a file, and no other descriptor
 //      of the launcher's.
 //   2. Wait() reaps children as they exit. A child that exits non-zero or dies by a signal fails
-//      the run: the first such child is reported, and every other child is stopped (step 4).
-//   3. When every kMustSucceed child has exited 0 the run has succeeded; kService children (the
-//      parameter server) are then stopped (step 4). A service that exits 0 on its own before that
-//      is fine; one that fails on its own fails the run like any child.
+//      the run: the first such child is reported, and every other child is stopped (step 4) —
+//      unless WaitOptions::absorb_failure takes the failure on (an elastic job's worker, which the
+//      launcher replaces on its own); an absorbed child counts as done for step 3. Children may
+//      be spawned while Wait() runs (from its callbacks): they are watched like the first ones.
+//   3. When every kMustSucceed child has exited 0 (or been absorbed) the run has succeeded;
+//      kService children (the parameter server) are then stopped (step 4). A service that exits
+//      0 on its own before that is fine; one that fails on its own fails the run like any child.
 //   4. Stopping: SIGTERM (and SIGCONT, for a stopped child) to each remaining child's process
 //      group, up to `grace_period` for them to exit, then SIGKILL, then reap. Every child is
 //      reaped before Wait() returns: no zombies.
@@ -127,6 +130,11 @@ struct WaitOptions {
   // Called once when a child's failure ends the wait, before the others are stopped (while they
   // can still be asked what they saw, e.g. the failing worker's report to the coordinator).
   std::function<void()> before_stop;
+  // Called on Wait()'s thread once for each child that fails on its own (exits non-zero or dies
+  // by a signal, not stopped by step 4), as soon as it is reaped. Returning true absorbs the
+  // failure: the run goes on and the child counts as done for step 3 (the callback may Spawn() a
+  // replacement). Returning false, or leaving it empty, fails the run as step 2 says.
+  std::function<bool(const ChildStatus&)> absorb_failure;
 };
 
 class Supervisor {
@@ -143,11 +151,18 @@ class Supervisor {
   // for an empty name or argv or a bad environment variable name; NotFound when argv[0] does not
   // exist (or is not in $PATH) or a redirect file's directory does not exist; PermissionDenied when
   // it is not executable; Internal when execve() rejects it (e.g. ENOEXEC) or fork fails;
-  // FailedPrecondition after Wait(). A failed Spawn() leaves no process behind.
+  // FailedPrecondition once Wait() has returned (during Wait(), from its callbacks, it may be
+  // called). A failed Spawn() leaves no process behind.
   absl::StatusOr<pid_t> Spawn(const ChildSpec& spec);
   absl::StatusOr<pid_t> Spawn(const std::string& name, const std::vector<std::string>& argv,
                               const std::vector<std::pair<std::string, std::string>>& env = {},
                               ChildRole role = ChildRole::kMustSucceed);
+
+  // Sends `signo` to the process group of the running child `pid` (as step 4 does). Errors:
+  // NotFound when `pid` is not a child of this Supervisor or has been reaped. Does not block.
+  absl::Status Signal(pid_t pid, int signo);
+  // Whether `pid` is a child of this Supervisor that has not been reaped yet.
+  bool IsRunning(pid_t pid) const;
 
   // Runs steps 2-4 and returns when every child has been reaped. Call once. With no children it
   // returns kSucceeded at once. Blocks up to `options.timeout` plus the grace period.
@@ -169,6 +184,8 @@ class Supervisor {
     int pidfd = -1;  // readable once the child has exited; -1 where pidfd_open is unavailable
     bool reaped = false;
     bool exit_checked = false;  // WaitOptions::exit_check has seen it
+    bool failure_checked = false;  // a failure on its own has been classified (Wait())
+    bool absorbed = false;         // WaitOptions::absorb_failure took its failure on
   };
 
   bool AllReaped() const;
@@ -183,7 +200,7 @@ class Supervisor {
 
   std::vector<Child> children_;
   int first_failed_ = -1;  // index of the first child that failed on its own
-  bool waited_ = false;
+  bool waited_ = false;    // Wait() has returned
 };
 
 // "SIGKILL" for 9, "SIGTERM" for 15, ...; "signal N" for one it does not know.

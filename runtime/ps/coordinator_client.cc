@@ -104,9 +104,7 @@ absl::StatusOr<v1::Allocation> CoordinatorClient::ChangeMembership(
   request.set_slot(slot);
   request.set_reason(reason);
   request.set_at_step(at_step);
-  v1::Allocation response;
-  HPTRAIN_CALL(ChangeMembership, request, &response, call_timeout_);
-  return response;
+  return ChangeMembership(request);
 }
 
 absl::StatusOr<v1::Allocation> CoordinatorClient::GetAllocation(std::optional<int64_t> step) {
@@ -156,6 +154,13 @@ absl::StatusOr<v1::JobStatus> CoordinatorClient::GetJobStatus() {
   v1::GetJobStatusRequest request;
   v1::JobStatus response;
   HPTRAIN_CALL(GetJobStatus, request, &response, call_timeout_);
+  return response;
+}
+
+absl::StatusOr<v1::Allocation> CoordinatorClient::ChangeMembership(
+    const v1::MembershipChangeRequest& request) {
+  v1::Allocation response;
+  HPTRAIN_CALL(ChangeMembership, request, &response, call_timeout_);
   return response;
 }
 

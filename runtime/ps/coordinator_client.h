@@ -47,7 +47,12 @@ class CoordinatorClient : public comm::KeyValueStore {
   absl::Status ReportEpoch(const hptrain::v1::EpochReport&);
   absl::Status ReportDone(int rank, bool ok, const std::string& message);
   absl::StatusOr<hptrain::v1::JobStatus> GetJobStatus();
-  // Elastic jobs: removes `slot` at a step boundary (REMOVE, not before `at_step`) or drops it at
+  // Elastic jobs: removes a member or reports one lost (MembershipChangeRequest); the allocation
+  // the change leads to. The coordinator's error (e.g. FailedPrecondition for a slot that is not
+  // a member) is returned as is.
+  absl::StatusOr<hptrain::v1::Allocation> ChangeMembership(
+      const hptrain::v1::MembershipChangeRequest&);
+  // The same, from its fields: removes `slot` at a step boundary (REMOVE, not before `at_step`) or drops it at
   // once (LOST); `reason` is for logs and events.
   absl::StatusOr<hptrain::v1::Allocation> ChangeMembership(
       hptrain::v1::MembershipChangeRequest::Kind kind, int slot, const std::string& reason,

@@ -7,3 +7,7 @@ hptrain_add_test(job_run_summary_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/run_summary_test.cc LIBS hptrain_launch)
 hptrain_add_test(job_restart_policy_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/restart_policy_test.cc LIBS hptrain_launch)
+hptrain_add_test(job_elastic_control_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/elastic_control_test.cc LIBS hptrain_launch)
+hptrain_add_test(job_elastic_workers_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/elastic_workers_test.cc LIBS hptrain_launch)

@@ -72,5 +72,43 @@ TEST(RestartPolicy, SuccessInterruptionAndDeadlineAreNeverRestarted) {
   EXPECT_TRUE(deadline.reason.empty());
 }
 
+// An elastic job's worker is restarted alone (DecideWorkerRestart), its restarts counted per slot.
+TEST(WorkerRestartPolicy, OnFailureAndExitCodeRestartTheSlotUntilItsBackoffLimit) {
+  for (const char* policy : {"OnFailure", "ExitCode"}) {
+    for (int exit_code : {1, 137, 143}) {
+      const WorkerRestartDecision first = DecideWorkerRestart(policy, 3, 2, 0, exit_code);
+      EXPECT_EQ(first.action, WorkerRestartAction::kRestart) << policy << " " << exit_code;
+      EXPECT_EQ(first.reason, "restarting it (restart 1 of at most 3 for slot 2)");
+    }
+    EXPECT_EQ(DecideWorkerRestart(policy, 3, 2, 2, 1).action, WorkerRestartAction::kRestart);
+    const WorkerRestartDecision exhausted = DecideWorkerRestart(policy, 3, 2, 3, 1);
+    EXPECT_EQ(exhausted.action, WorkerRestartAction::kFailJob) << policy;
+    EXPECT_EQ(exhausted.reason,
+              "; runPolicy.backoffLimit is 3, reached after 3 restarts of slot 2");
+    EXPECT_EQ(DecideWorkerRestart(policy, 0, 0, 0, 1).action, WorkerRestartAction::kFailJob);
+  }
+}
+
+TEST(WorkerRestartPolicy, ExitCodeFailsTheJobOnBadInputOrInterruptionOnFailureRestarts) {
+  for (int exit_code : {2, 130}) {
+    const WorkerRestartDecision permanent = DecideWorkerRestart("ExitCode", 3, 1, 0, exit_code);
+    EXPECT_EQ(permanent.action, WorkerRestartAction::kFailJob) << exit_code;
+    EXPECT_NE(permanent.reason.find("runPolicy.restartPolicy is ExitCode"), std::string::npos)
+        << permanent.reason;
+    EXPECT_EQ(DecideWorkerRestart("OnFailure", 3, 1, 0, exit_code).action,
+              WorkerRestartAction::kRestart);
+  }
+  EXPECT_NE(DecideWorkerRestart("ExitCode", 3, 1, 0, 2).reason.find("exit code 2 means bad input"),
+            std::string::npos);
+}
+
+TEST(WorkerRestartPolicy, NeverLeavesTheSlotEmptyAndTheJobGoesOn) {
+  for (int exit_code : {1, 2, 137}) {
+    const WorkerRestartDecision decision = DecideWorkerRestart("Never", 3, 4, 0, exit_code);
+    EXPECT_EQ(decision.action, WorkerRestartAction::kLeave) << exit_code;
+    EXPECT_EQ(decision.reason, "runPolicy.restartPolicy is Never: the job goes on without slot 4");
+  }
+}
+
 }  // namespace
 }  // namespace hptrain::job

@@ -324,5 +324,45 @@ TEST(RunSummaryTest, StrategyDecisionRoundTripsAndIsAbsentWithout) {
   EXPECT_EQ(older->strategy_decision, "");
 }
 
+TEST(RunSummaryTest, ElasticMembershipChangesAndWorkerRestartsRoundTripAndAreAbsentWithout) {
+  RunSummary s = Example();
+  EXPECT_THAT(RunSummaryToJson(s), ::testing::Not(HasSubstr("membership_changes")));
+  EXPECT_THAT(RunSummaryToJson(s), ::testing::Not(HasSubstr("worker_restarts")));
+  s.elastic = true;
+  s.membership_changes = {{1, "lost", {1}, {0}, 0, 1.7e9, "killed by signal 9"},
+                          {2, "joined", {1}, {0, 1}, 37, 1.7e9 + 4.5, ""},
+                          {3, "removed", {0}, {1}, 60, 1.7e9 + 9.25, "control file"}};
+  s.worker_restarts = {0, 1, 0};
+  const std::string json = RunSummaryToJson(s);
+  EXPECT_THAT(json, HasSubstr("\"worker_restarts\": [\n    0,\n    1,\n    0\n  ]"));
+  EXPECT_THAT(json, HasSubstr("\"reason\": \"joined\""));
+  auto parsed = RunSummaryFromJson(json);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ExpectEqual(*parsed, s);
+  EXPECT_TRUE(parsed->elastic);
+  EXPECT_EQ(parsed->worker_restarts, s.worker_restarts);
+  ASSERT_EQ(parsed->membership_changes.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const MembershipChangeSummary& a = parsed->membership_changes[i];
+    const MembershipChangeSummary& b = s.membership_changes[i];
+    EXPECT_EQ(a.epoch, b.epoch);
+    EXPECT_EQ(a.reason, b.reason);
+    EXPECT_EQ(a.slots, b.slots);
+    EXPECT_EQ(a.members, b.members);
+    EXPECT_EQ(a.effective_step, b.effective_step);
+    EXPECT_EQ(a.unix_seconds, b.unix_seconds);
+    EXPECT_EQ(a.detail, b.detail);
+  }
+  // An elastic run without changes still says so, with an empty list.
+  s.membership_changes.clear();
+  EXPECT_THAT(RunSummaryToJson(s), HasSubstr("\"membership_changes\": []"));
+  std::string bad = json;
+  bad.replace(bad.find("\"slots\": [\n        1"), 20, "\"slots\": [\n        \"1\"");
+  auto refused = RunSummaryFromJson(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("membership_changes[0].slots[0]: expected an integer"));
+}
+
 }  // namespace
 }  // namespace hptrain::job

@@ -519,6 +519,70 @@ TEST_F(SupervisorTest, ExecFailureIsReportedFromTheChild) {
   EXPECT_THAT(ChildrenOfThisProcess(), IsEmpty());
 }
 
+// An elastic job's worker: its failure is absorbed, a replacement is spawned while Wait() runs,
+// and the run succeeds once the replacement and the others exit 0.
+TEST_F(SupervisorTest, AbsorbedFailureGoesOnAndAReplacementSpawnedDuringWaitCounts) {
+  Supervisor supervisor;
+  ASSERT_TRUE(supervisor.Spawn("ps-0", {"/bin/sleep", "30"}, {}, ChildRole::kService).ok());
+  auto failing = supervisor.Spawn("worker-0", Sh("exit 3"));
+  ASSERT_TRUE(failing.ok());
+  // worker-1 outlives worker-0's failure: it waits for the replacement's file.
+  auto survivor = supervisor.Spawn(
+      "worker-1", Sh("while [ ! -e '" + Path("replaced") + "' ]; do sleep 0.01; done"));
+  ASSERT_TRUE(survivor.ok());
+  std::vector<std::string> absorbed;
+  pid_t replacement = -1;
+  WaitOptions options;
+  options.grace_period = absl::Seconds(2);
+  options.absorb_failure = [&](const ChildStatus& child) {
+    absorbed.push_back(child.Describe());
+    EXPECT_TRUE(supervisor.IsRunning(*survivor));
+    auto pid = supervisor.Spawn("worker-0", Sh("touch '" + Path("replaced") + "'"));
+    EXPECT_TRUE(pid.ok()) << pid.status();
+    if (pid.ok()) replacement = *pid;
+    return true;
+  };
+  const RunResult result = supervisor.Wait(options);
+  EXPECT_EQ(result.outcome, RunOutcome::kSucceeded) << result.first_failure;
+  ASSERT_EQ(absorbed.size(), 1u);
+  EXPECT_EQ(absorbed[0], absl::StrCat("worker-0 (pid ", *failing, ") exited with status 3"));
+  ASSERT_EQ(result.children.size(), 4u);
+  EXPECT_EQ(result.children[3].pid, replacement);
+  EXPECT_TRUE(result.children[3].Succeeded());
+  // The survivor was never stopped: it exited 0 on its own, same pid throughout.
+  EXPECT_EQ(result.children[2].pid, *survivor);
+  EXPECT_TRUE(result.children[2].Succeeded());
+  EXPECT_FALSE(result.children[2].stopped_by_supervisor);
+  EXPECT_TRUE(Child(result, "ps-0").stopped_by_supervisor);
+  EXPECT_FALSE(supervisor.Spawn("late", {"/bin/true"}).ok());  // after Wait() returned
+}
+
+TEST_F(SupervisorTest, FailureNotAbsorbedFailsTheRunAndSignalReachesAChild) {
+  Supervisor supervisor;
+  auto ps = supervisor.Spawn("ps-0", {"/bin/sleep", "30"}, {}, ChildRole::kService);
+  ASSERT_TRUE(ps.ok());
+  auto worker = supervisor.Spawn("worker-0", {"/bin/sleep", "30"});
+  ASSERT_TRUE(worker.ok());
+  EXPECT_TRUE(supervisor.IsRunning(*worker));
+  EXPECT_TRUE(absl::IsNotFound(supervisor.Signal(::getpid(), SIGKILL)));
+  int calls = 0;
+  WaitOptions options;
+  options.grace_period = absl::Seconds(2);
+  options.callback_interval = absl::Milliseconds(10);
+  options.periodic_callback = [&]() -> absl::Status {
+    if (++calls == 1) return supervisor.Signal(*ps, SIGKILL);  // as `kill SLOT` does
+    return absl::OkStatus();
+  };
+  options.absorb_failure = [&](const ChildStatus& child) { return child.name != "ps-0"; };
+  const RunResult result = supervisor.Wait(options);
+  EXPECT_EQ(result.outcome, RunOutcome::kFailed);
+  EXPECT_EQ(result.first_failure,
+            absl::StrCat("ps-0 (pid ", *ps, ") was killed by signal 9 (SIGKILL)"));
+  EXPECT_TRUE(Child(result, "worker-0").stopped_by_supervisor);
+  EXPECT_FALSE(supervisor.IsRunning(*worker));
+  EXPECT_TRUE(absl::IsNotFound(supervisor.Signal(*worker, SIGKILL)));
+}
+
 TEST_F(SupervisorTest, DestructorStopsChildrenStillRunning) {
   {
     Supervisor supervisor;
