@@ -536,7 +536,17 @@ absl::Status ParseSpec(const YAML::Node& node, JobSpec* spec) {
   YAML::Node scheduler = r.Child("scheduler");
   YAML::Node topology = r.Child("topology");
   YAML::Node communicator = r.Child("communicator");
+  YAML::Node elastic = r.Child("elastic");
   HPTRAIN_RETURN_IF_ERROR(r.Finish());
+
+  if (!Absent(elastic)) {
+    spec->elastic.enabled = true;
+    MapReader el(elastic, "spec.elastic");
+    el.Read("minReplicas", &spec->elastic.min_replicas);
+    el.Read("maxReplicas", &spec->elastic.max_replicas);
+    el.Read("joinTimeoutSeconds", &spec->elastic.join_timeout_seconds);
+    HPTRAIN_RETURN_IF_ERROR(el.Finish());
+  }
 
   MapReader g(gang, "spec.gangScheduling");
   g.Read("enabled", &spec->gang_scheduling.enabled);
