@@ -76,7 +76,8 @@ Controller::Controller(kube::Client* client, ControllerOptions options)
       caches_(client_, CachesOptions(options_), [this](const std::string& key) { Enqueue(key); }) {
   if (options_.membership == nullptr) {
     options_.membership =
-        NewGrpcMembershipClient(options_.rebalance.coordinator_address, options_.rebalance.rpc_timeout);
+        NewGrpcMembershipClient(options_.rebalance.coordinator_address,
+                                options_.rebalance.rpc_timeout);
   }
   if (options_.worker_readings) {
     RebalanceLoopOptions rebalance = options_.rebalance;

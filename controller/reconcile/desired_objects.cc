@@ -233,7 +233,9 @@ Json ObjectMeta(const ParsedJob& job, const std::string& name) {
 Json BuildSecret(const ParsedJob& job, absl::string_view token) {
   Json metadata = ObjectMeta(job, SecretName(job.name));
   metadata["annotations"] = {{kSpecHashAnnotation, job.spec_hash}};
-  if (job.spec.elastic.enabled) metadata["annotations"][kManifestHashAnnotation] = job.manifest_hash;
+  if (job.spec.elastic.enabled) {
+    metadata["annotations"][kManifestHashAnnotation] = job.manifest_hash;
+  }
   return Json{
       {"apiVersion", "v1"},
       {"kind", "Secret"},

@@ -40,7 +40,8 @@ class FakeCoordinator : public MembershipClient {
     return absl::OkStatus();
   }
 
-  void Set(int64_t epoch, std::vector<int> members, std::vector<MembershipChangeView> changes = {}) {
+  void Set(int64_t epoch, std::vector<int> members,
+           std::vector<MembershipChangeView> changes = {}) {
     absl::MutexLock lock(&mu_);
     membership_.epoch = epoch;
     membership_.members = std::move(members);
@@ -112,7 +113,8 @@ class ElasticTest : public ControllerTest {
     coordinator_->Set(0, members);
     Start();
     CreateJob(ElasticJob(replicas));
-    ASSERT_TRUE(WaitFor([&] { return PodNames("mlp").size() == static_cast<size_t>(replicas) + 1; }));
+    ASSERT_TRUE(
+        WaitFor([&] { return PodNames("mlp").size() == static_cast<size_t>(replicas) + 1; }));
     SetPods("mlp", "Running");
     ASSERT_TRUE(WaitFor([&] { return Phase("mlp") == "Running"; })) << Status("mlp").dump();
   }
