@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "controller/kube/object_meta.h"
+#include "controller/reconcile/labels.h"
 #include "controller/kube/api_error.h"
 #include "controller/kube/log.h"
 #include "controller/manager/job_token.h"
@@ -34,6 +37,30 @@ JobCachesOptions CachesOptions(const ControllerOptions& options) {
   return caches;
 }
 
+// spec.elastic is present, and the job is not finished.
+bool LiveElastic(const nlohmann::json& job) {
+  const nlohmann::json* spec = reconcile::Find(job, {"spec"});
+  if (spec == nullptr || !spec->is_object() || !spec->contains("elastic") ||
+      !(*spec)["elastic"].is_object()) {
+    return false;
+  }
+  const std::string phase = reconcile::StringAt(job, {"status", "phase"});
+  return phase != "Succeeded" && phase != "Failed";
+}
+
+// The job token from the job's Secret in `observed`; "" when it is not there yet.
+std::string TokenOf(const nlohmann::json& job, const reconcile::Observed& observed) {
+  const std::string secret_name = reconcile::SecretName(kube::NameOf(job));
+  for (const nlohmann::json& secret : observed.secrets) {
+    if (kube::NameOf(secret) != secret_name) continue;
+    std::string token;
+    const std::string encoded =
+        secret.value("data", nlohmann::json::object()).value("token", std::string());
+    return absl::Base64Unescape(encoded, &token) ? token : "";
+  }
+  return "";
+}
+
 }  // namespace
 
 Controller::Controller(kube::Client* client, ControllerOptions options)
@@ -47,6 +74,11 @@ Controller::Controller(kube::Client* client, ControllerOptions options)
       recorder_(client_, RecorderOptions(options_)),
       executor_(client_, &recorder_),
       caches_(client_, CachesOptions(options_), [this](const std::string& key) { Enqueue(key); }) {
+  if (options_.membership == nullptr) {
+    options_.membership =
+        NewGrpcMembershipClient(options_.rebalance.coordinator_address,
+                                options_.rebalance.rpc_timeout);
+  }
   if (options_.worker_readings) {
     RebalanceLoopOptions rebalance = options_.rebalance;
     if (!rebalance.on_resumed) {
@@ -183,7 +215,9 @@ absl::Status Controller::ReconcileKey(const std::string& key,
   } else if (rebalance_ != nullptr) {
     observed.worker_metrics = rebalance_->MetricsFor(*job);
   }
+  if (LiveElastic(*job)) observed.membership = ReadMembership(*job, observed);
   reconcile::Plan plan = reconcile::Reconcile(observed, options_.reconcile, Now());
+  if (!plan.membership.empty()) SendMembership(*job, observed, plan);
   HPTRAIN_RETURN_IF_ERROR(executor_.Execute(*job, plan));
   for (const reconcile::Event& event : plan.events) {
     if (event.reason == reconcile::kReasonRebalanced) metrics_.rebalances->Inc();
@@ -194,6 +228,44 @@ absl::Status Controller::ReconcileKey(const std::string& key,
   }
   *requeue_after = next;
   return absl::OkStatus();
+}
+
+std::optional<reconcile::CoordinatorMembership> Controller::ReadMembership(
+    const nlohmann::json& job, const reconcile::Observed& observed) {
+  const std::string token = TokenOf(job, observed);
+  if (token.empty()) return std::nullopt;  // no Secret yet: no coordinator either
+  absl::StatusOr<reconcile::CoordinatorMembership> membership =
+      options_.membership->Read(job, token);
+  if (!membership.ok()) return std::nullopt;  // starting, restarting, or gone: unknown
+  return *std::move(membership);
+}
+
+void Controller::SendMembership(const nlohmann::json& job, const reconcile::Observed& observed,
+                                const reconcile::Plan& plan) {
+  const std::string key = kube::KeyOf(job);
+  const std::string uid = kube::UidOf(job);
+  const int64_t epoch = observed.membership.has_value() ? observed.membership->epoch : -1;
+  const std::string token = TokenOf(job, observed);
+  if (token.empty()) return;
+  for (const reconcile::MembershipRequest& request : plan.membership) {
+    const std::pair<int, int> id{static_cast<int>(request.kind), request.slot};
+    {
+      absl::MutexLock lock(&membership_mu_);
+      SentRequests& sent = membership_sent_[key];
+      if (sent.uid != uid || sent.epoch != epoch) sent = SentRequests{uid, epoch, {}};
+      if (sent.sent.count(id) > 0) continue;
+    }
+    absl::Status status = options_.membership->Change(job, token, request);
+    if (!status.ok()) {
+      kube::LogLine(absl::StrCat("membership ", key, ": ", status.message()));
+      continue;  // asked again by the next pass
+    }
+    kube::LogLine(absl::StrCat("membership ", key, ": ", reconcile::KindName(request.kind),
+                               " slot ", request.slot, " (", request.reason, ")"));
+    absl::MutexLock lock(&membership_mu_);
+    SentRequests& sent = membership_sent_[key];
+    if (sent.uid == uid && sent.epoch == epoch) sent.sent.insert(id);
+  }
 }
 
 }  // namespace hptrain::manager

@@ -11,6 +11,11 @@
 //   3. `workers` threads pop keys. For each: read the job from the cache (gone: done), build the
 //      reconciler's Observed from the caches plus a fresh random job token, call
 //      reconcile::Reconcile, execute the Plan, then
+//      For an elastic job (spec.elastic) that is not finished, the pass first reads its
+//      coordinator's membership (GetJobStatus through `membership`, with the token of the job's
+//      Secret) into Observed::membership, and after reconciling sends the Plan's membership
+//      requests (ChangeMembership REMOVE / LOST), best effort: a failure is logged and the next
+//      pass asks again; a request the coordinator took is not repeated within the same epoch.
 //        - success: forget the key's failures; queue it again after the Plan's requeue_after,
 //          or after resync_period at the latest (a periodic check even when nothing changes);
 //        - failure (a 409 from a stale cache included): count the error and requeue the key with
@@ -36,6 +41,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <set>
+#include <utility>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,6 +61,7 @@
 #include "controller/kube/work_queue.h"
 #include "controller/manager/controller_metrics.h"
 #include "controller/manager/job_caches.h"
+#include "controller/manager/membership_client.h"
 #include "controller/manager/plan_executor.h"
 #include "controller/manager/rebalance_loop.h"
 #include "controller/manager/worker_readings.h"
@@ -95,6 +104,9 @@ struct ControllerOptions {
   // or NewPrometheusReadings); empty: no rebalancing.
   std::function<std::unique_ptr<WorkerReadingsSource>(const JobCaches* caches)> worker_readings;
   RebalanceLoopOptions rebalance;
+  // Elastic jobs' coordinators (membership_client.h); null: gRPC to each job's ps pod, at
+  // rebalance.coordinator_address when set, each call bounded by rebalance.rpc_timeout.
+  std::shared_ptr<MembershipClient> membership;
   // The reconciler's clock; empty: absl::Now.
   std::function<absl::Time()> now;
 };
@@ -143,6 +155,21 @@ class Controller {
   void Process(const std::string& key);
   absl::Status ReconcileKey(const std::string& key, std::optional<absl::Duration>* requeue_after);
   absl::Time Now() const { return options_.now ? options_.now() : absl::Now(); }
+  // Elastic jobs: the coordinator's membership (nullopt when it cannot be read), and the Plan's
+  // requests sent to it.
+  std::optional<reconcile::CoordinatorMembership> ReadMembership(
+      const nlohmann::json& job, const reconcile::Observed& observed);
+  void SendMembership(const nlohmann::json& job, const reconcile::Observed& observed,
+                      const reconcile::Plan& plan);
+
+  // Membership requests the coordinator took, per job key: not sent again in the same epoch.
+  struct SentRequests {
+    std::string uid;
+    int64_t epoch = -1;
+    std::set<std::pair<int, int>> sent;  // (kind, slot)
+  };
+  absl::Mutex membership_mu_;
+  std::map<std::string, SentRequests> membership_sent_ ABSL_GUARDED_BY(membership_mu_);
 
   kube::Client* const client_;
   ControllerOptions options_;

@@ -7,7 +7,8 @@
 // status, never just at its presence or position (a Suspended condition stays in the list, with
 // status False, after a resume).
 //
-// Condition types of a TrainingJob: Created, Running, Rebalanced, Succeeded, Failed, Suspended.
+// Condition types of a TrainingJob: Created, Running, Rebalanced, Succeeded, Failed, Suspended,
+// BelowMinReplicas (elastic jobs).
 // Pure; thread-safe on distinct arguments.
 #ifndef HPTRAIN_CONTROLLER_RECONCILE_CONDITIONS_H_
 #define HPTRAIN_CONTROLLER_RECONCILE_CONDITIONS_H_
@@ -27,6 +28,8 @@ inline constexpr char kConditionRebalanced[] = "Rebalanced";
 inline constexpr char kConditionSucceeded[] = "Succeeded";
 inline constexpr char kConditionFailed[] = "Failed";
 inline constexpr char kConditionSuspended[] = "Suspended";
+// Elastic jobs only (reconciler.h, "Elastic jobs").
+inline constexpr char kConditionBelowMinReplicas[] = "BelowMinReplicas";
 
 inline constexpr char kTrue[] = "True";
 inline constexpr char kFalse[] = "False";

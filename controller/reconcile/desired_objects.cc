@@ -1,5 +1,6 @@
 #include "controller/reconcile/desired_objects.h"
 
+#include <algorithm>
 #include <iterator>
 #include <string>
 #include <utility>
@@ -232,6 +233,9 @@ Json ObjectMeta(const ParsedJob& job, const std::string& name) {
 Json BuildSecret(const ParsedJob& job, absl::string_view token) {
   Json metadata = ObjectMeta(job, SecretName(job.name));
   metadata["annotations"] = {{kSpecHashAnnotation, job.spec_hash}};
+  if (job.spec.elastic.enabled) {
+    metadata["annotations"][kManifestHashAnnotation] = job.manifest_hash;
+  }
   return Json{
       {"apiVersion", "v1"},
       {"kind", "Secret"},
@@ -298,6 +302,11 @@ absl::StatusOr<DesiredObjects> BuildDesiredObjects(const ParsedJob& job, absl::s
   for (size_t g = 0; g < job.spec.worker_groups.size(); ++g) {
     const job::WorkerGroupSpec& group = job.spec.worker_groups[g];
     for (int i = 0; i < group.replicas; ++i, ++rank) {
+      // An elastic job never has a worker above its last slot, whatever the replica count says.
+      if (job.spec.elastic.enabled && job.spec.elastic.max_replicas > 0 &&
+          rank >= job.spec.elastic.max_replicas) {
+        break;
+      }
       PodSettings w = CommonSettings(job, restart_generation, default_image, volumes);
       FinishSettings(job, kRoleWorker, rank, group.name, &w);
       if (resume) w.env.emplace_back(kResumeEnv, "1");
@@ -332,7 +341,12 @@ absl::StatusOr<DesiredObjects> BuildDesiredObjects(const ParsedJob& job, absl::s
   }
   out.pods.insert(out.pods.begin(), std::make_move_iterator(ps_pods.begin()),
                   std::make_move_iterator(ps_pods.end()));
-  out.pod_group = BuildPodGroup(job, shards, job.spec.WorldSize());
+  // An elastic job's gang is what it cannot train without: its minReplicas (scaling then does not
+  // touch the PodGroup).
+  const int gang_workers = job.spec.elastic.enabled
+                               ? std::min(job.spec.WorldSize(), job.spec.elastic.min_replicas)
+                               : job.spec.WorldSize();
+  out.pod_group = BuildPodGroup(job, shards, gang_workers);
   return out;
 }
 

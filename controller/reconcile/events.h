@@ -58,6 +58,15 @@ inline constexpr char kReasonSpecChanged[] = "SpecChanged";
 // worker pod's /metrics unreachable, no series for its workers) for a while; status.step,
 // samplesPerSecond and rebalancing wait for them. Rate-limited per job (metrics_warnings.h).
 inline constexpr char kReasonMetricsUnavailable[] = "MetricsUnavailable";
+// Elastic jobs (spec.elastic): Warning, one worker pod failed and is replaced alone; Normal, the
+// coordinator began a new membership epoch ("epoch 3: slot 2 lost; members 0,1,3").
+inline constexpr char kReasonWorkerReplaced[] = "WorkerReplaced";
+inline constexpr char kReasonMembershipChanged[] = "MembershipChanged";
+// Condition BelowMinReplicas: True (reason BelowMinReplicas) while an elastic job that ran has
+// fewer members than spec.elastic.minReplicas; False (reason MinReplicasMet) once it has enough
+// again, or (reason GangRestart) when the wait ran out and the gang restarted.
+inline constexpr char kReasonBelowMinReplicas[] = "BelowMinReplicas";
+inline constexpr char kReasonMinReplicasMet[] = "MinReplicasMet";
 // Condition reason (Running=False): some pods of the gang are not running yet.
 inline constexpr char kReasonPodsNotRunning[] = "PodsNotRunning";
 

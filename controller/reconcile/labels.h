@@ -38,6 +38,9 @@ inline constexpr char kRestartGenerationAnnotation[] = "hptrain.io/restart-gener
 // The hash of the job.yaml a pod or the Secret was made from (parsed_job.h); a pod whose hash
 // differs from the job's current one runs an outdated spec.
 inline constexpr char kSpecHashAnnotation[] = "hptrain.io/spec-hash";
+// On an elastic job's Secret: the hash of the whole manifest, worker replicas included
+// (parsed_job.h); the Secret is replaced when it is outdated only while the job has no pods.
+inline constexpr char kManifestHashAnnotation[] = "hptrain.io/manifest-hash";
 
 // Ports of the headless Service and the containers (controller contract).
 inline constexpr int kCoordinatorPort = 29400;

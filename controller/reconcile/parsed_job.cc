@@ -1,5 +1,6 @@
 #include "controller/reconcile/parsed_job.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -70,7 +71,10 @@ absl::Status CheckNames(const ParsedJob& job) {
                    absl::StrCat("\"", job.name, "\" must start with a letter (it names the job's ",
                                 "headless Service)"));
   }
-  int world = job.spec.WorldSize();
+  int world = job.spec.Slots();
+  if (job.spec.elastic.enabled && job.spec.elastic.max_replicas > 0) {
+    world = std::max(world, job.spec.elastic.max_replicas);
+  }
   std::string longest = WorkerPodName(job.name, world > 0 ? world - 1 : 0);
   if (longest.size() > 63) {
     return Invalid("metadata.name",
@@ -109,7 +113,22 @@ absl::StatusOr<ParsedJob> ParseTrainingJob(const Json& object) {
   job.generation = Generation(object);
   job.spec = *std::move(spec);
   job.manifest = DumpJson(RuntimeManifest(object, /*with_run_policy=*/false), 2) + "\n";
-  job.spec_hash = SpecHash(job.manifest);
+  job.manifest_hash = SpecHash(job.manifest);
+  job.spec_hash = job.manifest_hash;
+  if (job.spec.elastic.enabled) {
+    // The replica count is the elastic job's to change while it runs (reconciler.h).
+    Json scaled = RuntimeManifest(object, /*with_run_policy=*/false);
+    Json& spec_json = scaled["spec"];
+    if (spec_json.contains("workers") && spec_json["workers"].is_object()) {
+      spec_json["workers"].erase("replicas");
+    }
+    if (spec_json.contains("workerGroups") && spec_json["workerGroups"].is_array()) {
+      for (Json& group : spec_json["workerGroups"]) {
+        if (group.is_object()) group.erase("replicas");
+      }
+    }
+    job.spec_hash = SpecHash(DumpJson(scaled, 2) + "\n");
+  }
   ReadScheduling(&job);
   HPTRAIN_RETURN_IF_ERROR(CheckNames(job));
   HPTRAIN_RETURN_IF_ERROR(CheckPodPaths(job.spec));

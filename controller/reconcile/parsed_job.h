@@ -20,6 +20,9 @@
 // Its hash (SpecHash) is stamped on the Secret and every pod; a change of any field the pods run
 // with (a new replica count from `kubectl scale`, another strategy, ...) therefore shows up as
 // pods with an outdated hash, which the reconciler replaces.
+// Elastic jobs (spec.elastic) are the exception: their pods' hash leaves out the worker replica
+// count, so that scaling adds or removes worker pods and restarts none (reconciler.h, "Elastic
+// jobs"); manifest_hash is the hash of the whole manifest.
 #ifndef HPTRAIN_CONTROLLER_RECONCILE_PARSED_JOB_H_
 #define HPTRAIN_CONTROLLER_RECONCILE_PARSED_JOB_H_
 
@@ -43,7 +46,9 @@ struct ParsedJob {
   int64_t generation = 0;
   job::JobSpec spec;           // validated by job::ValidateJob
   std::string manifest;        // job.yaml
-  std::string spec_hash;       // SpecHash(manifest)
+  // SpecHash(manifest); for an elastic job, of the manifest without the workers' replicas.
+  std::string spec_hash;
+  std::string manifest_hash;  // SpecHash(manifest), whatever the job
   std::string scheduler_name;  // "" = the cluster's default scheduler
   GangScheduler gang = GangScheduler::kNone;
   // Pod template of each spec.worker_groups entry, same order; an empty object when the group

@@ -17,7 +17,7 @@ bool Plan::NoWrites() const {
 bool Plan::operator==(const Plan& other) const {
   return creates == other.creates && deletes == other.deletes && status == other.status &&
          events == other.events && requeue_after == other.requeue_after &&
-         delete_job == other.delete_job;
+         delete_job == other.delete_job && membership == other.membership;
 }
 
 std::string Plan::DebugString() const {
@@ -25,6 +25,10 @@ std::string Plan::DebugString() const {
   if (status.has_value()) {
     absl::StrAppend(&out, "status: phase=", StringAt(*status, {"phase"}),
                     " restarts=", IntAt(*status, {"restarts"}, 0), "\n");
+  }
+  for (const MembershipRequest& request : membership) {
+    absl::StrAppend(&out, "membership ", KindName(request.kind), " slot ", request.slot, " (",
+                    request.reason, ")\n");
   }
   for (const ObjectRef& ref : deletes) {
     absl::StrAppend(&out, "delete ", ref.kind, " ", ref.ns, "/", ref.name, "\n");

@@ -12,7 +12,11 @@
 //      done, the next pass sees the object.
 //   4. events, on the TrainingJob.
 //   5. delete_job: delete the TrainingJob itself (uid precondition; background propagation).
-//   6. requeue_after: reconcile again after this delay even if nothing changes (a deadline or
+//   6. membership (elastic jobs): ChangeMembership calls on the job's coordinator, best effort
+//      (a failure is logged, never an error of the Plan); the controller loop sends them before
+//      the writes above. They are no API writes: NoWrites() does not count them, and a pass
+//      asks again for as long as the reason holds (a removed worker that has not left yet).
+//   7. requeue_after: reconcile again after this delay even if nothing changes (a deadline or
 //      a TTL is due). Watch events requeue the job anyway.
 // Plans are idempotent: a Plan computed from the state its own application produced has no
 // writes, except where the Plan had to wait for something it started: deleted objects to be gone
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "controller/reconcile/elastic.h"
 #include "controller/reconcile/events.h"
 #include "controller/reconcile/object_meta.h"
 
@@ -51,9 +56,10 @@ struct Plan {
   std::vector<Event> events;
   std::optional<absl::Duration> requeue_after;
   std::optional<ObjectRef> delete_job;
+  std::vector<MembershipRequest> membership;
 
   // True when the Plan writes nothing (creates, deletes, status, events, delete_job all empty);
-  // requeue_after does not count.
+  // requeue_after and membership do not count.
   bool NoWrites() const;
 
   // A short multi-line description for logs and test failures, e.g.

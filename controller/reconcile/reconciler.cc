@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/desired_objects.h"
@@ -47,6 +48,21 @@ class Pass {
   // restart the gang, or fail the job, as runPolicy says.
   void Restart(const GangAssessment& gang, const job::RunPolicySpec& policy,
                const std::string& cause, int64_t exit_code);
+  // The part of Restart that fails the job for good (restartPolicy Never, or ExitCode and a
+  // bad-input or interrupted exit code); true when it did.
+  bool FailsForGood(const job::RunPolicySpec& policy, const std::string& cause, int64_t exit_code);
+  // Elastic jobs (reconciler.h): the below-minimum wait; true when it ran out and the gang
+  // restarted (or the job failed).
+  bool BelowMinimum(const ParsedJob& job, const GangAssessment& gang);
+  // Elastic jobs: failed, lost and surplus worker pods, and the LOST / REMOVE requests.
+  void ConvergeWorkers(const ParsedJob& job, const DesiredObjects& desired,
+                       const std::vector<std::string>& names, const GangAssessment& gang);
+  // Elastic jobs: status.membership and the MembershipChanged events.
+  void RecordMembership();
+  // Elastic jobs: a live worker pod of the current generation and spec whose name is not
+  // desired (scaled down).
+  bool Surplus(const ParsedJob& job, const std::vector<std::string>& names,
+               const GangAssessment& gang, const PodView& pod) const;
   // The first desired pod that a running gang lost (deleted by hand, evicted, gone with its
   // node), or empty.
   std::string LostPod(const ParsedJob& job, const std::vector<std::string>& names,
@@ -56,7 +72,8 @@ class Pass {
   // one when absent, and records its phase. True when the pods may be created: no PodGroup is
   // desired, or it exists as desired or is created by this Plan.
   bool ConvergePodGroup(const DesiredObjects& desired);
-  void UpdatePhase(const DesiredObjects& desired, const GangAssessment& gang, bool spec_changed);
+  void UpdatePhase(const ParsedJob& job, const DesiredObjects& desired, const GangAssessment& gang,
+                   bool spec_changed);
 
   ConditionChange Set(const char* type, const char* status, const std::string& reason,
                       const std::string& message) {
@@ -138,6 +155,24 @@ Plan Pass::Run() {
   std::vector<std::string> names;
   for (const Json& pod : desired->pods) names.push_back(Name(pod));
   GangAssessment gang = AssessGang(recorded_restarts, pods_, names, job->spec_hash);
+  const bool elastic = spec.elastic.enabled;
+  // The pods whose failure or loss restarts the gang: all, or an elastic job's ps pods.
+  std::vector<std::string> gang_names;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!elastic || Label(desired->pods[i], kRoleLabel) != kRoleWorker) {
+      gang_names.push_back(names[i]);
+    }
+  }
+  const PodView* gang_failed = gang.failed;
+  if (elastic) {
+    gang_failed = nullptr;
+    for (const PodView* pod : gang.current) {
+      if (pod->role != kRoleWorker && pod->phase == kPhaseFailed) {
+        gang_failed = pod;
+        break;
+      }
+    }
+  }
   status_["replicas"] = spec.WorldSize();
   status_["desiredWorkers"] = spec.WorldSize();
   status_["selector"] = WorkerSelector(job->name);
@@ -168,20 +203,30 @@ Plan Pass::Run() {
     }
     if (all_succeeded) {
       Succeed(gang);  // step 7
-    } else if (gang.failed != nullptr) {  // step 8
-      std::string cause = absl::StrCat("pod ", gang.failed->name, " failed");
-      if (std::string why = FailureSummary(*gang.failed->object); !why.empty()) {
+    } else if (gang_failed != nullptr) {  // step 8
+      std::string cause = absl::StrCat("pod ", gang_failed->name, " failed");
+      if (std::string why = FailureSummary(*gang_failed->object); !why.empty()) {
         absl::StrAppend(&cause, " (", why, ")");
       }
-      Restart(gang, spec.run_policy, cause, FailedExitCode(*gang.failed->object));
-    } else if (std::string lost = LostPod(*job, names, gang); !lost.empty()) {
+      Restart(gang, spec.run_policy, cause, FailedExitCode(*gang_failed->object));
+    } else if (std::string lost = LostPod(*job, gang_names, gang); !lost.empty()) {
       Restart(gang, spec.run_policy,
               absl::StrCat("pod ", lost, " of the running gang was deleted or lost"), -1);
+    } else if (elastic && BelowMinimum(*job, gang)) {
+      // The gang restarted (or the job failed).
     } else {
-      Converge(*job, *desired, gang);  // steps 9 and 10
+      if (elastic) ConvergeWorkers(*job, *desired, names, gang);
+      if (StringAt(status_, {"phase"}) != kPhaseFailed) {
+        Converge(*job, *desired, gang);  // steps 9 and 10
+      }
     }
   }
 
+  if (elastic) RecordMembership();
+  if (elastic && StringAt(status_, {"phase"}) != kPhaseFailed &&
+      StringAt(status_, {"phase"}) != kPhaseSucceeded && !spec.run_policy.suspend) {
+    RequeueAt(now_ + options_.membership_poll, now_, &plan_.requeue_after);
+  }
   if (StringAt(status_, {"phase"}) != kPhaseFailed) {
     deadline = DeadlineOf(spec.run_policy.active_deadline_seconds, status_);
     if (deadline.has_value()) RequeueAt(*deadline, now_, &plan_.requeue_after);
@@ -289,11 +334,11 @@ std::string Pass::LostPod(const ParsedJob& job, const std::vector<std::string>& 
   return "";
 }
 
-void Pass::Restart(const GangAssessment& gang, const job::RunPolicySpec& policy,
-                   const std::string& cause, int64_t exit_code) {
+bool Pass::FailsForGood(const job::RunPolicySpec& policy, const std::string& cause,
+                        int64_t exit_code) {
   if (policy.restart_policy == "Never") {
     Fail(kReasonPodFailed, absl::StrCat(cause, "; runPolicy.restartPolicy is Never"));
-    return;
+    return true;
   }
   if (policy.restart_policy == "ExitCode" && (exit_code == 2 || exit_code == 130)) {
     Fail(kReasonBadInput,
@@ -302,8 +347,14 @@ void Pass::Restart(const GangAssessment& gang, const job::RunPolicySpec& policy,
                                        "which no restart can fix"
                                      : " means the run was interrupted",
                       "; runPolicy.restartPolicy is ExitCode (OnFailure retries every failure)"));
-    return;
+    return true;
   }
+  return false;
+}
+
+void Pass::Restart(const GangAssessment& gang, const job::RunPolicySpec& policy,
+                   const std::string& cause, int64_t exit_code) {
+  if (FailsForGood(policy, cause, exit_code)) return;
   const int64_t restarts = gang.restarts + 1;
   const int backoff_limit = policy.backoff_limit;
   if (restarts > backoff_limit) {
@@ -324,8 +375,12 @@ void Pass::Restart(const GangAssessment& gang, const job::RunPolicySpec& policy,
 
 void Pass::Converge(const ParsedJob& job, const DesiredObjects& desired,
                     const GangAssessment& gang) {
+  const bool elastic = job.spec.elastic.enabled;
+  std::vector<std::string> names;
+  for (const Json& pod : desired.pods) names.push_back(Name(pod));
   bool spec_changed = false;
   for (const PodView* pod : gang.stale) {
+    if (elastic && Surplus(job, names, gang, *pod)) continue;  // ConvergeWorkers' business
     DeletePod(*pod);
     spec_changed = spec_changed || pod->spec_hash != job.spec_hash;
   }
@@ -334,12 +389,17 @@ void Pass::Converge(const ParsedJob& job, const DesiredObjects& desired,
   NameState secret_state = LookupName(observed_.secrets, SecretName(job.name), job_, &secret);
   bool secret_ready = false;
   if (secret_state == NameState::kOwned) {
-    if (Annotation(*secret, kSpecHashAnnotation) == job.spec_hash) {
-      secret_ready = true;
-    } else {
+    if (Annotation(*secret, kSpecHashAnnotation) != job.spec_hash) {
       spec_changed = true;
       plan_.deletes.push_back(
           {"v1", "Secret", JobNamespace(*secret), Name(*secret), Uid(*secret), ""});
+    } else if (elastic && Annotation(*secret, kManifestHashAnnotation) != job.manifest_hash &&
+               pods_.owned.empty()) {
+      // Only the replica count changed, and no worker holds the token any more.
+      plan_.deletes.push_back(
+          {"v1", "Secret", JobNamespace(*secret), Name(*secret), Uid(*secret), ""});
+    } else {
+      secret_ready = true;
     }
   } else if (secret_state == NameState::kFree && !observed_.token.empty()) {
     plan_.creates.push_back(desired.secret);
@@ -375,6 +435,13 @@ void Pass::Converge(const ParsedJob& job, const DesiredObjects& desired,
   bool old_gang_gone =
       gang.stale.empty() && std::none_of(pods_.owned.begin(), pods_.owned.end(),
                                          [](const PodView& p) { return p.terminating; });
+  if (elastic) {
+    // Workers come and go one by one: only another gang's pods hold the new ones back (a name
+    // still held by a terminating pod is skipped below, and taken next time).
+    old_gang_gone = std::none_of(pods_.owned.begin(), pods_.owned.end(), [&](const PodView& p) {
+      return p.restart_generation != gang.restarts || p.spec_hash != job.spec_hash;
+    });
+  }
   std::vector<std::string> created;
   if (secret_ready && old_gang_gone && pod_group_ready) {
     for (const Json& pod : desired.pods) {
@@ -410,7 +477,126 @@ void Pass::Converge(const ParsedJob& job, const DesiredObjects& desired,
          absl::StrCat("the spec changed (generation ", Generation(job_),
                       "): recreating the pods with it; this is not counted as a restart"));
   }
-  UpdatePhase(desired, gang, spec_changed);
+  UpdatePhase(job, desired, gang, spec_changed);
+}
+
+bool Pass::Surplus(const ParsedJob& job, const std::vector<std::string>& names,
+                   const GangAssessment& gang, const PodView& pod) const {
+  return pod.role == kRoleWorker && !pod.terminating && pod.restart_generation == gang.restarts &&
+         pod.spec_hash == job.spec_hash &&
+         std::find(names.begin(), names.end(), pod.name) == names.end();
+}
+
+void Pass::ConvergeWorkers(const ParsedJob& job, const DesiredObjects& desired,
+                           const std::vector<std::string>& names, const GangAssessment& gang) {
+  const std::optional<CoordinatorMembership>& membership = observed_.membership;
+  auto member = [&](int slot) { return membership.has_value() && membership->IsMember(slot); };
+  // LOST is for a job that runs: before that (start-up, a restarted gang) nobody trains yet.
+  const bool running = StringAt(old_status_, {"phase"}) == kPhaseRunning;
+  for (const Json& pod : desired.pods) {
+    if (Label(pod, kRoleLabel) != kRoleWorker) continue;
+    int slot = -1;
+    if (!absl::SimpleAtoi(Label(pod, kRankLabel), &slot)) continue;
+    const PodView* view = pods_.Owned(Name(pod));
+    const bool current = view != nullptr && !view->terminating &&
+                         view->restart_generation == gang.restarts &&
+                         view->spec_hash == job.spec_hash;
+    if (current && view->phase == kPhaseFailed) {
+      const std::string why = FailureSummary(*view->object);
+      std::string cause = absl::StrCat("pod ", view->name, " failed");
+      if (!why.empty()) absl::StrAppend(&cause, " (", why, ")");
+      if (FailsForGood(job.spec.run_policy, cause, FailedExitCode(*view->object))) return;
+      DeletePod(*view);
+      Emit(kEventWarning, kReasonWorkerReplaced,
+           absl::StrCat(cause, ": replacing it alone (spec.elastic); the other workers go on"));
+      if (member(slot)) {
+        plan_.membership.push_back(
+            {MembershipRequest::Kind::kLost, slot, why.empty() ? "pod failed" : why});
+      }
+    } else if (running && !current && member(slot) &&
+               (view == nullptr ||
+                (view->terminating && view->restart_generation == gang.restarts))) {
+      plan_.membership.push_back(
+          {MembershipRequest::Kind::kLost, slot, "pod deleted or lost"});
+    }
+  }
+  // Scaled down: the surplus workers leave at a step boundary, then their pods go.
+  for (const PodView& pod : pods_.owned) {
+    if (!Surplus(job, names, gang, pod)) continue;
+    const bool left = pod.phase == kPhaseSucceeded || pod.phase == kPhaseFailed ||
+                      !membership.has_value() || !member(pod.rank);
+    if (left) {
+      DeletePod(pod);
+    } else {
+      plan_.membership.push_back({MembershipRequest::Kind::kRemove, pod.rank, "scaled down"});
+    }
+  }
+}
+
+bool Pass::BelowMinimum(const ParsedJob& job, const GangAssessment& gang) {
+  const job::ElasticSpec& elastic = job.spec.elastic;
+  const Json* condition = FindCondition(status_, kConditionBelowMinReplicas);
+  const bool waiting = condition != nullptr && StringAt(*condition, {"status"}) == kTrue;
+  // The wait starts only while the job runs: a gang starting up is not below anything yet.
+  if (!waiting && StringAt(old_status_, {"phase"}) != kPhaseRunning) return false;
+  int members = 0;
+  const char* what = "members";
+  if (observed_.membership.has_value()) {
+    members = static_cast<int>(observed_.membership->members.size());
+  } else {
+    what = "ready workers";
+    for (const PodView* pod : gang.current) {
+      if (pod->role == kRoleWorker && pod->phase == kPhaseRunning && pod->ready) ++members;
+    }
+  }
+  if (members >= elastic.min_replicas) {
+    if (waiting) {
+      Set(kConditionBelowMinReplicas, kFalse, kReasonMinReplicasMet,
+          absl::StrCat(members, " ", what, ", at least spec.elastic.minReplicas (",
+                       elastic.min_replicas, ")"));
+    }
+    return false;
+  }
+  const std::string below = absl::StrCat(members, " ", what, ", below spec.elastic.minReplicas (",
+                                         elastic.min_replicas, ")");
+  Set(kConditionBelowMinReplicas, kTrue, kReasonBelowMinReplicas,
+      absl::StrCat(below, ": the gang restarts after spec.elastic.joinTimeoutSeconds (",
+                   elastic.join_timeout_seconds, "s) unless workers join"));
+  condition = FindCondition(status_, kConditionBelowMinReplicas);
+  std::optional<absl::Time> since =
+      ParseKubeTime(StringAt(*condition, {"lastTransitionTime"}));
+  const absl::Time due = since.value_or(now_) + absl::Seconds(elastic.join_timeout_seconds);
+  if (now_ < due) {
+    RequeueAt(due, now_, &plan_.requeue_after);
+    return false;
+  }
+  const std::string cause =
+      absl::StrCat(below, " for more than spec.elastic.joinTimeoutSeconds (",
+                   elastic.join_timeout_seconds, "s)");
+  Set(kConditionBelowMinReplicas, kFalse, kReasonGangRestart, cause);
+  Restart(gang, job.spec.run_policy, cause, -1);
+  return true;
+}
+
+void Pass::RecordMembership() {
+  if (!observed_.membership.has_value()) return;
+  const CoordinatorMembership& m = *observed_.membership;
+  const int64_t recorded = IntAt(old_status_, {"membership", "epoch"}, 0);
+  status_["membership"] = Json{{"epoch", m.epoch}, {"members", m.members}};
+  if (m.epoch <= recorded) return;  // nothing new, or a restarted coordinator
+  bool newest_told = false;
+  for (const MembershipChangeView& change : m.changes) {
+    if (change.epoch <= recorded || change.epoch > m.epoch) continue;
+    const bool newest = change.epoch == m.epoch;
+    newest_told = newest_told || newest;
+    Emit(kEventNormal, kReasonMembershipChanged,
+         MembershipEventMessage(change, newest ? m.members : std::vector<int>{}));
+  }
+  if (!newest_told) {
+    MembershipChangeView change;
+    change.epoch = m.epoch;
+    Emit(kEventNormal, kReasonMembershipChanged, MembershipEventMessage(change, m.members));
+  }
 }
 
 bool Pass::ConvergePodGroup(const DesiredObjects& desired) {
@@ -449,11 +635,49 @@ bool Pass::ConvergePodGroup(const DesiredObjects& desired) {
   return ready;
 }
 
-void Pass::UpdatePhase(const DesiredObjects& desired, const GangAssessment& gang,
-                       bool spec_changed) {
+void Pass::UpdatePhase(const ParsedJob& job, const DesiredObjects& desired,
+                       const GangAssessment& gang, bool spec_changed) {
   size_t running = 0;
   for (const PodView* pod : gang.current) {
     if (pod->phase == kPhaseRunning || pod->phase == kPhaseSucceeded) ++running;
+  }
+  if (job.spec.elastic.enabled) {
+    // Every ps pod and minReplicas workers (reconciler.h, "Elastic jobs").
+    size_t ps = 0;
+    size_t ps_running = 0;
+    size_t workers = 0;
+    size_t workers_running = 0;
+    for (const Json& pod : desired.pods) {
+      const bool worker = Label(pod, kRoleLabel) == kRoleWorker;
+      (worker ? workers : ps) += 1;
+      const PodView* view = pods_.Owned(Name(pod));
+      const bool up = view != nullptr && !view->terminating &&
+                      std::find(gang.current.begin(), gang.current.end(), view) !=
+                          gang.current.end() &&
+                      (view->phase == kPhaseRunning || view->phase == kPhaseSucceeded);
+      if (up) (worker ? workers_running : ps_running) += 1;
+    }
+    const size_t needed =
+        std::min(workers, static_cast<size_t>(std::max(job.spec.elastic.min_replicas, 1)));
+    if (ps_running == ps && workers_running >= needed && workers_running > 0) {
+      status_["phase"] = kPhaseRunning;
+      SetOnce("startTime", now_);
+      std::string message = absl::StrCat(
+          workers_running, " of ", workers, " workers are running (spec.elastic.minReplicas ",
+          job.spec.elastic.min_replicas, ")");
+      if (Set(kConditionRunning, kTrue, kReasonRunning, message) ==
+          ConditionChange::kTransition) {
+        Emit(kEventNormal, kReasonRunning, message);
+      }
+      return;
+    }
+    status_["phase"] = kPhasePending;
+    if (IsConditionTrue(status_, kConditionRunning)) {
+      Set(kConditionRunning, kFalse, spec_changed ? kReasonSpecChanged : kReasonPodsNotRunning,
+          absl::StrCat(workers_running, " of ", workers, " workers and ", ps_running, " of ", ps,
+                       " ps pods are running"));
+    }
+    return;
   }
   // gang.current holds only desired names, one pod per name.
   if (running == desired.pods.size()) {

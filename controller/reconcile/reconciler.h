@@ -64,14 +64,47 @@
 //      Terminating), so re-observing after the Plan finds nothing more to write. Events only
 //      come with such a status change.
 //
+// Elastic jobs (spec.elastic, docs/elastic.md "On Kubernetes") differ in steps 8 to 10:
+//   * The pods' spec hash leaves out the worker replica count (parsed_job.h): scaling creates the
+//     missing worker pods (never one above spec.elastic.maxReplicas) and removes the surplus
+//     ones, and restarts nothing. A surplus worker pod (its slot at or above the replica count)
+//     is deleted once its worker has left: the pod finished (Succeeded or Failed), or
+//     Observed::membership is known and the slot is not a member. Until then the Plan asks the
+//     coordinator for ChangeMembership REMOVE (reason "scaled down"), and the worker leaves at a
+//     step boundary and exits 0. When the coordinator cannot be read (membership nullopt) the pod
+//     is deleted at once: the survivors then see it lost.
+//   * A worker pod that fails is deleted and recreated alone (same name, same slot; a Warning
+//     WorkerReplaced), one that is deleted or lost is recreated alone, and no other pod is touched.
+//     runPolicy.restartPolicy Never still fails the job, and ExitCode still fails it on exit code
+//     2 or 130; replacements do not count as restarts. While the coordinator still lists such a
+//     slot as a member, the Plan reports it: ChangeMembership LOST. A ps pod that fails or is
+//     lost restarts the gang as in step 8.
+//   * The missing worker pods are created as soon as their names are free; only pods of another
+//     restart generation or spec hash (a gang restart, a spec change) hold the creation back.
+//   * Phase Running needs every ps pod and spec.elastic.minReplicas worker pods running.
+//   * Below minimum: once the job ran, fewer members than spec.elastic.minReplicas (the
+//     coordinator's members when known, else the current worker pods that are Running and
+//     Ready) sets condition BelowMinReplicas=True; still True joinTimeoutSeconds after its
+//     lastTransitionTime, the gang restarts as in step 8 (GangRestart names the cause) and the
+//     condition turns False. Enough members again: False, reason MinReplicasMet.
+//   * status.membership {epoch, members} follows the coordinator, with one Normal event
+//     MembershipChanged per new epoch ("epoch 3: slot 2 lost; members 0,1,3"); an older epoch
+//     (a restarted coordinator) is followed without events.
+//   * The Secret keeps the token the running workers hold: it is not replaced when only the
+//     replica count changed while the job has pods; with none left (a gang restart, suspension)
+//     an outdated one is replaced, so the next coordinator starts with the current replicas.
+//   * A live elastic job is requeued every Options::membership_poll, to follow the coordinator.
+//
 // Thread-safe: Reconcile touches nothing but its arguments.
 #ifndef HPTRAIN_CONTROLLER_RECONCILE_RECONCILER_H_
 #define HPTRAIN_CONTROLLER_RECONCILE_RECONCILER_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "controller/reconcile/elastic.h"
 #include "controller/reconcile/object_meta.h"
 #include "controller/reconcile/plan.h"
 #include "controller/reconcile/pod_template.h"
@@ -94,6 +127,9 @@ struct Observed {
   std::string token;
   // Throughput per worker pod from the metrics feed; may be empty.
   WorkerMetricsMap worker_metrics;
+  // Elastic jobs: the coordinator's membership (GetJobStatus); nullopt when it could not be read
+  // (or was not asked: a job that is not elastic).
+  std::optional<CoordinatorMembership> membership;
 };
 
 struct Options {
@@ -101,6 +137,8 @@ struct Options {
   // policy and pull secrets that go with it; an empty image = such a template is an invalid
   // spec. A bare image name converts to it.
   RuntimeImage default_image;
+  // How often a live elastic job is reconciled again to follow its coordinator's membership.
+  absl::Duration membership_poll = absl::Seconds(5);
 };
 
 Plan Reconcile(const Observed& observed, const Options& options, absl::Time now);
