@@ -250,14 +250,42 @@ class WorkerSession::Impl {
   std::string strategy_decision_;  // StepStats::strategy_decision of the last step
   hptrain::v1::ProgressReport report_;
 
+  // The collectives' bytes, of every membership epoch's communicators so far: the host
+  // communicator's sent and received, each in total and between nodes, and the device
+  // communicator's (NCCL).
+  struct CommBytes {
+    int64_t sent = 0, received = 0, inter_sent = 0, inter_received = 0;
+    int64_t device_sent = 0, device_received = 0;
+  };
+  CommBytes released_;  // of the communicators of earlier epochs
+  CommBytes comm_bytes() const {
+    CommBytes b = released_;
+    if (const comm::Communicator* c = communicator_.get()) {
+      b.sent += c->bytes_sent();
+      b.received += c->bytes_received();
+      b.inter_sent += c->inter_node_bytes_sent();
+      b.inter_received += c->inter_node_bytes_received();
+    }
+    if (const comm::Communicator* d = device_communicator_.get()) {
+      b.device_sent += d->bytes_sent();
+      b.device_received += d->bytes_received();
+    }
+    return b;
+  }
+  // Closes the communicators of the epoch being left, keeping their byte counts.
+  void ReleaseCommunicators() {
+    released_ = comm_bytes();
+    device_communicator_.reset();
+    communicator_.reset();
+  }
   // Everything this worker put on and took off the network: collectives and the PS.
   int64_t bytes_sent() const {
-    return communicator_->bytes_sent() + (ps_client_ ? ps_client_->bytes_sent() : 0) +
-           (device_communicator_ ? device_communicator_->bytes_sent() : 0);
+    const CommBytes b = comm_bytes();
+    return b.sent + b.device_sent + (ps_client_ ? ps_client_->bytes_sent() : 0);
   }
   int64_t bytes_received() const {
-    return communicator_->bytes_received() + (ps_client_ ? ps_client_->bytes_received() : 0) +
-           (device_communicator_ ? device_communicator_->bytes_received() : 0);
+    const CommBytes b = comm_bytes();
+    return b.received + b.device_received + (ps_client_ ? ps_client_->bytes_received() : 0);
   }
   void SendReport();
   void RecordNodeBytes();
@@ -456,8 +484,7 @@ absl::StatusOr<bool> WorkerSession::Impl::WaitForMembers(const train::Membership
 
 absl::StatusOr<train::EpochGroup> WorkerSession::Impl::Regroup(
     const train::MembershipEpoch& target, bool after_loss) {
-  device_communicator_.reset();
-  communicator_.reset();
+  ReleaseCommunicators();
   const auto deadline = Clock::now() + std::chrono::seconds(spec_.elastic.join_timeout_seconds);
   train::MembershipEpoch want = target;
   // After a loss, and whenever a rendezvous fails, the epoch to form is the one the coordinator
@@ -494,8 +521,7 @@ absl::StatusOr<train::EpochGroup> WorkerSession::Impl::Regroup(
       std::fprintf(stderr, "hptrain worker %d: membership epoch %lld did not connect (%s)\n",
                    config_.rank, static_cast<long long>(want.epoch),
                    std::string(connected.message()).c_str());
-      device_communicator_.reset();
-      communicator_.reset();
+      ReleaseCommunicators();
       loss_after = want.epoch;
       continue;
     }
@@ -524,10 +550,9 @@ void WorkerSession::Impl::SendReport() {
 }
 
 void WorkerSession::Impl::RecordNodeBytes() {
-  const comm::Communicator& c = *communicator_;
-  metrics_->OnNodeBytes(c.bytes_sent() - c.inter_node_bytes_sent(),
-                        c.bytes_received() - c.inter_node_bytes_received(),
-                        c.inter_node_bytes_sent(), c.inter_node_bytes_received());
+  const CommBytes b = comm_bytes();
+  metrics_->OnNodeBytes(b.sent - b.inter_sent, b.received - b.inter_received, b.inter_sent,
+                        b.inter_received);
 }
 
 void WorkerSession::Impl::OnStep(const train::StepStats& stats) {
