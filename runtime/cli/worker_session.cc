@@ -366,8 +366,9 @@ absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
                                                        train::CudaBuilt()));
   const auto timeout = std::chrono::seconds(config.rendezvous_timeout_s);
   timeout_ = timeout;
-  // A joiner's device was checked against nobody: the members checked theirs at the start.
-  if (!joining_) {
+  // A joiner's device was checked against nobody, nor are an elastic job's (its members may
+  // never all be there).
+  if (!spec_.elastic.enabled) {
     HPTRAIN_RETURN_IF_ERROR(CheckSameDevice(client, config.rank, world_, device_, timeout));
   }
   if (device_.kind == "cuda") {
@@ -382,16 +383,34 @@ absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
   if (spec_.run_policy.peer_timeout_seconds > 0) {
     gloo_.timeout = std::chrono::seconds(spec_.run_policy.peer_timeout_seconds);
   }
+  if (spec_.elastic.enabled) {
+    // Before the rendezvous, which waits for the other members: a member that does not heartbeat
+    // meanwhile is taken for lost.
+    heartbeat_ = std::make_unique<Heartbeat>(client, config.rank, epoch_, [] {});
+  }
   if (!joining_) {
     std::vector<int> members;
     for (int r = 0; r < world_; ++r) members.push_back(r);
-    HPTRAIN_RETURN_IF_ERROR(ConnectEpoch(0, config.rank, members));
+    if (spec_.elastic.enabled) {
+      // The first epoch forms like any other: a member lost before it formed drops out of it.
+      train::MembershipEpoch start;
+      start.members = members;
+      start.batch_sizes = allocation_;
+      HPTRAIN_ASSIGN_OR_RETURN(train::EpochGroup group, Regroup(start, false));
+      if (group.left) {
+        return absl::UnavailableError(
+            "this worker was taken for lost before the job's first membership epoch formed");
+      }
+      allocation_ = group.membership.batch_sizes;
+    } else {
+      HPTRAIN_RETURN_IF_ERROR(ConnectEpoch(0, config.rank, members));
+    }
   }
   if (job::UsesParameterServer(spec_.strategy.type)) {
     HPTRAIN_ASSIGN_OR_RETURN(ps_client_,
                              ps::PsClient::Discover(client, spec_.ps_shards, token, timeout));
   }
-  heartbeat_ = std::make_unique<Heartbeat>(client, config.rank, epoch_, [] {});
+  if (!heartbeat_) heartbeat_ = std::make_unique<Heartbeat>(client, config.rank, epoch_, [] {});
   if (spec_.elastic.enabled) {
     membership_prefetcher_ = std::make_unique<ps::StepPrefetcher<train::MembershipEpoch>>(
         [&client](int64_t step) -> absl::StatusOr<train::MembershipEpoch> {

@@ -203,8 +203,18 @@ Status CoordinatorService::Register(ServerContext* context, const v1::RegisterRe
       ScheduleChange(membership_.Leave(slot, "lost", "registered again", UnixNow()), 0);
     }
     done_.erase(slot);
-    if (!membership_.IsMember(slot)) {
+    // A first registration of a member of the epoch in force starts with the others (even if a
+    // removal is planned for it); anybody else joins, with the state of the members.
+    const v1::Allocation& now = InForce(std::max<int64_t>(HighestStep(), 0));
+    const bool starts = !again && std::find(now.members().begin(), now.members().end(), slot) !=
+                                      now.members().end();
+    if (starts) {
+      // It forms the epoch in force with the others.
+    } else if (!membership_.IsMember(slot)) {
       *response->mutable_allocation() = ScheduleChange(membership_.Join(slot, UnixNow()), 0);
+      response->set_joining(true);
+    } else {
+      *response->mutable_allocation() = allocation_;
       response->set_joining(true);
     }
     membership_.Seen(slot, Membership::Clock::now());
@@ -244,12 +254,16 @@ Status CoordinatorService::GetAllocation(ServerContext* context,
   while (schedule_.size() > 1 && schedule_[1].effective_step() <= max_asked_step_ - 1) {
     schedule_.erase(schedule_.begin());
   }
+  *response = InForce(step);
+  return Status::OK;
+}
+
+const v1::Allocation& CoordinatorService::InForce(int64_t step) const {
   size_t in_force = 0;
   for (size_t i = 1; i < schedule_.size(); ++i) {
     if (schedule_[i].effective_step() <= step) in_force = i;
   }
-  *response = schedule_[in_force];
-  return Status::OK;
+  return schedule_[in_force];
 }
 
 Status CoordinatorService::SetAllocation(ServerContext* context,

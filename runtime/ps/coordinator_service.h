@@ -105,6 +105,8 @@ class CoordinatorService final : public hptrain::v1::Coordinator::Service {
   // With mu_ held: the highest step any worker has asked the allocation for or reported.
   int64_t HighestStep() const;
   bool AllMembersDone() const;
+  // With mu_ held: the allocation in force at `step`.
+  const hptrain::v1::Allocation& InForce(int64_t step) const;
 
   const CoordinatorConfig config_;
   std::function<void(const std::string&)> on_rejected_;
