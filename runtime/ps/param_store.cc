@@ -312,8 +312,11 @@ absl::Status ParamStore::WaitForVersion(std::unique_lock<std::mutex>& lock, int6
     if (init < 0 && initialised_ && (epoch < 0 || membership_epoch_ >= epoch)) init = inits_;
     return init >= 0;
   };
-  // Done waiting: the version is reached, or the Init waited in is gone.
-  auto done = [&] { return admitted() && (inits_ != init || version_ >= version); };
+  // Done waiting: the version is reached, or the Init waited in is gone or of a later epoch.
+  auto done = [&] {
+    return admitted() &&
+           (inits_ != init || (epoch >= 0 && membership_epoch_ != epoch) || version_ >= version);
+  };
   auto interrupted = [&] { return shutdown_ || (cancelled != nullptr && cancelled->load()); };
   bool reached = false;
   ++waiting_;

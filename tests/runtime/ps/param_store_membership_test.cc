@@ -173,6 +173,20 @@ TEST(ParamStoreMembership, CallsOfAnotherEpochAreRefused) {
   EXPECT_EQ(pulled->version, 3);
 }
 
+// A pull waiting for the Init of epoch 1 is refused at once when the shard is initialised for
+// epoch 2 instead (epoch 1 ended before its rank 0 initialised the shard).
+TEST(ParamStoreMembership, APullWaitingForASkippedEpochIsRefused) {
+  Shard f(/*slots=*/3);
+  auto waiting = std::async(std::launch::async, [&] { return f.store->Pull(1, 5, 32, kWait, 1); });
+  ASSERT_TRUE(f.WaitForWaiters(1));
+  ASSERT_TRUE(f.store->Init(0, Layout(2, 2), State(0, Initial())).ok());
+  absl::StatusOr<PullResult> pulled = waiting.get();
+  EXPECT_TRUE(absl::IsFailedPrecondition(pulled.status())) << pulled.status();
+  EXPECT_THAT(std::string(pulled.status().message()),
+              HasSubstr("of membership epoch 1 to a shard in epoch 2"));
+  EXPECT_EQ(f.rejected, (std::vector<std::string>{"membership"}));
+}
+
 // Without spec.elastic the layout must be for exactly the job's workers; with it, for 1 to the
 // slots.
 TEST(ParamStoreMembership, WorldSizeChecks) {
