@@ -193,7 +193,8 @@ TEST(ParamStoreMembership, WorldSizeChecks) {
   Shard fixed(/*slots=*/3, /*elastic=*/false);
   absl::Status status = fixed.store->Init(0, Layout(2, 0), State(0, Initial()));
   EXPECT_TRUE(absl::IsInvalidArgument(status));
-  EXPECT_THAT(std::string(status.message()), HasSubstr("the layout is for 2 workers, the job has 3"));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("the layout is for 2 workers, the job has 3"));
   Shard elastic(/*slots=*/3);
   status = elastic.store->Init(0, Layout(4, 0), State(0, Initial()));
   EXPECT_THAT(std::string(status.message()),

@@ -96,8 +96,8 @@ TEST(PsMembership, TheStrategyOfADeadEpochEndsAtOnceAndTheNextReInitialisesTheSh
   // Epoch 0: ranks 0 and 1; rank 1 is lost before it pushes round 0. Rank 0's step 0 leaves the
   // pull of version 1 running in the background (staleness 1): it waits for rank 1's push.
   std::vector<float> params = InitialParams();
-  auto old_epoch = std::make_unique<Worker>(spec, std::make_shared<comm::LoopbackHub>(2), 0,
-                                            &connection);
+  auto old_epoch =
+      std::make_unique<Worker>(spec, std::make_shared<comm::LoopbackHub>(2), 0, &connection);
   ASSERT_TRUE(old_epoch->strategy->Start(absl::MakeSpan(params), 0, {}).ok());
   ASSERT_TRUE(old_epoch->Step(0, params).ok());
   EXPECT_EQ(store->version(), 0);
