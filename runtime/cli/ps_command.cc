@@ -145,7 +145,9 @@ absl::StatusOr<Shard> MakeShard(const job::JobSpec& spec, const PsFlags& flags,
                                 const std::function<void(const std::string&)>& on_unauthenticated) {
   ps::ParamStoreConfig config;
   config.shard = flags.shard;
-  config.world_size = spec.WorldSize();
+  // Elastic: rounds are of each membership epoch's workers, at most every slot's.
+  config.world_size = spec.Slots();
+  config.elastic = spec.elastic.enabled;
   config.global_batch = spec.global_batch_size;
   config.optimizer = spec.optimizer;
   // Pushes may run ahead of the model by the staleness bound: hps's (default 1), else none.

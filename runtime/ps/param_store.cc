@@ -15,11 +15,19 @@ namespace hptrain::ps {
 
 using Clock = std::chrono::steady_clock;
 
-ParamStore::ParamStore(ParamStoreConfig config) : config_(std::move(config)) {}
+ParamStore::ParamStore(ParamStoreConfig config)
+    : config_(std::move(config)), world_(config_.world_size) {}
 
 absl::Status ParamStore::Reject(const std::string& reason, absl::Status status) {
   if (on_rejected_) on_rejected_(reason);
   return status;
+}
+
+absl::Status ParamStore::WrongEpoch(const std::string& what, int64_t epoch) {
+  return Reject("membership", absl::FailedPreconditionError(absl::StrCat(
+                                  what, " of membership epoch ", epoch, " to a shard in epoch ",
+                                  membership_epoch_, " (parameter-server shard ", config_.shard,
+                                  ")")));
 }
 
 absl::Status ParamStore::Init(int rank, const ShardLayoutInfo& layout, const ShardState& state) {
@@ -32,9 +40,17 @@ absl::Status ParamStore::Init(int rank, const ShardLayoutInfo& layout, const Sha
   if (layout.shard != config_.shard) {
     return bad(absl::StrCat("the layout is for shard ", layout.shard));
   }
-  if (layout.world_size != config_.world_size) {
+  if (!config_.elastic && layout.world_size != config_.world_size) {
     return bad(absl::StrCat("the layout is for ", layout.world_size, " workers, the job has ",
                             config_.world_size));
+  }
+  if (config_.elastic && (layout.world_size < 1 || layout.world_size > config_.world_size)) {
+    return bad(absl::StrCat("the layout is for ", layout.world_size,
+                            " workers, the job has 1 to ", config_.world_size));
+  }
+  if (layout.membership_epoch < 0) return bad("negative membership epoch");
+  if (initialised_ && layout.membership_epoch < membership_epoch_) {
+    return WrongEpoch(absl::StrCat("init by rank ", rank), layout.membership_epoch);
   }
   int64_t total = 0;
   for (int64_t n : layout.tensor_sizes) {
@@ -74,7 +90,9 @@ absl::Status ParamStore::Init(int rank, const ShardLayoutInfo& layout, const Sha
   optimizer_ = std::move(optimizer);
   version_ = state.version;
   rounds_.clear();
-  mirrors_.assign(config_.world_size, {});
+  world_ = layout.world_size;
+  membership_epoch_ = layout.membership_epoch;
+  mirrors_.assign(world_, {});
   fresh_.clear();
   if (config_.mp2.has_value()) {
     prediction_ = std::make_unique<mp2::PredictionState>(
@@ -82,6 +100,7 @@ absl::Status ParamStore::Init(int rank, const ShardLayoutInfo& layout, const Sha
     HPTRAIN_RETURN_IF_ERROR(prediction_->Reset(params_, version_));
   }
   initialised_ = true;
+  ++inits_;  // waits of the previous Init end with Aborted
   cv_.notify_all();
   return absl::OkStatus();
 }
@@ -96,10 +115,10 @@ absl::StatusOr<int64_t> ParamStore::Push(const PushInfo& push,
                       " before rank 0 initialised it")));
   }
   const std::string who = absl::StrCat("push of rank ", push.rank, " for step ", push.step);
-  if (push.rank < 0 || push.rank >= config_.world_size) {
+  if (push.membership_epoch != membership_epoch_) return WrongEpoch(who, push.membership_epoch);
+  if (push.rank < 0 || push.rank >= world_) {
     return Reject("rank", absl::InvalidArgumentError(absl::StrCat(
-                              who, ": rank out of range, the job has ", config_.world_size,
-                              " workers")));
+                              who, ": rank out of range, the job has ", world_, " workers")));
   }
   if (push.step < version_) {
     return Reject("stale_step", absl::FailedPreconditionError(absl::StrCat(
@@ -185,10 +204,10 @@ absl::StatusOr<int64_t> ParamStore::Push(const PushInfo& push,
   // Accepted: from here on nothing fails.
   Round& round = rounds_[push.step];
   if (round.sums.empty()) {
-    round.sums.resize(config_.world_size);
-    round.covered.resize(config_.world_size);
-    round.tensors_covered.assign(config_.world_size, 0);
-    round.batch.assign(config_.world_size, 0);
+    round.sums.resize(world_);
+    round.covered.resize(world_);
+    round.tensors_covered.assign(world_, 0);
+    round.batch.assign(world_, 0);
     round.first_push = Clock::now();
   }
   round.lr = push.lr;
@@ -214,7 +233,7 @@ absl::StatusOr<int64_t> ParamStore::Push(const PushInfo& push,
 void ParamStore::ApplyReadyRounds() {
   bool applied = false;
   for (auto it = rounds_.find(version_);
-       it != rounds_.end() && it->second.ranks_complete == config_.world_size;
+       it != rounds_.end() && it->second.ranks_complete == world_;
        it = rounds_.find(version_)) {
     Round& round = it->second;
     if (config_.mp2.has_value()) {
@@ -233,7 +252,7 @@ void ParamStore::ApplyReadyRounds() {
       continue;
     }
     std::vector<float>& g = round.sums[0];
-    for (int r = 1; r < config_.world_size; ++r) {
+    for (int r = 1; r < world_; ++r) {
       const std::vector<float>& other = round.sums[r];
       for (size_t i = 0; i < g.size(); ++i) g[i] += other[i];
     }
@@ -261,7 +280,7 @@ void ParamStore::ApplyMp2Round(int64_t step, Round& round) {
     const int64_t n = prediction_->PushSize(static_cast<int>(t), step);
     std::vector<float>& average = fresh[t];
     average.assign(static_cast<size_t>(n), 0.0f);
-    for (int r = 0; r < config_.world_size; ++r) {
+    for (int r = 0; r < world_; ++r) {
       const float weight = static_cast<float>(round.batch[r]);
       const float* values = round.sums[r].data() + tensor_offsets_[t];
       for (int64_t i = 0; i < n; ++i) average[i] += weight * values[i];
@@ -280,39 +299,70 @@ void ParamStore::ApplyMp2Round(int64_t step, Round& round) {
 bool ParamStore::RoundWaitsForPrediction() const {
   if (!config_.mp2.has_value() || prediction_ == nullptr) return false;
   auto it = rounds_.find(version_);
-  return it != rounds_.end() && it->second.ranks_complete == config_.world_size;
+  return it != rounds_.end() && it->second.ranks_complete == world_;
 }
 
 absl::Status ParamStore::WaitForVersion(std::unique_lock<std::mutex>& lock, int64_t version,
-                                        std::chrono::milliseconds timeout, const char* what) {
+                                        int64_t epoch, std::chrono::milliseconds timeout,
+                                        const char* what, const std::atomic<bool>* cancelled) {
   const Clock::time_point deadline = Clock::now() + timeout;
+  // The Init this wait belongs to: the first one of `epoch` or later it sees (-1: none yet).
+  int64_t init = -1;
+  auto admitted = [&] {
+    if (init < 0 && initialised_ && (epoch < 0 || membership_epoch_ >= epoch)) init = inits_;
+    return init >= 0;
+  };
+  // Done waiting: the version is reached, or the Init waited in is gone or of a later epoch.
+  auto done = [&] {
+    return admitted() &&
+           (inits_ != init || (epoch >= 0 && membership_epoch_ != epoch) || version_ >= version);
+  };
+  auto interrupted = [&] { return shutdown_ || (cancelled != nullptr && cancelled->load()); };
   bool reached = false;
+  ++waiting_;
   for (;;) {
-    reached = cv_.wait_until(lock, deadline, [&] {
-      return shutdown_ || (initialised_ && version_ >= version) || RoundWaitsForPrediction();
-    });
-    if (shutdown_ || !reached || version_ >= version) break;
+    reached = cv_.wait_until(lock, deadline,
+                             [&] { return interrupted() || done() || RoundWaitsForPrediction(); });
+    if (interrupted() || !reached || done()) break;
     // mp2: the next round has every push and waits for its inference, which runs outside the lock
     // (or has finished since the last push); this caller applies the round once it has finished.
-    bool done = true;
+    bool finished = true;
     if (!prediction_->PredictionReady()) {
       std::shared_future<void> pending = prediction_->PendingPrediction();
       lock.unlock();
-      done = pending.wait_until(deadline) == std::future_status::ready;
+      finished = pending.wait_until(deadline) == std::future_status::ready;
       lock.lock();
     }
     ApplyReadyRounds();
-    if (!done && version_ < version) {
+    if (!finished && !done()) {
       reached = false;
       break;
     }
   }
+  --waiting_;
   if (shutdown_) return absl::CancelledError("the parameter server is shutting down");
+  if (cancelled != nullptr && cancelled->load()) {
+    return absl::CancelledError(absl::StrCat(what, ": cancelled"));
+  }
+  if (init >= 0 && inits_ != init) {
+    return absl::AbortedError(absl::StrCat(what, ": parameter-server shard ", config_.shard,
+                                           " re-initialised for membership epoch ",
+                                           membership_epoch_));
+  }
+  if (init >= 0 && epoch >= 0 && membership_epoch_ != epoch) {
+    return WrongEpoch(what, epoch);
+  }
   if (!reached) {
     if (!initialised_) {
       return absl::DeadlineExceededError(absl::StrCat(
           what, ": parameter-server shard ", config_.shard, " was not initialised within ",
           timeout.count() / 1000.0, " s"));
+    }
+    if (init < 0) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          what, ": parameter-server shard ", config_.shard,
+          " was not initialised for membership epoch ", epoch, " within ",
+          timeout.count() / 1000.0, " s (it is in epoch ", membership_epoch_, ")"));
     }
     return absl::DeadlineExceededError(absl::StrCat(
         what, ": parameter-server shard ", config_.shard, " did not reach model version ",
@@ -325,23 +375,30 @@ absl::Status ParamStore::WaitForVersion(std::unique_lock<std::mutex>& lock, int6
 }
 
 absl::StatusOr<PullResult> ParamStore::Pull(int rank, int64_t min_version, int bits,
-                                            std::chrono::milliseconds timeout) {
+                                            std::chrono::milliseconds timeout,
+                                            int64_t membership_epoch,
+                                            const std::atomic<bool>* cancelled) {
   std::unique_lock<std::mutex> lock(mu_);
   const std::string who = absl::StrCat("pull of rank ", rank);
-  if (rank < 0 || rank >= config_.world_size) {
+  // The rank is checked against the slots first and the epoch's world once the wait is over (a
+  // pull may wait for the Init of its epoch).
+  auto bad_rank = [&](int workers) {
     return Reject("rank", absl::InvalidArgumentError(absl::StrCat(
-                              who, ": rank out of range, the job has ", config_.world_size,
-                              " workers")));
+                              who, ": rank out of range, the job has ", workers, " workers")));
+  };
+  if (rank < 0 || rank >= config_.world_size) return bad_rank(config_.world_size);
+  if (membership_epoch < 0 || (initialised_ && membership_epoch < membership_epoch_)) {
+    return WrongEpoch(who, membership_epoch);
   }
-  if (bits == kFreshBits && config_.mp2.has_value()) {
-    HPTRAIN_RETURN_IF_ERROR(WaitForVersion(lock, min_version, timeout, who.c_str()));
-    return PullFresh(rank, min_version);
-  }
-  if (!ValidPsBits(bits)) {
+  const bool fresh = bits == kFreshBits && config_.mp2.has_value();
+  if (!fresh && !ValidPsBits(bits)) {
     return Reject("size", absl::InvalidArgumentError(
                               absl::StrCat(who, ": bits ", bits, " is not 2, 4, 8, 16 or 32")));
   }
-  HPTRAIN_RETURN_IF_ERROR(WaitForVersion(lock, min_version, timeout, who.c_str()));
+  HPTRAIN_RETURN_IF_ERROR(
+      WaitForVersion(lock, min_version, membership_epoch, timeout, who.c_str(), cancelled));
+  if (rank >= world_) return bad_rank(world_);
+  if (fresh) return PullFresh(rank, min_version);
   std::vector<float>& mirror = mirrors_[rank];
   if (mirror.empty()) {
     if (bits != 32) {
@@ -391,9 +448,10 @@ absl::StatusOr<PullResult> ParamStore::PullFresh(int rank, int64_t version) {
 }
 
 absl::StatusOr<ShardState> ParamStore::GetState(int64_t version,
-                                                std::chrono::milliseconds timeout) {
+                                                std::chrono::milliseconds timeout,
+                                                const std::atomic<bool>* cancelled) {
   std::unique_lock<std::mutex> lock(mu_);
-  HPTRAIN_RETURN_IF_ERROR(WaitForVersion(lock, version, timeout, "state"));
+  HPTRAIN_RETURN_IF_ERROR(WaitForVersion(lock, version, -1, timeout, "state", cancelled));
   if (version_ != version) {
     return absl::FailedPreconditionError(absl::StrCat(
         "state of model version ", version, ": shard ", config_.shard, " is already at ",
@@ -414,6 +472,11 @@ void ParamStore::Shutdown() {
   cv_.notify_all();
 }
 
+void ParamStore::WakeWaiters() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cv_.notify_all();
+}
+
 int64_t ParamStore::version() const {
   std::lock_guard<std::mutex> lock(mu_);
   return version_;
@@ -428,6 +491,21 @@ std::vector<float> ParamStore::Mirror(int rank) const {
 bool ParamStore::initialised() const {
   std::lock_guard<std::mutex> lock(mu_);
   return initialised_;
+}
+
+int64_t ParamStore::membership_epoch() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return membership_epoch_;
+}
+
+int ParamStore::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiting_;
+}
+
+int ParamStore::world_size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return world_;
 }
 
 }  // namespace hptrain::ps

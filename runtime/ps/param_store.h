@@ -27,6 +27,16 @@
 // A); at kFreshBits (mode B) the averaged fresh values of the last round, which every worker
 // feeds to its own PredictionState.
 //
+// Membership epochs (docs/elastic.md, "Parameter servers"): with ParamStoreConfig::elastic the
+// world size is each Init's (layout.world_size, anything from 1 to the config's, the job's worker
+// slots), and rounds complete when every rank of that world has pushed. Every Init names the
+// membership epoch it starts; a later Init (rank 0 of a new epoch re-initialising the shard for
+// its members) drops the pending rounds and mirrors and wakes every waiting Pull and GetState with
+// Aborted. Pushes and pulls carry their epoch: one of another epoch than the shard's is refused
+// (reason "membership"), so a push of a dead epoch still in flight never enters the new epoch's
+// round; a pull of a newer epoch waits for that epoch's Init, as a pull before the first Init
+// does. Non-elastic jobs are always in epoch 0.
+//
 // Every rejection leaves the parameters, the version and the round's accumulated pushes as they
 // were, and its message names what was wrong in one line.
 //
@@ -64,7 +74,11 @@ struct Mp2StoreConfig {
 
 struct ParamStoreConfig {
   int shard = 0;
+  // The job's workers; elastic: its worker slots, the most an Init may declare.
   int world_size = 1;
+  // spec.elastic: every Init declares the world size of its membership epoch, 1 .. world_size.
+  // Otherwise an Init must declare exactly world_size.
+  bool elastic = false;
   int global_batch = 1;  // B: the aggregate is Σ pushes / B
   job::OptimizerSpec optimizer;
   int max_lead = 0;  // the staleness bound s: rounds up to version + s are accepted
@@ -78,6 +92,7 @@ struct ShardLayoutInfo {
   int64_t end = 0;
   std::vector<int64_t> tensor_sizes;  // the shard's pieces (shard_plan.h); sum = end − begin
   int world_size = 0;
+  int64_t membership_epoch = 0;  // the epoch this Init starts (docs/elastic.md); 0: not elastic
 };
 
 struct PushInfo {
@@ -89,6 +104,7 @@ struct PushInfo {
   int64_t begin = 0;
   int64_t end = 0;
   uint64_t schedule = 0;  // mp2: mp2::ScheduleFingerprint of the subsets pushed
+  int64_t membership_epoch = 0;  // the epoch the pushing worker trains in
 };
 
 // A shard's parameters and optimizer state: "params", "momentum", "adam.m", "adam.v".
@@ -106,7 +122,7 @@ struct PullResult {
 class ParamStore {
  public:
   // Called for every refused call with a short reason ("stale_step", "future_step", "size",
-  // "duplicate", "rank", "lr", "uninitialised", "layout", "subset"), for a metric.
+  // "duplicate", "rank", "lr", "uninitialised", "layout", "subset", "membership"), for a metric.
   using RejectObserver = std::function<void(const std::string& reason)>;
   // Called when a round is applied, with the seconds from its first push to its last.
   using RoundObserver = std::function<void(double aggregation_wait_seconds)>;
@@ -120,31 +136,45 @@ class ParamStore {
     on_prediction_ = std::move(fn);
   }
 
-  // Sets the layout and the state (sections["params"], plus the optimizer's sections when
-  // resuming) at `state.version`; clears pending rounds and mirrors. Errors: InvalidArgument when
-  // the layout is not this shard's or disagrees with the job, or a section has the wrong size.
+  // Sets the layout, the world size, the membership epoch and the state (sections["params"], plus
+  // the optimizer's sections when resuming) at `state.version`; clears pending rounds and mirrors.
+  // On a shard already initialised it also wakes every waiting Pull and GetState with Aborted.
+  // Errors: InvalidArgument when the layout is not this shard's or disagrees with the job (world
+  // size), or a section has the wrong size; FailedPrecondition for an epoch older than the
+  // shard's. A refused Init changes nothing.
   absl::Status Init(int rank, const ShardLayoutInfo& layout, const ShardState& state);
 
   // Takes one push (see the class comment). Returns the version after it (which may have moved on
-  // if the push completed a round).
+  // if the push completed a round). FailedPrecondition for a push of another membership epoch.
   absl::StatusOr<int64_t> Push(const PushInfo& push,
                                const std::vector<std::vector<uint8_t>>& tensors);
 
-  // Waits until initialised and the version is ≥ min_version (DeadlineExceeded after `timeout`,
-  // Cancelled on Shutdown), then encodes the shard for `rank` at `bits` (ps_codec.h), updating its
-  // mirror. A delta (bits < 32) needs an earlier full pull by the same rank.
+  // Waits until initialised for `membership_epoch` (or a later one) and the version is
+  // ≥ min_version (DeadlineExceeded after `timeout`, Cancelled on Shutdown or once `*cancelled` is
+  // true and WakeWaiters was called, Aborted when the shard is re-initialised meanwhile), then
+  // encodes the shard for `rank` at `bits` (ps_codec.h), updating its mirror. A delta (bits < 32)
+  // needs an earlier full pull by the same rank. FailedPrecondition for a pull of an epoch older
+  // than the shard's.
   absl::StatusOr<PullResult> Pull(int rank, int64_t min_version, int bits,
-                                  std::chrono::milliseconds timeout);
+                                  std::chrono::milliseconds timeout, int64_t membership_epoch = 0,
+                                  const std::atomic<bool>* cancelled = nullptr);
 
-  // Waits for version `version` (as Pull) and returns the state at it; FailedPrecondition once
-  // the model has moved past it.
-  absl::StatusOr<ShardState> GetState(int64_t version, std::chrono::milliseconds timeout);
+  // Waits for version `version` (as Pull, in whichever epoch the shard is in) and returns the
+  // state at it; FailedPrecondition once the model has moved past it.
+  absl::StatusOr<ShardState> GetState(int64_t version, std::chrono::milliseconds timeout,
+                                      const std::atomic<bool>* cancelled = nullptr);
 
   // Wakes every waiting call with Cancelled; later waits fail at once.
   void Shutdown();
+  // Wakes every waiting call to look at its `cancelled` flag again (LocalPsConnection's
+  // CancelPending); the others go on waiting.
+  void WakeWaiters();
 
   int64_t version() const;
   bool initialised() const;
+  int64_t membership_epoch() const;
+  int world_size() const;  // the current epoch's (the config's before the first Init)
+  int waiting() const;     // Pull and GetState calls waiting now; for tests and diagnostics
   // The PS's mirror of `rank`'s copy (empty before its first pull); for tests and diagnostics.
   std::vector<float> Mirror(int rank) const;
   int64_t push_bytes() const { return push_bytes_.load(); }  // payload bytes taken in pushes
@@ -174,10 +204,15 @@ class ParamStore {
   // mp2: the next round has every push but is not applied: its overlapped inference had not
   // finished when its last push came. mu_ held.
   bool RoundWaitsForPrediction() const;
-  // Waits, with mu_ held through `lock`, until the version is ≥ `version`; in mp2 it applies the
-  // rounds whose inference it waited for.
-  absl::Status WaitForVersion(std::unique_lock<std::mutex>& lock, int64_t version,
-                              std::chrono::milliseconds timeout, const char* what);
+  // Waits, with mu_ held through `lock`, until the shard is initialised for `epoch` (−1: any) and
+  // the version is ≥ `version`; in mp2 it applies the rounds whose inference it waited for.
+  // Aborted when the shard is re-initialised during the wait, FailedPrecondition when it was
+  // initialised for a later epoch than `epoch`.
+  absl::Status WaitForVersion(std::unique_lock<std::mutex>& lock, int64_t version, int64_t epoch,
+                              std::chrono::milliseconds timeout, const char* what,
+                              const std::atomic<bool>* cancelled);
+  // The refusal of a call of `epoch` by a shard in another epoch (reason "membership").
+  absl::Status WrongEpoch(const std::string& what, int64_t epoch);
 
   const ParamStoreConfig config_;
   RejectObserver on_rejected_;
@@ -188,6 +223,10 @@ class ParamStore {
   std::condition_variable cv_;
   bool initialised_ = false;
   bool shutdown_ = false;
+  int world_ = 0;                  // the current epoch's world size (Init's)
+  int64_t membership_epoch_ = 0;   // the epoch of the last Init
+  int64_t inits_ = 0;              // Inits taken: a wait that sees it change was re-initialised
+  int waiting_ = 0;                // calls inside WaitForVersion
   ShardLayoutInfo layout_;
   std::vector<int64_t> tensor_offsets_;  // offset of each tensor within the shard
   std::vector<float> params_;

@@ -38,6 +38,36 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Discover(comm::KeyValueStore
   return std::make_unique<PsClient>(std::move(addresses), std::move(token), timeout);
 }
 
+// Registers its context with the client for the call's life; `refused` when the client was
+// cancelled before the call could start.
+class PsClient::Call {
+ public:
+  explicit Call(PsClient* client) : client_(client) {
+    client_->Prepare(&context);
+    std::lock_guard<std::mutex> lock(client_->calls_mu_);
+    refused = client_->cancelled();
+    if (!refused) client_->calls_.insert(&context);
+  }
+  ~Call() {
+    std::lock_guard<std::mutex> lock(client_->calls_mu_);
+    client_->calls_.erase(&context);
+  }
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  grpc::ClientContext context;
+  bool refused = false;
+
+ private:
+  PsClient* client_;
+};
+
+void PsClient::CancelPending() {
+  std::lock_guard<std::mutex> lock(calls_mu_);
+  set_cancelled(true);
+  for (grpc::ClientContext* context : calls_) context->TryCancel();
+}
+
 void PsClient::Prepare(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() + timeout_);
   context->AddMetadata(kAuthMetadataKey, "Bearer " + token_);
@@ -88,11 +118,12 @@ absl::Status PsClient::Init(int shard, int rank, const ShardLayoutInfo& layout,
   l->set_world_size(layout.world_size);
   header.set_version(state.version);
   header.set_optimizer_steps(state.optimizer_steps);
+  header.set_membership_epoch(membership_epoch());
   HPTRAIN_ASSIGN_OR_RETURN(std::string bytes, SerializeSections(state.sections));
-  grpc::ClientContext context;
-  Prepare(&context);
+  Call call(this);
+  if (call.refused) return CancelledCall(shard, "Init");
   v1::InitResponse response;
-  auto writer = stubs_[shard]->Init(&context, &response);
+  auto writer = stubs_[shard]->Init(&call.context, &response);
   absl::Status status = SendAndFinish<v1::InitRequest>(writer.get(), header, bytes, "init");
   if (!status.ok()) return Failed(shard, "Init", status);
   CountSent(StateBytes(state));
@@ -110,11 +141,12 @@ absl::StatusOr<int64_t> PsClient::Push(int shard, const PushInfo& push,
   header.set_begin(push.begin);
   header.set_end(push.end);
   header.set_schedule(push.schedule);
+  header.set_membership_epoch(membership_epoch());
   HPTRAIN_ASSIGN_OR_RETURN(std::string bytes, SerializeTensors(tensors));
-  grpc::ClientContext context;
-  Prepare(&context);
+  Call call(this);
+  if (call.refused) return CancelledCall(shard, "Push");
   v1::PushResponse response;
-  auto writer = stubs_[shard]->Push(&context, &response);
+  auto writer = stubs_[shard]->Push(&call.context, &response);
   absl::Status status = SendAndFinish<v1::PushRequest>(writer.get(), header, bytes, "push");
   if (!status.ok()) return Failed(shard, "Push", status);
   CountSent(PayloadBytes(tensors));
@@ -126,9 +158,10 @@ absl::StatusOr<PullResult> PsClient::Pull(int shard, int rank, int64_t min_versi
   request.set_rank(rank);
   request.set_min_version(min_version);
   request.set_bits(bits);
-  grpc::ClientContext context;
-  Prepare(&context);
-  auto reader = stubs_[shard]->Pull(&context, request);
+  request.set_membership_epoch(membership_epoch());
+  Call call(this);
+  if (call.refused) return CancelledCall(shard, "Pull");
+  auto reader = stubs_[shard]->Pull(&call.context, request);
   v1::PullHeader header;
   std::string bytes;
   absl::Status status =
@@ -146,9 +179,9 @@ absl::StatusOr<PullResult> PsClient::Pull(int shard, int rank, int64_t min_versi
 absl::StatusOr<ShardState> PsClient::GetState(int shard, int64_t version) {
   v1::GetStateRequest request;
   request.set_version(version);
-  grpc::ClientContext context;
-  Prepare(&context);
-  auto reader = stubs_[shard]->GetState(&context, request);
+  Call call(this);
+  if (call.refused) return CancelledCall(shard, "GetState");
+  auto reader = stubs_[shard]->GetState(&call.context, request);
   v1::PullHeader header;
   std::string bytes;
   absl::Status status =

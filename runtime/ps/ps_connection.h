@@ -5,6 +5,14 @@
 //
 // Byte counters count tensor payload bytes (ps_codec.h), in both directions, including the
 // initialisation and checkpoint-state transfers; gRPC framing is not counted.
+//
+// Membership epochs (docs/elastic.md): the connection stamps Init, Push and Pull with its
+// membership epoch (set_membership_epoch; 0 until set). At a change of members the worker calls
+// CancelPending, which ends every call in flight with Cancelled (a pull waiting for a round that
+// will never complete returns at once) and refuses, with Cancelled, every call started after it,
+// until set_membership_epoch re-arms the connection for the next epoch: the old epoch's
+// background pushes and pulls end promptly whatever their timing, and the same connection then
+// serves the new epoch.
 #ifndef HPTRAIN_RUNTIME_PS_PS_CONNECTION_H_
 #define HPTRAIN_RUNTIME_PS_PS_CONNECTION_H_
 
@@ -31,16 +39,34 @@ class PsConnection {
                                           int bits) = 0;
   virtual absl::StatusOr<ShardState> GetState(int shard, int64_t version) = 0;
 
+  // Ends every call in flight with Cancelled and refuses later ones until set_membership_epoch.
+  // Does not block; thread-safe.
+  virtual void CancelPending() = 0;
+
+  // The epoch Init, Push and Pull carry from now on; re-arms a connection CancelPending stopped.
+  // Call it between calls (not while the strategy has calls in flight).
+  void set_membership_epoch(int64_t epoch);
+  int64_t membership_epoch() const { return epoch_.load(); }
+
   int64_t bytes_sent() const { return sent_.load(); }
   int64_t bytes_received() const { return received_.load(); }
 
  protected:
   void CountSent(int64_t bytes) { sent_ += bytes; }
   void CountReceived(int64_t bytes) { received_ += bytes; }
+  // Whether CancelPending stopped the connection (and set_membership_epoch has not re-armed it).
+  bool cancelled() const { return cancelled_.load(); }
+  const std::atomic<bool>* cancelled_flag() const { return &cancelled_; }
+  // Sets or clears the flag; implementations cancel their calls after raising it.
+  void set_cancelled(bool cancelled) { cancelled_ = cancelled; }
+  // The error of a call refused or ended by CancelPending.
+  static absl::Status CancelledCall(int shard, const char* call);
 
  private:
   std::atomic<int64_t> sent_{0};
   std::atomic<int64_t> received_{0};
+  std::atomic<int64_t> epoch_{0};
+  std::atomic<bool> cancelled_{false};
 };
 
 // Payload bytes of a state's sections (4 per value).
@@ -60,6 +86,8 @@ class LocalPsConnection : public PsConnection {
                                const std::vector<std::vector<uint8_t>>& tensors) override;
   absl::StatusOr<PullResult> Pull(int shard, int rank, int64_t min_version, int bits) override;
   absl::StatusOr<ShardState> GetState(int shard, int64_t version) override;
+  // Wakes the waits of this connection's calls (not other connections' on the same stores).
+  void CancelPending() override;
 
  private:
   std::vector<ParamStore*> stores_;

@@ -52,6 +52,7 @@ Status PsService::Init(ServerContext* context, grpc::ServerReader<v1::InitReques
   layout.tensor_sizes.assign(header.layout().tensor_sizes().begin(),
                              header.layout().tensor_sizes().end());
   layout.world_size = header.layout().world_size();
+  layout.membership_epoch = header.membership_epoch();
   ShardState state;
   state.version = header.version();
   state.optimizer_steps = header.optimizer_steps();
@@ -82,6 +83,7 @@ Status PsService::Push(ServerContext* context, grpc::ServerReader<v1::PushReques
   push.begin = header.begin();
   push.end = header.end();
   push.schedule = header.schedule();
+  push.membership_epoch = header.membership_epoch();
   absl::StatusOr<int64_t> version = store_->Push(push, *tensors);
   if (!version.ok()) return ToGrpc(version.status());
   response->set_version(*version);
@@ -91,8 +93,9 @@ Status PsService::Push(ServerContext* context, grpc::ServerReader<v1::PushReques
 Status PsService::Pull(ServerContext* context, const v1::PullRequest* request,
                        grpc::ServerWriter<v1::PullResponse>* writer) {
   HPTRAIN_PS_AUTHORIZE(context);
-  absl::StatusOr<PullResult> result = store_->Pull(request->rank(), request->min_version(),
-                                                   request->bits(), WaitBudget(context));
+  absl::StatusOr<PullResult> result =
+      store_->Pull(request->rank(), request->min_version(), request->bits(), WaitBudget(context),
+                   request->membership_epoch());
   if (!result.ok()) return ToGrpc(result.status());
   absl::StatusOr<std::string> bytes = SerializeTensors(result->tensors);
   if (!bytes.ok()) return ToGrpc(bytes.status());

@@ -43,6 +43,14 @@
 //        complement's steps away. base_ stays what the shard's mirror holds; r travels to the
 //        shards only inside the pushed values.
 //
+// Membership changes (docs/elastic.md, "Parameter servers"): the strategy is made for one
+// membership epoch (world_ is its communicator's size; the connection stamps every call with the
+// epoch, ps_connection.h). Its Start re-initialises shards that already served an earlier epoch,
+// as at the job's start: rank 0's Init (with the broadcast ps.* sections, or the parameters)
+// declares the new world size, and the other ranks' initial pulls wait for it. After the
+// worker's PsConnection::CancelPending the calls still in flight end at once, so the strategy of
+// the old epoch is destroyed without waiting for a round that will never complete.
+//
 // Before every evaluation and checkpoint (Synchronize) the copy is brought to the model of
 // exactly the steps done, in fp32; the checkpoint of rank 0 also carries every shard's
 // parameters and optimizer state ("ps.params", "ps.momentum", ...), from which Start
@@ -374,6 +382,14 @@ absl::Status ParameterServerStrategy::Start(absl::Span<float> parameters, int64_
   if (static_cast<int64_t>(parameters.size()) != plan_.total) {
     return absl::InternalError("the parameters differ from the gradient layout");
   }
+  // A start after earlier steps (a change of members) begins afresh: calls still in flight are
+  // the old epoch's, their results no longer matter, and the error feedback is dropped.
+  (void)WaitAll(previous_pushes_);
+  (void)WaitAll(pushes_);
+  for (auto& f : pending_pull_) f.wait();
+  pending_pull_.clear();
+  std::fill(residual_.begin(), residual_.end(), 0.0f);
+  previous_version_ = -1;
   if (rank_ == 0) {
     std::vector<std::future<absl::Status>> inits;
     for (int s = 0; s < ps_->shards(); ++s) {

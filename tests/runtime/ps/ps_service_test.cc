@@ -1,6 +1,10 @@
 // The parameter-server shard over gRPC (PsService + PsClient): the job token on every call, the
-// client's errors naming the shard, and a push through the wire reaching the store intact.
+// client's errors naming the shard, a push through the wire reaching the store intact, and the
+// membership epoch and CancelPending of a change of members.
 #include "runtime/ps/ps_service.h"
+
+#include <future>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -107,6 +111,54 @@ TEST(PsService, ARefusedPushComesBackNamingItAndTheShard) {
   EXPECT_THAT(std::string(pushed.status().message()),
               HasSubstr("future push of rank 0 for step 3"));
   EXPECT_EQ(served.refused, 1);
+}
+
+// Waits until exactly `n` calls wait in `store` (false after 10 s).
+bool WaitForWaiters(const ParamStore& store, int n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (store.waiting() != n) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// A change of members: a pull blocked on a round that will never complete returns Cancelled at
+// once after CancelPending (not after the client's 60 s deadline); calls are refused until the
+// client is set to the next epoch, after which the same client serves it. The store sees the
+// epochs the client stamps: a push of the old epoch is refused.
+TEST(PsService, CancelPendingEndsABlockedPullAndTheClientServesTheNextEpoch) {
+  Served served;
+  PsClient client({served.address()}, "secret", std::chrono::seconds(60));
+  ASSERT_TRUE(client.Init(0, 0, Layout(), Initial()).ok());
+  auto blocked = std::async(std::launch::async, [&] { return client.Pull(0, 0, 5, 32); });
+  ASSERT_TRUE(WaitForWaiters(*served.store, 1));
+  client.CancelPending();
+  absl::StatusOr<PullResult> pulled = blocked.get();
+  ASSERT_FALSE(pulled.ok());
+  EXPECT_TRUE(absl::IsCancelled(pulled.status())) << pulled.status();
+  EXPECT_THAT(std::string(pulled.status().message()), HasSubstr("parameter server shard 0"));
+  EXPECT_TRUE(absl::IsCancelled(client.Pull(0, 0, 0, 32).status()));
+
+  client.set_membership_epoch(1);
+  ASSERT_TRUE(client.Init(0, 0, Layout(), Initial()).ok());  // ends the server's wait too
+  EXPECT_EQ(served.store->membership_epoch(), 1);
+  EXPECT_TRUE(WaitForWaiters(*served.store, 0));
+  std::vector<float> g(2000, 2.0f);
+  std::vector<std::vector<uint8_t>> tensors = {*EncodeGradient(g.data(), nullptr, 1500, 32, 1, 0),
+                                               *EncodeGradient(g.data(), nullptr, 500, 32, 1, 0)};
+  PsClient old({served.address()}, "secret", std::chrono::seconds(10));  // still in epoch 0
+  auto refused = old.Push(0, {0, 0, 0, 2, 0.5, 0, 2000}, tensors);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused.status()));
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("of membership epoch 0 to a shard in epoch 1"));
+  auto version = client.Push(0, {0, 0, 0, 2, 0.5, 0, 2000}, tensors);
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(*version, 1);
+  auto next = client.Pull(0, 0, 1, 32);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->version, 1);
 }
 
 TEST(PsService, AnUnreachableShardIsNamed) {
