@@ -76,9 +76,9 @@ class Heartbeat {
       lock.unlock();
       const int64_t epoch = epoch_.load();
       auto response = client_.Heartbeat(rank_, epoch);
-      if (response.ok() && response->membership_lost() && response->membership_epoch() > epoch &&
-          response->membership_epoch() > lost_epoch_.load()) {
-        lost_epoch_ = response->membership_epoch();
+      if (response.ok() && response->membership_lost() && response->lost_epoch() > epoch &&
+          response->lost_epoch() > lost_epoch_.load()) {
+        lost_epoch_ = response->lost_epoch();
         if (on_lost_) on_lost_();
       }
       lock.lock();
@@ -238,6 +238,7 @@ class WorkerSession::Impl {
   std::unique_ptr<comm::Communicator> communicator_;
   std::unique_ptr<comm::Communicator> device_communicator_;
   std::unique_ptr<ps::PsClient> ps_client_;
+  std::atomic<ps::PsClient*> ps_to_cancel_{nullptr};  // ps_client_, for the heartbeat's thread
   std::unique_ptr<Heartbeat> heartbeat_;
   std::unique_ptr<ps::ProgressSender> sender_;
   std::unique_ptr<ps::AllocationPrefetcher> prefetcher_;
@@ -386,7 +387,10 @@ absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
   if (spec_.elastic.enabled) {
     // Before the rendezvous, which waits for the other members: a member that does not heartbeat
     // meanwhile is taken for lost.
-    heartbeat_ = std::make_unique<Heartbeat>(client, config.rank, epoch_, [] {});
+    heartbeat_ = std::make_unique<Heartbeat>(client, config.rank, epoch_, [this] {
+      // The parameter-server calls of the epoch being left may wait for pushes that never come.
+      if (ps::PsClient* ps = ps_to_cancel_.load()) ps->CancelPending();
+    });
   }
   if (!joining_) {
     std::vector<int> members;
@@ -409,6 +413,7 @@ absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
   if (job::UsesParameterServer(spec_.strategy.type)) {
     HPTRAIN_ASSIGN_OR_RETURN(ps_client_,
                              ps::PsClient::Discover(client, spec_.ps_shards, token, timeout));
+    ps_to_cancel_ = ps_client_.get();
   }
   if (!heartbeat_) heartbeat_ = std::make_unique<Heartbeat>(client, config.rank, epoch_, [] {});
   if (spec_.elastic.enabled) {

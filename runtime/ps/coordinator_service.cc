@@ -234,6 +234,7 @@ Status CoordinatorService::Heartbeat(ServerContext* context, const v1::Heartbeat
   }
   response->set_membership_epoch(membership_.epoch());
   response->set_membership_lost(membership_.LostSince(request->membership_epoch()));
+  response->set_lost_epoch(membership_.LastLoss());
   return Status::OK;
 }
 

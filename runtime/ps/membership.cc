@@ -53,11 +53,14 @@ std::vector<int> Membership::Silent(Clock::time_point now) const {
   return silent;
 }
 
-bool Membership::LostSince(int64_t epoch) const {
+bool Membership::LostSince(int64_t epoch) const { return LastLoss() > epoch; }
+
+int64_t Membership::LastLoss() const {
+  int64_t last = 0;
   for (const auto& change : changes_) {
-    if (change.epoch() > epoch && change.reason() == "lost") return true;
+    if (change.reason() == "lost") last = change.epoch();
   }
-  return false;
+  return last;
 }
 
 }  // namespace hptrain::ps

@@ -48,6 +48,8 @@ class Membership {
   std::vector<int> Silent(Clock::time_point now) const;
   // Whether an epoch after `epoch` began because a member was lost.
   bool LostSince(int64_t epoch) const;
+  // The newest epoch that began because a member was lost; 0 if none did.
+  int64_t LastLoss() const;
 
   // Every change so far, oldest first.
   const std::vector<hptrain::v1::MembershipChange>& changes() const { return changes_; }

@@ -12,6 +12,7 @@
 #include "runtime/job/optimizer_options.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/ps/mp2/dataset.h"
+#include "runtime/ps/ps_connection.h"
 #include "runtime/ps/mp2/job_options.h"
 #include "runtime/train/batch_loader.h"
 #include "runtime/train/data/dataset.h"
@@ -193,6 +194,7 @@ absl::Status Trainer::Impl::Init() {
   loader_ = std::make_unique<BatchLoader>(train_data_.get(), flat_.get());
   lr_schedule_ = job::LrScheduleFor(spec_.optimizer, spec_.epochs);
   membership_epoch_ = options_.membership_epoch;
+  if (options_.ps != nullptr) options_.ps->set_membership_epoch(membership_epoch_);
   RegisterHooks();
   // A joiner has no communicators yet: its exchange is built, and its state loaded, by the change
   // that lets it in (Run).
@@ -567,7 +569,9 @@ absl::Status Trainer::Impl::ChangeMembership(const MembershipEpoch& target, bool
                             target.epoch);
     state = *std::move(captured);
   }
-  // 2. Nothing may hold the old communicators when the session releases them.
+  // 2. Nothing may hold the old communicators when the session releases them. After a loss the
+  // parameter-server calls in flight may wait for a round that never completes: cancelled.
+  if (!planned && options_.ps != nullptr) options_.ps->CancelPending();
   scheduled_.reset();
   exchange_.reset();
   evaluator_.reset();
@@ -598,6 +602,7 @@ absl::Status Trainer::Impl::ChangeMembership(const MembershipEpoch& target, bool
   HPTRAIN_RETURN_IF_ERROR(comm_->Broadcast(bytes.data(), bytes.size(), 0), "membership state");
   const std::string origin = absl::StrCat("membership epoch ", membership_epoch_, " state");
   HPTRAIN_ASSIGN_OR_RETURN(Checkpoint received, DecodeCheckpoint(bytes, origin));
+  if (options_.ps != nullptr) options_.ps->set_membership_epoch(membership_epoch_);
   HPTRAIN_RETURN_IF_ERROR(BuildExchange());
   HPTRAIN_ASSIGN_OR_RETURN(ResumedRun resumed, RestoreRunState(received, origin, RunParts()));
   global_step_ = resumed.position.step;

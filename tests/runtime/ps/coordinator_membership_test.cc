@@ -116,6 +116,17 @@ TEST_F(MembershipTest, ARemovalWaitsForItsStepAndKeepsTheOrder) {
   EXPECT_TRUE(server_->service().WaitUntilFinished(std::chrono::milliseconds(100)));
 }
 
+TEST_F(MembershipTest, AMemberRemovedBeforeItRegisteredStillStartsWithTheOthers) {
+  Start(true);
+  for (int slot = 0; slot < 3; ++slot) ASSERT_TRUE(Register(slot).ok());
+  ASSERT_TRUE(client_->ChangeMembership(v1::MembershipChangeRequest::REMOVE, 3, "t", 50).ok());
+  auto late = Register(3);  // slow to start: it forms epoch 0 with the others, then leaves
+  ASSERT_TRUE(late.ok());
+  EXPECT_FALSE(late->joining());
+  EXPECT_EQ(client_->GetAllocation(49)->membership_epoch(), 0);
+  EXPECT_EQ(Members(*client_->GetAllocation(50)), (std::vector<int>{0, 1, 2}));
+}
+
 TEST_F(MembershipTest, ALossIsInForceAtOnceAndSupersedesPlannedEpochs) {
   Start(true);
   for (int slot = 0; slot < 4; ++slot) ASSERT_TRUE(Register(slot).ok());
@@ -134,11 +145,18 @@ TEST_F(MembershipTest, ALossIsInForceAtOnceAndSupersedesPlannedEpochs) {
   ASSERT_TRUE(beat.ok());
   EXPECT_TRUE(beat->membership_lost());
   EXPECT_EQ(beat->membership_epoch(), 2);
+  EXPECT_EQ(beat->lost_epoch(), 2);
   EXPECT_FALSE(client_->Heartbeat(0, 2)->membership_lost());
   // A loss reported twice changes nothing.
   auto again = client_->ChangeMembership(v1::MembershipChangeRequest::LOST, 2, "again");
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->membership_epoch(), 2);
+  // A join after the loss is not a loss: a worker in epoch 2 goes on.
+  ASSERT_TRUE(Register(5).ok());
+  auto later = client_->Heartbeat(0, 2);
+  EXPECT_EQ(later->membership_epoch(), 3);
+  EXPECT_EQ(later->lost_epoch(), 2);
+  EXPECT_FALSE(later->membership_lost());
 }
 
 TEST_F(MembershipTest, AFailedMemberIsLostNotAReasonToStop) {
