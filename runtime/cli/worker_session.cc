@@ -684,6 +684,13 @@ train::TrainerCallbacks WorkerSession::TrainerCallbacks() {
     callbacks.membership_lost = [impl] { return impl->heartbeat_->membership_lost(); };
     callbacks.on_membership_change = [impl](const train::MembershipChangeStats& change) {
       impl->metrics_->OnMembershipChange(change.epoch, change.seconds, change.dropped_values);
+      std::fprintf(stderr,
+                   "hptrain worker %d: membership epoch %lld: rank %d of %d from step %lld, "
+                   "parameters %016llx (%s change, %.2f s)\n",
+                   impl->config_.rank, static_cast<long long>(change.epoch), change.rank,
+                   change.world, static_cast<long long>(change.step),
+                   static_cast<unsigned long long>(change.parameters_hash),
+                   change.planned ? "planned" : "unplanned", change.seconds);
     };
   } else if (impl->spec_.rebalance.enabled) {
     callbacks.allocation_for_step = [impl](int64_t step) { return impl->prefetcher_->For(step); };

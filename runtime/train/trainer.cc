@@ -41,6 +41,16 @@ double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// FNV-1a over the bytes of `values`: equal parameters on every rank give equal hashes.
+uint64_t Fnv1a(absl::Span<const float> values) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
+  for (size_t i = 0; i < values.size() * sizeof(float); ++i) {
+    hash = (hash ^ bytes[i]) * 0x100000001b3ULL;
+  }
+  return hash;
+}
+
 }  // namespace
 
 class Trainer::Impl {
@@ -622,14 +632,8 @@ absl::Status Trainer::Impl::ChangeMembership(const MembershipEpoch& target, bool
   stats.dropped_values = dropped;
   stats.rank = options_.rank;
   stats.world = comm_->size();
-  if (options_.rank == 0) {
-    std::fprintf(stderr,
-                 "hptrain worker: membership epoch %lld: %d workers from step %lld (%s change, "
-                 "%.2f s)\n",
-                 static_cast<long long>(membership_epoch_), stats.world,
-                 static_cast<long long>(global_step_), planned ? "planned" : "unplanned",
-                 stats.seconds);
-  }
+  flat_->ToHost();
+  stats.parameters_hash = Fnv1a(flat_->host());
   if (callbacks_.on_membership_change) callbacks_.on_membership_change(stats);
   return absl::OkStatus();
 }

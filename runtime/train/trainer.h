@@ -143,6 +143,8 @@ struct MembershipChangeStats {
   int64_t dropped_values = 0; // per-worker strategy state dropped (Strategy::UnsavedStateValues)
   int rank = 0;               // this worker's rank in the new epoch
   int world = 0;
+  // FNV-1a of the flat parameters training continues from: the same on every rank.
+  uint64_t parameters_hash = 0;
 };
 
 struct TrainerCallbacks {
