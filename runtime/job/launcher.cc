@@ -302,7 +302,7 @@ int Launch(const LaunchOptions& options) {
     elastic_options.backoff_limit = spec.run_policy.backoff_limit;
     elastic.emplace(elastic_options, *std::move(control), std::cerr);
     std::fprintf(stderr,
-                 "hptrain run: elastic job, worker slots 0..%d, at least %d members; control "
+                 "hptrain run: elastic job, worker slots 0..%d, minReplicas %d; control "
                  "file %s (lines: add, remove SLOT [at STEP], kill SLOT)\n",
                  spec.Slots() - 1, spec.elastic.min_replicas, control_path.c_str());
     std::fflush(stderr);
@@ -471,7 +471,9 @@ int Launch(const LaunchOptions& options) {
         return absl::DeadlineExceededError(join_failure);
       }
       const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-      const std::vector<int> members(last.members().begin(), last.members().end());
+      const std::vector<int> members =
+          CurrentMembers({last.members().begin(), last.members().end()},
+                         last.membership_changes_size(), spec.WorldSize());
       if (elastic) {
         if (absl::Status polled = elastic->Poll(members, elapsed); !polled.ok()) {
           shortage_failure = std::string(polled.message());
@@ -483,6 +485,7 @@ int Launch(const LaunchOptions& options) {
       const int lead_slot = elastic && !members.empty() ? members.front() : 0;
       ProgressState state;
       state.epochs = spec.epochs;
+      if (elastic) state.members = static_cast<int>(members.size());
       double samples_per_second = 0;
       for (const auto& r : last.ranks()) {
         if (r.rank() == lead_slot) {
