@@ -130,6 +130,13 @@ std::optional<int> WorkerSlot(const std::string& child_name) {
   return slot;
 }
 
+std::vector<int> CurrentMembers(const std::vector<int>& members, int changes, int replicas) {
+  if (!members.empty() || changes > 0) return members;
+  std::vector<int> first;
+  for (int slot = 0; slot < replicas; ++slot) first.push_back(slot);
+  return first;
+}
+
 bool MembersFinished(const std::vector<int>& members, const std::vector<int>& finished,
                      int done_reports) {
   if (members.empty() || done_reports < static_cast<int>(members.size())) return false;

@@ -75,6 +75,11 @@ std::string LostReason(const ChildStatus& child);
 // The slot of a worker child named "worker-<slot>"; nullopt for any other name (a ps).
 std::optional<int> WorkerSlot(const std::string& child_name);
 
+// The members the launcher goes by: the coordinator's `members` (JobStatus.members), or, while it
+// reports none and no change either (a coordinator that does not fill them in), the first
+// members 0 .. replicas-1.
+std::vector<int> CurrentMembers(const std::vector<int>& members, int changes, int replicas);
+
 // Whether the job's work is done: `members` (the coordinator's, in rank order) is not empty and
 // every member is in `finished` (slots whose worker exited 0 after reporting done), and the
 // coordinator counts at least as many done reports as there are members.

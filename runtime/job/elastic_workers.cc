@@ -149,22 +149,22 @@ bool ElasticWorkers::AbsorbFailure(const ChildStatus& child) {
     return false;
   }
   // The survivors stop waiting for it at once, rather than after the heartbeat timeout.
-  if (absl::Status lost = change_(MembershipChangeKind::kLost, *slot, 0, LostReason(child));
-      !lost.ok()) {
-    log_ << kPrefix << "reporting slot " << *slot << " lost: " << lost.message() << "\n";
-  }
+  const absl::Status lost = change_(MembershipChangeKind::kLost, *slot, 0, LostReason(child));
+  std::string what;  // what becomes of the slot
   if (decision.action == WorkerRestartAction::kLeave) {
-    log_ << kPrefix << child.Describe() << "; " << decision.reason << "\n" << std::flush;
-    return true;
+    what = decision.reason;
+  } else {
+    ++restarts_[static_cast<size_t>(*slot)];
+    if (absl::Status started = StartWorker(*slot); !started.ok()) {
+      fatal_reason_ = absl::StrCat("; restarting slot ", *slot, " failed: ", started.message());
+      return false;
+    }
+    what = absl::StrCat("the job goes on without slot ", *slot, ", ", decision.reason);
   }
-  ++restarts_[static_cast<size_t>(*slot)];
-  if (absl::Status started = StartWorker(*slot); !started.ok()) {
-    fatal_reason_ = absl::StrCat("; restarting slot ", *slot, " failed: ", started.message());
-    return false;
-  }
-  log_ << kPrefix << child.Describe() << "; the job goes on without slot " << *slot << ", "
-       << decision.reason << "\n"
-       << std::flush;
+  log_ << kPrefix << child.Describe() << "; " << what << "\n";
+  if (!lost.ok())
+    log_ << kPrefix << "reporting slot " << *slot << " lost: " << lost.message() << "\n";
+  log_ << std::flush;
   return true;
 }
 

@@ -146,6 +146,13 @@ void ProgressDisplay::Update(const ProgressState& state) {
   }
 }
 
+namespace {
+// " members 3" for an elastic job's state, "" otherwise.
+std::string Members(const ProgressState& state) {
+  return state.members > 0 ? absl::StrCat(" members ", state.members) : "";
+}
+}  // namespace
+
 void ProgressDisplay::DrawBar(const ProgressState& state) {
   const double fraction = FractionDone(state).value_or(0.0);
   const int width = std::max(options_.bar_width, 1);
@@ -153,8 +160,8 @@ void ProgressDisplay::DrawBar(const ProgressState& state) {
   out_ << kClearLine << '[' << std::string(filled, '#') << std::string(width - filled, '.') << "] "
        << absl::StrFormat("%3d%%", static_cast<int>(fraction * 100.0)) << " epoch "
        << EpochOf(state.epoch, state.epochs) << " step " << StepOf(state) << " loss "
-       << FormatLoss(state.loss) << ' ' << absl::StrFormat("%.0f", state.samples_per_second)
-       << " samples/s ETA " << Eta(state);
+       << FormatLoss(state.loss) << Members(state) << ' '
+       << absl::StrFormat("%.0f", state.samples_per_second) << " samples/s ETA " << Eta(state);
   out_.flush();
   bar_visible_ = true;
 }
@@ -163,7 +170,7 @@ void ProgressDisplay::WriteLogLine(const ProgressState& state) {
   const std::optional<double> fraction = FractionDone(state);
   out_ << "epoch " << EpochOf(state.epoch, state.epochs) << " step " << StepOf(state);
   if (fraction) out_ << absl::StrFormat(" (%.1f%%)", 100.0 * *fraction);
-  out_ << " loss " << FormatLoss(state.loss) << ' '
+  out_ << " loss " << FormatLoss(state.loss) << Members(state) << ' '
        << absl::StrFormat("%.1f", state.samples_per_second) << " samples/s elapsed "
        << FormatDuration(state.elapsed_seconds) << " ETA " << Eta(state) << '\n';
   out_.flush();

@@ -4,6 +4,8 @@
 //
 //   [#####...............]  25% epoch 2/4 step 250/1000 loss 0.4321 1234 samples/s ETA 1m30s
 //
+// (an elastic job's lines add "members 3" after the loss: the coordinator's member count).
+//
 // When the output is a file or a pipe (CI logs, `kubectl logs`), redrawing would leave hundreds of
 // lines of escape codes, so it writes a plain line at most every `log_interval_seconds` and at each
 // epoch boundary instead:
@@ -38,6 +40,7 @@ struct ProgressState {
   int64_t steps_per_epoch = 0;
   double loss = std::numeric_limits<double>::quiet_NaN();  // latest training loss; NaN = none yet
   double samples_per_second = 0.0;
+  int members = 0;  // elastic jobs: the members now, shown as "members N"; 0 = not shown
   // Seconds since the run started. It is also the display's clock for throttling, which keeps the
   // output a pure function of the states it is given (and testable without sleeping).
   double elapsed_seconds = 0.0;

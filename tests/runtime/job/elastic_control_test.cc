@@ -161,6 +161,12 @@ TEST(ElasticBookkeeping, MembersFinishedNeedsEveryMemberAndEnoughDoneReports) {
   EXPECT_FALSE(MembersFinished({}, {0}, 1));  // no members: nobody did the work
 }
 
+TEST(ElasticBookkeeping, CurrentMembersAreTheCoordinatorsOrTheFirstOnesWhileItNamesNone) {
+  EXPECT_THAT(CurrentMembers({2, 0}, 1, 3), ElementsAre(2, 0));
+  EXPECT_THAT(CurrentMembers({}, 0, 3), ElementsAre(0, 1, 2));
+  EXPECT_THAT(CurrentMembers({}, 2, 3), IsEmpty());  // every member left
+}
+
 TEST(ElasticBookkeeping, ShortageTimerMeasuresOneUnbrokenShortage) {
   ShortageTimer timer(2);
   EXPECT_EQ(timer.Update(3, 0.0), 0.0);

@@ -96,6 +96,19 @@ TEST(ProgressDisplayTest, TerminalRedrawsOneLineWithBar) {
   EXPECT_THAT(out.str(), Not(HasSubstr("\n")));
 }
 
+TEST(ProgressDisplayTest, ElasticJobsShowTheMemberCount) {
+  ProgressState state = QuarterDone();
+  state.members = 3;
+  std::ostringstream tty;
+  ProgressDisplay bar(tty, /*is_tty=*/true);
+  bar.Update(state);
+  EXPECT_THAT(tty.str(), HasSubstr("loss 0.4321 members 3 1234 samples/s"));
+  std::ostringstream log;
+  ProgressDisplay plain(log, /*is_tty=*/false);
+  plain.Update(state);
+  EXPECT_THAT(log.str(), HasSubstr("loss 0.4321 members 3 1234.5 samples/s"));
+}
+
 TEST(ProgressDisplayTest, TerminalThrottlesToTenRedrawsPerSecond) {
   std::ostringstream out;
   ProgressDisplay display(out, /*is_tty=*/true);
