@@ -396,11 +396,10 @@ absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
     std::vector<int> members;
     for (int r = 0; r < world_; ++r) members.push_back(r);
     if (spec_.elastic.enabled) {
-      // The first epoch forms like any other: a member lost before it formed drops out of it.
-      train::MembershipEpoch start;
-      start.members = members;
-      start.batch_sizes = allocation_;
-      HPTRAIN_ASSIGN_OR_RETURN(train::EpochGroup group, Regroup(start, false));
+      // The first epoch forms like any other: the one in force at step 0 (a member lost before it
+      // formed drops out of it; a planned change comes later).
+      HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::Allocation first, client.GetAllocation(0));
+      HPTRAIN_ASSIGN_OR_RETURN(train::EpochGroup group, Regroup(MembershipOf(first), false));
       if (group.left) {
         return absl::UnavailableError(
             "this worker was taken for lost before the job's first membership epoch formed");
@@ -653,6 +652,7 @@ train::TrainerOptions WorkerSession::TrainerOptions() const {
   options.allocation = impl_->allocation_;
   options.elastic = impl_->spec_.elastic.enabled;
   options.membership_epoch = impl_->epoch_.load();
+  options.slot = impl_->config_.rank;
   options.joining = impl_->joining_;
   options.resume = impl_->config_.resume;
   options.workers_on_host = impl_->config_.workers_on_host;

@@ -786,7 +786,8 @@ absl::Status ValidateJob(const JobSpec& spec) {
   HPTRAIN_RETURN_IF_ERROR(
       ValidateRebalance(spec.rebalance, spec.WorldSize(), spec.global_batch_size));
   HPTRAIN_RETURN_IF_ERROR(ValidateGangScheduling(spec.gang_scheduling));
-  return ValidateTesting(spec.testing, spec.WorldSize());
+  // An elastic job's per-worker knobs are per slot.
+  return ValidateTesting(spec.testing, spec.Slots());
 }
 
 }  // namespace hptrain::job

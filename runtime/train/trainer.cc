@@ -61,7 +61,8 @@ class Trainer::Impl {
         options_(options),
         comm_(comm),
         callbacks_(std::move(callbacks)),
-        slowdown_(spec.testing.slowdown, spec.testing.slowdown_file, options.rank,
+        slowdown_(spec.testing.slowdown, spec.testing.slowdown_file,
+                  options.slot >= 0 ? options.slot : options.rank,
                   spec.testing.slowdown_window) {}
 
   absl::Status Init();

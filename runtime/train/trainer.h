@@ -195,6 +195,8 @@ struct TrainerOptions {
   // step is a loss to recover from rather than the run's end.
   bool elastic = false;
   int64_t membership_epoch = 0;  // the epoch the communicators above belong to
+  // The worker's slot (its --rank), which picks its spec.testing.slowdown factor; -1 = rank.
+  int slot = -1;
   // A worker joining a running job: the epoch it joins. Its communicators are connected by the
   // first regroup, and its state comes from the members then (comm is null until then).
   std::optional<MembershipEpoch> joining;

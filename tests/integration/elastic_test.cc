@@ -124,6 +124,8 @@ struct ExactnessCase {
   bool join;  // 3 workers, one joins; else 4 workers, slot 3 removed
 };
 
+void PrintTo(const ExactnessCase& c, std::ostream* out) { *out << c.name; }
+
 class ElasticExactness : public ::testing::TestWithParam<ExactnessCase> {};
 
 TEST_P(ElasticExactness, AChangeAtStepKIsACheckpointAndAResume) {
