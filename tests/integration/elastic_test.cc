@@ -72,10 +72,16 @@ ChangedRun RunWithChange(const TempDir& dir, const std::string& job, int replica
                                    "--control",     control, "--output-json", json};
   for (const auto& set : sets) argv.insert(argv.end(), {"--set", set});
   bool sent = false;
+  std::chrono::steady_clock::time_point all_started;
   ChangedRun run;
   run.process = RunProcess(argv, 300, [&](pid_t) {
     if (sent) return;
-    if (FindProcesses({job, "worker", "--rank " + std::to_string(replicas - 1)}).empty()) return;
+    if (all_started == std::chrono::steady_clock::time_point()) {
+      if (FindProcesses({job, "worker", "--rank " + std::to_string(replicas - 1)}).empty()) return;
+      all_started = std::chrono::steady_clock::now();
+    }
+    // A moment for training to get going, so that the change falls inside the run.
+    if (std::chrono::steady_clock::now() - all_started < std::chrono::seconds(1)) return;
     Append(control, command);
     sent = true;
   });
@@ -197,7 +203,7 @@ TEST_P(ElasticKill, OneWorkerKilledMidStepIsReplacedAloneAndTheJobCompletes) {
     std::vector<std::string> argv = {HptrainBinary(), "run", job, "--quiet", "--output-json",
                                      dir.path() + "/" + tag + ".json"};
     for (const auto& set : sets) argv.insert(argv.end(), {"--set", set});
-    ProcessResult result = RunProcess(argv, 300, poll);
+    ProcessResult result = RunProcess(argv, 180, poll);
     return std::make_pair(result, job);
   };
   auto [plain, plain_job] = run("plain", std::function<void(pid_t)>());
