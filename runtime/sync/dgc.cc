@@ -163,6 +163,14 @@ class Dgc : public Strategy, public SummingReducer {
     return small_.FinishSparse(step.step, bucket, gradients, wire, &tally_);
   }
 
+  int64_t UnsavedStateValues() const override {  // momentum and accumulation, u and v
+    int64_t n = 0;
+    for (const auto* state : {&u_, &v_, &small_u_}) {
+      for (const auto& part : *state) n += static_cast<int64_t>(part.size());
+    }
+    return n;
+  }
+
   StrategyStats stats() const override {
     StrategyStats s;
     s.compression_ratio = tally_.ratio();

@@ -94,6 +94,12 @@ class TopK : public Strategy, public SummingReducer {
     return small_.FinishSparse(step.step, bucket, gradients, wire, &tally_);
   }
 
+  int64_t UnsavedStateValues() const override {  // the error-feedback residuals
+    int64_t n = 0;
+    for (const auto& r : residual_) n += static_cast<int64_t>(r.size());
+    return n;
+  }
+
   StrategyStats stats() const override {
     StrategyStats s;
     s.compression_ratio = tally_.ratio();
