@@ -42,11 +42,11 @@ using Clock = std::chrono::steady_clock;
 
 // Heartbeats every second; remembers a stop request or a coordinator that stays unreachable, and
 // (elastic jobs) whether an epoch newer than the worker's began with a loss, calling `on_lost`
-// once for each such epoch.
+// with it once for each such epoch.
 class Heartbeat {
  public:
   Heartbeat(ps::CoordinatorClient& client, int rank, const std::atomic<int64_t>& epoch,
-            std::function<void()> on_lost)
+            std::function<void(int64_t lost_epoch)> on_lost)
       : client_(client), rank_(rank), epoch_(epoch), on_lost_(std::move(on_lost)) {
     thread_ = std::thread([this] { Loop(); });
   }
@@ -79,7 +79,7 @@ class Heartbeat {
       if (response.ok() && response->membership_lost() && response->lost_epoch() > epoch &&
           response->lost_epoch() > lost_epoch_.load()) {
         lost_epoch_ = response->lost_epoch();
-        if (on_lost_) on_lost_();
+        if (on_lost_) on_lost_(lost_epoch_.load());
       }
       lock.lock();
       if (response.ok()) {
@@ -98,7 +98,7 @@ class Heartbeat {
   ps::CoordinatorClient& client_;
   int rank_;
   const std::atomic<int64_t>& epoch_;
-  std::function<void()> on_lost_;
+  std::function<void(int64_t)> on_lost_;
   std::atomic<int64_t> lost_epoch_{0};
   std::atomic<bool> stop_{false};
   mutable std::mutex mu_;
@@ -387,9 +387,11 @@ absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
   if (spec_.elastic.enabled) {
     // Before the rendezvous, which waits for the other members: a member that does not heartbeat
     // meanwhile is taken for lost.
-    heartbeat_ = std::make_unique<Heartbeat>(client, config.rank, epoch_, [this] {
-      // The parameter-server calls of the epoch being left may wait for pushes that never come.
-      if (ps::PsClient* ps = ps_to_cancel_.load()) ps->CancelPending();
+    heartbeat_ = std::make_unique<Heartbeat>(client, config.rank, epoch_, [this](int64_t lost) {
+      // The parameter-server calls of the epoch being left may wait for pushes that never come
+      // (not those of an epoch the trainer has moved on to meanwhile).
+      ps::PsClient* ps = ps_to_cancel_.load();
+      if (ps != nullptr && ps->membership_epoch() < lost) ps->CancelPending();
     });
   }
   if (!joining_) {
@@ -414,7 +416,7 @@ absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
                              ps::PsClient::Discover(client, spec_.ps_shards, token, timeout));
     ps_to_cancel_ = ps_client_.get();
   }
-  if (!heartbeat_) heartbeat_ = std::make_unique<Heartbeat>(client, config.rank, epoch_, [] {});
+  if (!heartbeat_) heartbeat_ = std::make_unique<Heartbeat>(client, config.rank, epoch_, nullptr);
   if (spec_.elastic.enabled) {
     membership_prefetcher_ = std::make_unique<ps::StepPrefetcher<train::MembershipEpoch>>(
         [&client](int64_t step) -> absl::StatusOr<train::MembershipEpoch> {

@@ -195,8 +195,14 @@ class ElasticKill : public ::testing::TestWithParam<std::string> {};
 TEST_P(ElasticKill, OneWorkerKilledMidStepIsReplacedAloneAndTheJobCompletes) {
   const std::string strategy = GetParam();
   TempDir dir;
-  const std::vector<std::string> sets = {"spec.strategy.type=" + strategy, "spec.maxSteps=160",
-                                         "spec.epochs=5", "spec.checkpoint.intervalSteps=20"};
+  // Long enough, and a test set large enough (half a point is 10 samples), that the accuracy
+  // says more than the trajectory's noise.
+  const std::vector<std::string> sets = {"spec.strategy.type=" + strategy,
+                                         "spec.maxSteps=320",
+                                         "spec.epochs=10",
+                                         "spec.checkpoint.intervalSteps=20",
+                                         "spec.dataset.synthetic.testSamples=2048",
+                                         "spec.testing.slowdown=[20, 20, 20, 20]"};
   auto run = [&](const std::string& tag, const std::function<void(pid_t)>& poll) {
     const std::string job =
         dir.Write(tag + ".yaml", ElasticJob("kill-" + tag, 4, dir.path() + "/" + tag + ".ckpt"));
@@ -254,7 +260,7 @@ TEST_P(ElasticKill, OneWorkerKilledMidStepIsReplacedAloneAndTheJobCompletes) {
   }
   EXPECT_TRUE(lost) << summary["membership_changes"].dump();
   EXPECT_TRUE(rejoined) << summary["membership_changes"].dump();
-  EXPECT_EQ(summary["steps"], 160);
+  EXPECT_EQ(summary["steps"], 320);
   const double accuracy = TestAccuracy(summary), plain_accuracy = TestAccuracy(plain_summary);
   EXPECT_NEAR(accuracy, plain_accuracy, 0.005);
 
