@@ -41,6 +41,13 @@
 // Averagers and updaters get a host copy of the model, as do Start and Synchronize, written back
 // to the device after.
 //
+// Elastic jobs (TrainerOptions::elastic, docs/elastic.md): before every step the trainer asks the
+// membership of that step; a new epoch is a change at this step boundary (Synchronize, the run
+// state captured, the exchange rebuilt on the regrouped communicators, rank 0's state loaded by
+// every rank as from a checkpoint). A step that fails because a peer vanished is a change too,
+// without the Synchronize, continuing from the new rank 0's position. A joiner starts with such a
+// change. A worker that is no longer a member leaves: Run returns OK and left() is true.
+//
 // Thread-safety: one thread drives Run(); callbacks are invoked on that thread.
 #ifndef HPTRAIN_RUNTIME_TRAIN_TRAINER_H_
 #define HPTRAIN_RUNTIME_TRAIN_TRAINER_H_
