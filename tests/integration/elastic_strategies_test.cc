@@ -260,7 +260,7 @@ TEST(ElasticChaos, TwentyKillsAndJoinsAndTheLossStillFalls) {
   const std::string job =
       dir.Write("job.yaml",
                 SyntheticJob("el-chaos", kSlots,
-                             "  elastic: {minReplicas: 2, maxReplicas: 4, joinTimeoutSeconds: 60}\n"
+                             "  elastic: {minReplicas: 2, maxReplicas: 4, joinTimeoutSeconds: 15}\n"
                              "  runPolicy: {restartPolicy: OnFailure, backoffLimit: 20, "
                              "peerTimeoutSeconds: 10}\n"
                              "  epochs: 40\n"
@@ -287,7 +287,7 @@ TEST(ElasticChaos, TwentyKillsAndJoinsAndTheLossStillFalls) {
     log.push_back(at + what);
   };
   ProcessResult r = RunProcess(
-      {HptrainBinary(), "run", job, "--quiet", "--control", control, "--output-json", json}, 170,
+      {HptrainBinary(), "run", job, "--quiet", "--control", control, "--output-json", json}, 300,
       [&](pid_t pid) {
         if (done_s >= 0) return;
         const std::string err = StderrSoFar(pid);
