@@ -9,6 +9,7 @@
 // the test waits for have happened, then run at full speed to the end, so the run neither ends
 // before a joiner arrives nor idles once it did.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -36,8 +37,14 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// What a running child has written to stderr so far.
-std::string StderrSoFar(pid_t pid) { return ReadFile("/proc/" + std::to_string(pid) + "/fd/2"); }
+// What a running child has written to stderr so far: RunProcess points it at a file. Until the
+// child has done so (just after fork), its stderr is still ours, a pipe that must not be read.
+std::string StderrSoFar(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/2";
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  return ReadFile(path);
+}
 
 // Appends one command line to the control file.
 void Control(const std::string& path, const std::string& line) {
@@ -263,11 +270,13 @@ TEST(ElasticChaos, TwentyKillsAndJoinsAndTheLossStillFalls) {
                              "  elastic: {minReplicas: 2, maxReplicas: 4, joinTimeoutSeconds: 15}\n"
                              "  runPolicy: {restartPolicy: OnFailure, backoffLimit: 20, "
                              "peerTimeoutSeconds: 10}\n"
-                             "  epochs: 40\n"
-                             "  maxSteps: 640\n"
+                             "  epochs: 50\n"
+                             "  maxSteps: 1600\n"
                              "  testing: {slowdownFile: " +
-                                 slowdown + "}\n"));
-  SetSlowdown(slowdown, kSlots, 100);
+                                 slowdown + ", slowdownWindow: 8}\n"));
+  // Full speed until every worker trained a step (a first step's one-off CPU time, stretched,
+  // could outlast the collectives' timeout), then about 50 ms a step while the events go on.
+  SetSlowdown(slowdown, kSlots, 1);
   const unsigned seed = std::random_device{}();
   std::cout << "seed " << seed << "\n";
   std::mt19937 rng(seed);
@@ -280,6 +289,7 @@ TEST(ElasticChaos, TwentyKillsAndJoinsAndTheLossStillFalls) {
   size_t lines_before = 0;  // the coordinator's membership lines before the last event
   int removed = -1;         // a removed slot not yet replaced by an `add`
   double done_s = -1;       // when the last event had its effect
+  double started_s = -1;    // when every worker had started
   std::vector<std::string> log;
   auto note = [&](const std::string& what) {
     char at[32];
@@ -293,11 +303,18 @@ TEST(ElasticChaos, TwentyKillsAndJoinsAndTheLossStillFalls) {
         const std::string err = StderrSoFar(pid);
         const std::vector<int> members = CoordinatorMembers(err, {0, 1, 2, 3});
         if (next_s < 0) {
-          // Training runs once every worker ran a step: the first progress line.
-          if (err.find("libtorch thread") == std::string::npos ||
-              FindProcesses({job, "worker"}).size() < kSlots) {
-            return;
+          // Every worker started (each logs its libtorch threads before it trains); two seconds
+          // later they are past their first steps.
+          size_t started = 0;
+          for (size_t at = err.find("libtorch thread"); at != std::string::npos;
+               at = err.find("libtorch thread", at + 1)) {
+            ++started;
           }
+          if (started < kSlots) return;
+          if (started_s < 0) started_s = SecondsSince(start);
+          if (SecondsSince(start) < started_s + 2) return;
+          SetSlowdown(slowdown, kSlots, 25);
+          note("training; slowed down, events begin");
           next_s = SecondsSince(start) + 1.0;
           return;
         }
