@@ -211,6 +211,15 @@ class WorkerSession::Impl {
   absl::Status ConnectEpoch(int64_t epoch, int rank, const std::vector<int>& members);
   // Elastic jobs: TrainerCallbacks::regroup (docs/elastic.md).
   absl::StatusOr<train::EpochGroup> Regroup(const train::MembershipEpoch& target, bool after_loss);
+  // Asks the coordinator for every step's membership, one step ahead.
+  std::unique_ptr<ps::StepPrefetcher<train::MembershipEpoch>> MembershipPrefetcher() {
+    ps::CoordinatorClient* client = client_.get();
+    return std::make_unique<ps::StepPrefetcher<train::MembershipEpoch>>(
+        [client](int64_t step) -> absl::StatusOr<train::MembershipEpoch> {
+          HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::Allocation a, client->GetAllocation(step));
+          return MembershipOf(a);
+        });
+  }
   // The newest epoch after `epoch` that began with a loss, if any.
   absl::StatusOr<std::optional<train::MembershipEpoch>> LossAfter(int64_t epoch);
   // Waits until every member of `target` has arrived at its rendezvous: true; false when a loss
@@ -418,11 +427,7 @@ absl::Status WorkerSession::Impl::Init(const WorkerConfig& config) {
   }
   if (!heartbeat_) heartbeat_ = std::make_unique<Heartbeat>(client, config.rank, epoch_, nullptr);
   if (spec_.elastic.enabled) {
-    membership_prefetcher_ = std::make_unique<ps::StepPrefetcher<train::MembershipEpoch>>(
-        [&client](int64_t step) -> absl::StatusOr<train::MembershipEpoch> {
-          HPTRAIN_ASSIGN_OR_RETURN(hptrain::v1::Allocation a, client.GetAllocation(step));
-          return MembershipOf(a);
-        });
+    membership_prefetcher_ = MembershipPrefetcher();
   }
   // Reports go out from a background thread: a round trip must not delay the next step.
   sender_ = std::make_unique<ps::ProgressSender>(
@@ -510,6 +515,11 @@ absl::StatusOr<bool> WorkerSession::Impl::WaitForMembers(const train::Membership
 absl::StatusOr<train::EpochGroup> WorkerSession::Impl::Regroup(
     const train::MembershipEpoch& target, bool after_loss) {
   ReleaseCommunicators();
+  // A membership prefetched before the change may be of an epoch that has ended since (a loss
+  // replaces the coordinator's schedule): the new epoch asks afresh. Kept, a worker a step behind
+  // the new rank 0 would take the stale answer for its first step and regroup into the ended epoch
+  // again, on the rendezvous addresses of its first forming.
+  if (membership_prefetcher_) membership_prefetcher_ = MembershipPrefetcher();
   const auto deadline = Clock::now() + std::chrono::seconds(spec_.elastic.join_timeout_seconds);
   train::MembershipEpoch want = target;
   // After a loss, and whenever a rendezvous fails, the epoch to form is the one the coordinator
