@@ -30,34 +30,20 @@ class GrpcMembershipClient : public MembershipClient {
 
   absl::StatusOr<reconcile::CoordinatorMembership> Read(const nlohmann::json& job,
                                                         const std::string& token) override {
-    std::string where;
-    std::shared_ptr<v1::Coordinator::Stub> stub = StubFor(job, &where);
-    grpc::ClientContext context;
-    Prepare(token, &context);
     v1::JobStatus status;
-    absl::Status result = ps::FromGrpc(stub->GetJobStatus(&context, {}, &status));
-    if (!result.ok()) {
-      return absl::Status(result.code(),
-                          absl::StrCat("coordinator ", where, " GetJobStatus: ", result.message()));
-    }
+    absl::Status result = Call(job, token, &v1::Coordinator::Stub::GetJobStatus,
+                               v1::GetJobStatusRequest(), &status, "GetJobStatus");
+    if (!result.ok()) return result;
     return MembershipOf(status);
   }
 
   absl::Status Change(const nlohmann::json& job, const std::string& token,
                       const reconcile::MembershipRequest& request) override {
-    std::string where;
-    std::shared_ptr<v1::Coordinator::Stub> stub = StubFor(job, &where);
-    grpc::ClientContext context;
-    Prepare(token, &context);
     v1::Allocation allocation;
-    absl::Status result =
-        ps::FromGrpc(stub->ChangeMembership(&context, ChangeRequestOf(request), &allocation));
-    if (!result.ok()) {
-      return absl::Status(result.code(), absl::StrCat("coordinator ", where, " ChangeMembership ",
-                                                      reconcile::KindName(request.kind), " slot ",
-                                                      request.slot, ": ", result.message()));
-    }
-    return absl::OkStatus();
+    return Call(job, token, &v1::Coordinator::Stub::ChangeMembership, ChangeRequestOf(request),
+                &allocation,
+                absl::StrCat("ChangeMembership ", reconcile::KindName(request.kind), " slot ",
+                             request.slot));
   }
 
  private:
@@ -65,6 +51,23 @@ class GrpcMembershipClient : public MembershipClient {
     context->set_deadline(std::chrono::system_clock::now() +
                           std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout_)));
     context->AddMetadata(ps::kAuthMetadataKey, "Bearer " + token);
+  }
+
+  // One call of the job's coordinator with the job token; an error names the coordinator and
+  // `what`.
+  template <typename Request, typename Response, typename Method>
+  absl::Status Call(const nlohmann::json& job, const std::string& token, Method method,
+                    const Request& request, Response* response, const std::string& what) {
+    std::string where;
+    std::shared_ptr<v1::Coordinator::Stub> stub = StubFor(job, &where);
+    grpc::ClientContext context;
+    Prepare(token, &context);
+    absl::Status result = ps::FromGrpc(((*stub).*method)(&context, request, response));
+    if (!result.ok()) {
+      return absl::Status(result.code(),
+                          absl::StrCat("coordinator ", where, " ", what, ": ", result.message()));
+    }
+    return absl::OkStatus();
   }
 
   // One channel per job (by key), rebuilt when its address changes.

@@ -601,7 +601,8 @@ absl::Status Trainer::Impl::ChangeMembership(const MembershipEpoch& target, bool
   options_.allocation = group.membership.batch_sizes;
   membership_epoch_ = group.membership.epoch;
   if (joining && group.rank == 0) {
-    return absl::FailedPreconditionError(
+    // Not bad input (exit 2): the launcher or the controller may restart the gang.
+    return absl::UnavailableError(
         "no member that held the model is left to join (the job needs a gang restart)");
   }
   // 3. The new rank 0's state to everyone, and everyone (rank 0 too) loads it into the rebuilt
