@@ -195,14 +195,15 @@ class ElasticKill : public ::testing::TestWithParam<std::string> {};
 TEST_P(ElasticKill, OneWorkerKilledMidStepIsReplacedAloneAndTheJobCompletes) {
   const std::string strategy = GetParam();
   TempDir dir;
-  // Long enough, and a test set large enough (half a point is 10 samples), that the accuracy
-  // says more than the trajectory's noise.
+  // Long enough, with a learning rate that decays to 0 at the end, and a test set large enough
+  // (half a point is 10 samples), that the accuracy says more than the trajectory's noise.
   const std::vector<std::string> sets = {"spec.strategy.type=" + strategy,
                                          "spec.maxSteps=320",
                                          "spec.epochs=10",
                                          "spec.checkpoint.intervalSteps=20",
                                          "spec.dataset.synthetic.testSamples=2048",
-                                         "spec.testing.slowdown=[20, 20, 20, 20]"};
+                                         "spec.testing.slowdown=[20, 20, 20, 20]",
+                                         "spec.optimizer.schedule.type=cosine"};
   auto run = [&](const std::string& tag, const std::function<void(pid_t)>& poll) {
     const std::string job =
         dir.Write(tag + ".yaml", ElasticJob("kill-" + tag, 4, dir.path() + "/" + tag + ".ckpt"));
