@@ -81,6 +81,12 @@ class Trainer::Impl {
   // Elastic jobs (docs/elastic.md): the change to `target` (planned: at this step boundary;
   // otherwise after a failed step, or as a joiner).
   absl::Status ChangeMembership(const MembershipEpoch& target, bool planned, bool after_loss);
+  // ChangeMembership, done again while a member is lost during it.
+  absl::Status ChangeMembershipUntilDone(const MembershipEpoch& target, bool planned,
+                                         bool after_loss);
+  // What a vanished peer does to a step or a change (collectives, parameter-server calls, the
+  // rendezvous): recovered from in an elastic job, not the run's end.
+  bool PeerFailure(const absl::Status& status);
   // The torch device of options_.device, made current, with the job's cuDNN settings.
   absl::StatusOr<torch::Device> SelectDevice();
   // Autograd hooks: each finished gradient into its slot, then marked ready.
@@ -154,6 +160,8 @@ class Trainer::Impl {
   int64_t membership_epoch_ = 0;
   std::optional<MembershipEpoch> pending_change_;
   bool left_ = false;
+  // The run state captured for a change that has not completed (what rank 0 sends).
+  std::optional<Checkpoint> held_state_;
 };
 
 absl::StatusOr<torch::Device> Trainer::Impl::SelectDevice() {
@@ -520,7 +528,8 @@ absl::Status Trainer::Impl::Run() {
   run_start_ = Clock::now();
   model_->train(true);
   if (options_.joining.has_value()) {
-    HPTRAIN_RETURN_IF_ERROR(ChangeMembership(*options_.joining, false, false), "joining the job");
+    HPTRAIN_RETURN_IF_ERROR(ChangeMembershipUntilDone(*options_.joining, false, false),
+                            "joining the job");
   }
   while (!left_) {
     absl::Status status = TrainEpochs();
@@ -529,11 +538,7 @@ absl::Status Trainer::Impl::Run() {
     const bool lost = callbacks_.membership_lost && callbacks_.membership_lost();
     // A stop request, bad data or a broken job file end the run as before; what a vanished peer
     // breaks (collectives, parameter-server calls) is recovered from.
-    if (!pending && !lost &&
-        !(absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
-          absl::IsInternal(status) || absl::IsAborted(status) || absl::IsUnknown(status))) {
-      return status;
-    }
+    if (!pending && !lost && !PeerFailure(status)) return status;
     MembershipEpoch target;
     bool planned = false;
     if (pending) {
@@ -546,19 +551,47 @@ absl::Status Trainer::Impl::Run() {
                    static_cast<long long>(global_step_ + 1),
                    std::string(status.message()).c_str());
     }
-    HPTRAIN_RETURN_IF_ERROR(ChangeMembership(target, planned, !planned));
+    HPTRAIN_RETURN_IF_ERROR(ChangeMembershipUntilDone(target, planned, !planned));
   }
   return absl::OkStatus();
+}
+
+bool Trainer::Impl::PeerFailure(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
+         absl::IsInternal(status) || absl::IsAborted(status) || absl::IsUnknown(status) ||
+         (absl::IsCancelled(status) && callbacks_.membership_lost &&
+          callbacks_.membership_lost());
+}
+
+absl::Status Trainer::Impl::ChangeMembershipUntilDone(const MembershipEpoch& target, bool planned,
+                                                      bool after_loss) {
+  absl::Status changed = ChangeMembership(target, planned, after_loss);
+  // A member lost during the change itself (its rendezvous, the state's broadcast): a member that
+  // holds the state does the change again with the epoch that drops it. Bounded: each attempt
+  // waits for a new epoch for at most spec.elastic.joinTimeoutSeconds. A joiner that failed exits
+  // instead: started again, it registers anew and joins the epoch that has it.
+  for (int attempt = 1; !changed.ok() && !left_ && held_state_.has_value() &&
+                        PeerFailure(changed) && attempt <= 8;
+       ++attempt) {
+    std::fprintf(stderr, "hptrain worker: the membership change did not complete (%s); "
+                         "regrouping\n",
+                 std::string(changed.message()).c_str());
+    changed = ChangeMembership(MembershipEpoch(), false, true);
+  }
+  return changed;
 }
 
 absl::Status Trainer::Impl::ChangeMembership(const MembershipEpoch& target, bool planned,
                                              bool after_loss) {
   const auto start = Clock::now();
-  const bool joining = exchange_ == nullptr;
-  const int64_t dropped = joining ? 0 : exchange_->strategy().UnsavedStateValues();
+  // A worker whose exchange is gone (a change that failed before it completed) still holds the
+  // state it captured then; a joiner holds none.
+  const bool trained = exchange_ != nullptr;
+  const bool joining = !trained && !held_state_.has_value();
+  const int64_t dropped = trained ? exchange_->strategy().UnsavedStateValues() : 0;
   // 1. Drain: at an agreed boundary the models are brought to exactly the steps done, as before
   // a checkpoint; if that fails too (a peer vanished meanwhile), the change is a loss after all.
-  if (planned && !joining) {
+  if (planned && trained) {
     absl::Status synchronized = SynchronizeModels("a membership change");
     if (!synchronized.ok()) {
       std::fprintf(stderr, "hptrain worker: the models could not be synchronized for membership "
@@ -571,14 +604,13 @@ absl::Status Trainer::Impl::ChangeMembership(const MembershipEpoch& target, bool
   }
   // What this worker would send as rank 0 of the new epoch: a checkpoint's contents, the
   // strategy's sections only when the models were synchronized.
-  Checkpoint state;
-  if (!joining) {
+  if (trained) {
     flat_->ToHost();
     absl::StatusOr<Checkpoint> captured = CaptureRunState(
         spec_.name, {global_step_, position_epoch_, position_step_in_epoch_}, RunParts(), planned);
     HPTRAIN_RETURN_IF_ERROR(captured.status(), "capturing the state for membership epoch ",
                             target.epoch);
-    state = *std::move(captured);
+    held_state_ = *std::move(captured);
   }
   // 2. Nothing may hold the old communicators when the session releases them. After a loss the
   // parameter-server calls in flight may wait for a round that never completes: cancelled.
@@ -607,7 +639,7 @@ absl::Status Trainer::Impl::ChangeMembership(const MembershipEpoch& target, bool
   }
   // 3. The new rank 0's state to everyone, and everyone (rank 0 too) loads it into the rebuilt
   // exchange, as a resumed run loads a checkpoint.
-  std::string bytes = group.rank == 0 ? EncodeCheckpoint(state) : std::string();
+  std::string bytes = group.rank == 0 ? EncodeCheckpoint(*held_state_) : std::string();
   int64_t size = static_cast<int64_t>(bytes.size());
   HPTRAIN_RETURN_IF_ERROR(comm_->Broadcast(&size, sizeof(size), 0), "membership state size");
   bytes.resize(static_cast<size_t>(size));
@@ -636,6 +668,7 @@ absl::Status Trainer::Impl::ChangeMembership(const MembershipEpoch& target, bool
   stats.world = comm_->size();
   flat_->ToHost();
   stats.parameters_hash = Fnv1a(flat_->host());
+  held_state_.reset();  // the change is complete: the exchange holds the state again
   if (callbacks_.on_membership_change) callbacks_.on_membership_change(stats);
   return absl::OkStatus();
 }
