@@ -72,7 +72,7 @@ v1::Allocation CoordinatorService::ScheduleChange(v1::MembershipChange change, i
     schedule_.push_back(allocation_);
   }
   change.set_effective_step(allocation_.effective_step());
-  changes_log_.push_back(change);
+  membership_.SetEffectiveStep(change.epoch(), change.effective_step());
   std::fprintf(stderr, "hptrain coordinator: membership epoch %lld: %s slot %d (%s); members %s%s\n",
                static_cast<long long>(change.epoch()), change.reason().c_str(), change.slots(0),
                change.detail().c_str(), absl::StrJoin(change.members(), ",").c_str(),
@@ -365,7 +365,7 @@ v1::JobStatus CoordinatorService::Snapshot() {
   status.set_failed(failed);
   status.set_membership_epoch(membership_.epoch());
   for (int slot : membership_.members()) status.add_members(slot);
-  for (const auto& change : changes_log_) *status.add_membership_changes() = change;
+  for (const auto& change : membership_.changes()) *status.add_membership_changes() = change;
   for (const auto& [rank, report] : progress_) *status.add_ranks() = report;
   for (const auto& [key, report] : evaluations_) {
     *status.add_evaluations() = report;

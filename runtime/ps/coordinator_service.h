@@ -116,7 +116,6 @@ class CoordinatorService final : public hptrain::v1::Coordinator::Service {
   std::map<std::string, std::string> kv_;
   std::map<int, hptrain::v1::RegisterRequest> members_;  // registrations, by slot
   Membership membership_;
-  std::vector<hptrain::v1::MembershipChange> changes_log_;  // with their effective steps
   std::map<int, hptrain::v1::ProgressReport> progress_;
   // Every evaluation, by step (then epoch: a worker without the step field sends 0).
   std::map<std::pair<int64_t, int>, hptrain::v1::EpochReport> evaluations_;

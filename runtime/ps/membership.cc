@@ -42,6 +42,12 @@ hptrain::v1::MembershipChange Membership::Leave(int slot, const std::string& rea
   return Begin(reason, slot, detail, now_unix);
 }
 
+void Membership::SetEffectiveStep(int64_t epoch, int64_t step) {
+  for (auto& change : changes_) {
+    if (change.epoch() == epoch) change.set_effective_step(step);
+  }
+}
+
 void Membership::Seen(int slot, Clock::time_point now) { seen_[slot] = now; }
 
 std::vector<int> Membership::Silent(Clock::time_point now) const {

@@ -51,6 +51,9 @@ class Membership {
   // The newest epoch that began because a member was lost; 0 if none did.
   int64_t LastLoss() const;
 
+  // Records when the change that began `epoch` takes effect (the coordinator decides it).
+  void SetEffectiveStep(int64_t epoch, int64_t step);
+
   // Every change so far, oldest first.
   const std::vector<hptrain::v1::MembershipChange>& changes() const { return changes_; }
 
